@@ -1,0 +1,61 @@
+"""aescl: AES on any OpenCL device, with pycryptodome's calling convention.
+
+    >>> import aescl
+    >>> aescl.devices()                                   # every OpenCL device
+    >>> dev = aescl.get_device("gpu")                     # or "cpu", "nvidia", "0:1", ...
+    >>> c = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv16, device=dev)
+    >>> ciphertext = c.encrypt(data)
+
+Promises of this API:
+
+* The key length picks AES-128, -192 or -256. Output is bit-identical on every
+  device and to pycryptodome / OpenSSL for the same parameters.
+* ``device`` is a :class:`Device`, a spec string (see :mod:`aescl.devices`) or
+  ``None`` (``$AESCL_DEVICE``, else the best real device: GPU before CPU).
+* ``key_schedule="host"`` expands round keys on the host and uploads them once
+  per key; ``"device"`` passes the raw key and each work-group expands it into
+  local memory. Both give the same output.
+* ECB does no padding: lengths must be a multiple of 16 (``ValueError``).
+* CTR counter blocks are ``nonce || counter``, big-endian. ``nonce=None`` picks
+  a random 8-byte nonce (read it back from ``.nonce``). A 16-byte
+  ``initial_value`` with ``nonce=b""`` counts the whole block, as ``openssl enc
+  -iv`` does. Running past the counter field raises :class:`CounterOverflowError`
+  before any work starts; encrypting again over keystream this object already
+  used (after a ``seek`` back) raises :class:`KeystreamReuseError`. Reusing a
+  (key, nonce) pair across objects is the caller's responsibility, as always
+  with CTR.
+* The kernels are table-based and therefore NOT constant-time: do not run them
+  where another tenant can observe cache or shared-memory timing on the device.
+"""
+
+from __future__ import annotations
+
+from .devices import Device, devices, get_device
+from .errors import (
+    AesclError,
+    CounterOverflowError,
+    DeviceNotFound,
+    KernelBuildError,
+    KeystreamReuseError,
+    NoPlatformError,
+)
+from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, new
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MODE_CTR",
+    "MODE_ECB",
+    "AesclError",
+    "CounterOverflowError",
+    "CtrCipher",
+    "Device",
+    "DeviceNotFound",
+    "EcbCipher",
+    "KernelBuildError",
+    "KeystreamReuseError",
+    "NoPlatformError",
+    "devices",
+    "get_device",
+    "new",
+]

@@ -1,0 +1,43 @@
+"""Every exception aescl raises on purpose, under one base class.
+
+Each name says what the caller must do differently. Where Python has a natural
+built-in meaning (a bad argument, an exhausted counter), the aescl exception also
+derives from that built-in, so code written for pycryptodome keeps working.
+"""
+
+from __future__ import annotations
+
+
+class AesclError(Exception):
+    """Base class of all aescl errors."""
+
+
+class DeviceNotFound(AesclError, LookupError):
+    """No OpenCL device matches the requested spec (the message lists those that exist)."""
+
+
+class NoPlatformError(DeviceNotFound):
+    """No OpenCL platform at all: install the ``pocl`` extra or a vendor driver."""
+
+
+class KernelBuildError(AesclError, RuntimeError):
+    """The OpenCL compiler rejected a kernel; ``build_log`` holds what it said."""
+
+    def __init__(self, message: str, build_log: str = "") -> None:
+        super().__init__(message if not build_log else f"{message}\n{build_log}")
+        self.build_log = build_log
+
+
+class CounterOverflowError(AesclError, OverflowError):
+    """CTR would reuse a counter block: the counter field is exhausted.
+
+    Raised before any work is launched, as pycryptodome does.
+    """
+
+
+class KeystreamReuseError(AesclError, ValueError):
+    """Encrypting here would reuse keystream that already encrypted other data.
+
+    Happens when ``encrypt`` follows a ``seek`` back into keystream this object
+    has already used for encryption. Decryption may seek freely.
+    """

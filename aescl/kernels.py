@@ -1,0 +1,186 @@
+"""The kernel manager: OpenCL sources, per-device launch settings and builds.
+
+Programs are built per (device, source file, options). A built program is kept
+in memory for the process and, as a device binary, on disk under the user cache
+directory (``AESCL_NO_CACHE=1`` turns the disk cache off; ``AESCL_CACHE_DIR``
+moves it). The cache key covers the full source text after includes are
+resolved, the build options, the device and driver identity and the pyopencl
+version, so an edit to any included file or a driver update rebuilds.
+
+Includes are resolved here rather than by the OpenCL compiler (``-I``): some
+drivers keep their own compiler cache keyed on the top-level source only, and
+would otherwise reuse a stale binary after an edit to an included header.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pyopencl as cl
+
+from ._cache import cache_root, disk_cache_enabled
+from .devices import Device
+from .errors import KernelBuildError
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
+
+# Room the AES tables and round keys take in __local memory, with margin.
+_LOCAL_BYTES_NEEDED = 4096
+
+
+def kernel_dir() -> Path:
+    """The folder of ``.cl`` sources: ``aescl/cl`` when installed, ``cl/`` in a checkout."""
+    installed = Path(__file__).resolve().parent / "cl"
+    return installed if installed.is_dir() else Path(__file__).resolve().parent.parent / "cl"
+
+
+@lru_cache(maxsize=None)
+def load_source(filename: str) -> str:
+    """The source of a kernel file with its ``#include "..."`` lines resolved, each file once."""
+    seen: set[str] = set()
+
+    def expand(name: str) -> str:
+        if name in seen:
+            return ""  # the guards would make a second copy empty anyway
+        seen.add(name)
+        text = (kernel_dir() / name).read_text()
+        return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
+
+    return expand(filename)
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How kernels are launched on one device."""
+
+    work_group_size: int
+    max_work_groups: int
+    tables_in_local: bool
+
+
+def launch_config(device: Device) -> LaunchConfig:
+    """Work-group size, grid size and table placement for a device.
+
+    GPUs stage the tables in __local memory: __constant memory serves one
+    address per cycle, and table lookups diverge across a warp. CPU runtimes
+    implement __local as ordinary memory, so the copy would only cost time.
+    The simulator gets small groups, so that short test inputs still cover
+    several groups, grid-stride steps and partial groups.
+    """
+    local_ok = device.local_mem_bytes >= _LOCAL_BYTES_NEEDED
+    if device.type == "simulator":
+        return LaunchConfig(min(16, device.max_work_group_size), 3, local_ok)
+    if device.type == "gpu":
+        return LaunchConfig(min(256, device.max_work_group_size), device.compute_units * 16, local_ok)
+    return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False)
+
+
+def aes_options(rounds: int, key_schedule: str, tables_in_local: bool) -> str:
+    """The ``-D`` options that aes_core.cl reads."""
+    if key_schedule not in ("host", "device"):
+        raise ValueError(f"key_schedule must be 'host' or 'device', not {key_schedule!r}")
+    return (
+        f"-DAES_ROUNDS={rounds} -DAES_KEY_SCHEDULE_DEVICE={int(key_schedule == 'device')}"
+        f" -DAES_TABLES_IN_LOCAL={int(tables_in_local)}"
+    )
+
+
+@dataclass
+class DeviceRuntime:
+    """The OpenCL context and queue aescl uses for one device, and its built programs."""
+
+    device: Device
+    context: Any
+    queue: Any
+    programs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    build_seconds: dict[tuple[str, str], tuple[float, bool]] = field(default_factory=dict)
+
+
+_runtimes: dict[str, DeviceRuntime] = {}
+
+
+def runtime(device: Device) -> DeviceRuntime:
+    """The shared context and in-order queue for a device (created once per process)."""
+    rt = _runtimes.get(device.id)
+    if rt is None:
+        context = cl.Context([device.cl_device])
+        rt = DeviceRuntime(device, context, cl.CommandQueue(context, device.cl_device))
+        _runtimes[device.id] = rt
+    return rt
+
+
+def cache_key(device: Device, source: str, options: str) -> str:
+    identity = {
+        "source": source,
+        "options": options,
+        "device": device.name,
+        "vendor": device.vendor,
+        "platform": [device.platform_name, device.platform_version],
+        "driver": device.driver_version,
+        "opencl_c": device.opencl_c_version,
+        "pyopencl": cl.VERSION_TEXT,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def kernel_cache_dir() -> Path:
+    return cache_root() / "kernels"
+
+
+def _load_cached_binary(rt: DeviceRuntime, path: Path, options: str) -> Any | None:
+    try:
+        binary = path.read_bytes()
+        return cl.Program(rt.context, [rt.device.cl_device], [binary]).build(options=options)
+    except (OSError, cl.Error):
+        return None  # missing, unreadable or rejected by the driver: rebuild from source
+
+
+def _store_binary(program: Any, path: Path) -> None:
+    try:
+        binary = program.get_info(cl.program_info.BINARIES)[0]
+        if not binary:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(binary)
+        os.replace(tmp, path)
+    except (OSError, cl.Error):
+        pass  # a cache that cannot be written only costs a rebuild next time
+
+
+def build(device: Device, filename: str, options: str) -> Any:
+    """A built program for (device, file, options), from memory, disk or source."""
+    rt = runtime(device)
+    program = rt.programs.get((filename, options))
+    if program is not None:
+        return program
+    source = load_source(filename)
+    started = time.perf_counter()
+    cached_path = kernel_cache_dir() / f"{cache_key(device, source, options)}.bin"
+    from_disk = disk_cache_enabled()
+    program = _load_cached_binary(rt, cached_path, options) if from_disk else None
+    if program is None:
+        from_disk = False
+        try:
+            program = cl.Program(rt.context, source).build(
+                options=options, devices=[device.cl_device], cache_dir=False
+            )
+        except cl.Error as exc:
+            raise KernelBuildError(
+                f"building {filename} ({options}) for {device.name} failed", str(exc)
+            ) from None
+        if disk_cache_enabled():
+            _store_binary(program, cached_path)
+    rt.programs[(filename, options)] = program
+    rt.build_seconds[(filename, options)] = (time.perf_counter() - started, from_disk)
+    return program

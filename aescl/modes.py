@@ -1,0 +1,332 @@
+"""Cipher modes over the kernels: ECB and CTR objects with pycryptodome's calling convention.
+
+Host data moves through the device in slices no larger than one allocation (and
+a fraction of device memory), so input of any size works and produces the same
+output as a single pass. CTR carries its counter across slices and calls, and
+keeps the unused keystream of a partial block for the next call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, Union
+
+import numpy as np
+import pyopencl as cl
+
+from . import keyschedule
+from .devices import Device, resolve
+from .errors import CounterOverflowError, KeystreamReuseError
+from .kernels import aes_options, build, launch_config, runtime
+
+MODE_ECB = 1  # the values pycryptodome uses
+MODE_CTR = 6
+
+BLOCK_SIZE = keyschedule.BLOCK_SIZE
+_MAX_SLICE_BYTES = 256 << 20
+
+BytesLike = Union[bytes, bytearray, memoryview, np.ndarray]
+
+
+def default_slice_bytes(device: Device) -> int:
+    """Largest host-to-device slice: one allocation, at most a quarter of device memory."""
+    limit = min(device.max_alloc_bytes, device.global_mem_bytes // 4, _MAX_SLICE_BYTES)
+    return max(BLOCK_SIZE, limit - limit % BLOCK_SIZE)
+
+
+def _input_array(data: Any) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        if not data.flags.c_contiguous:
+            raise ValueError("data must be C-contiguous")
+        return data.reshape(-1).view(np.uint8)
+    view = memoryview(data)
+    if not view.c_contiguous:
+        raise ValueError("data must be C-contiguous")
+    return np.frombuffer(view.cast("B"), dtype=np.uint8)
+
+
+def _output_array(output: Any, length: int) -> np.ndarray:
+    if isinstance(output, np.ndarray):
+        array = output
+        if not (array.flags.c_contiguous and array.flags.writeable):
+            raise ValueError("output must be a writable, C-contiguous array")
+        array = array.reshape(-1).view(np.uint8)
+    else:
+        view = memoryview(output)
+        if view.readonly or not view.c_contiguous:
+            raise TypeError("output must be a bytearray, a writable memoryview or a numpy array")
+        array = np.frombuffer(view.cast("B"), dtype=np.uint8)
+    if array.nbytes != length:
+        raise ValueError(f"output must be {length} bytes long, not {array.nbytes}")
+    return array
+
+
+class _KernelLauncher:
+    """One AES kernel bound to a device and a key, moving host arrays through it."""
+
+    def __init__(
+        self,
+        device: Device,
+        filename: str,
+        kernel_name: str,
+        key_material: np.ndarray,
+        rounds: int,
+        key_schedule: str,
+    ) -> None:
+        config = launch_config(device)
+        program = build(device, filename, aes_options(rounds, key_schedule, config.tables_in_local))
+        self._runtime = runtime(device)
+        self._kernel = cl.Kernel(program, kernel_name)
+        kernel_limit = self._kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, device.cl_device
+        )
+        self._work_group_size = max(1, min(config.work_group_size, kernel_limit))
+        self._max_work_groups = config.max_work_groups
+        self._key_buffer = cl.Buffer(
+            self._runtime.context,
+            cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+            hostbuf=np.ascontiguousarray(key_material, dtype="<u4"),
+        )
+        self.slice_bytes = default_slice_bytes(device)
+        self._buffer: Any = None
+        self._buffer_bytes = 0
+
+    def _device_buffer(self, nbytes: int) -> Any:
+        if nbytes > self._buffer_bytes:
+            self._buffer = cl.Buffer(self._runtime.context, cl.mem_flags.READ_WRITE, nbytes)
+            self._buffer_bytes = nbytes
+        return self._buffer
+
+    def run(
+        self,
+        source: np.ndarray,
+        target: np.ndarray,
+        slice_args: Callable[[int], tuple[Any, ...]] = lambda first_block: (),
+    ) -> None:
+        """Process whole blocks from ``source`` into ``target`` (may be the same memory).
+
+        ``slice_args(first_block)`` gives the kernel arguments that depend on the
+        slice's position (the CTR counter), placed after the block count.
+        """
+        queue = self._runtime.queue
+        step = self.slice_bytes - self.slice_bytes % BLOCK_SIZE
+        for start in range(0, source.nbytes, step):
+            stop = min(source.nbytes, start + step)
+            blocks = (stop - start) // BLOCK_SIZE
+            buffer = self._device_buffer(min(step, source.nbytes))
+            cl.enqueue_copy(queue, buffer, source[start:stop], is_blocking=False)
+            groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
+            self._kernel.set_args(
+                buffer, buffer, np.uint64(blocks),
+                *slice_args(start // BLOCK_SIZE), self._key_buffer,
+            )
+            cl.enqueue_nd_range_kernel(
+                queue, self._kernel, (groups * self._work_group_size,), (self._work_group_size,)
+            )
+            cl.enqueue_copy(queue, target[start:stop], buffer, is_blocking=True)
+
+
+def _key_material(key: bytes, key_schedule: str, decrypt: bool) -> np.ndarray:
+    if key_schedule == "device":
+        return np.frombuffer(key, dtype="<u4")  # raw key; the kernel expands it
+    if decrypt:
+        return keyschedule.decryption_round_keys(key)
+    return keyschedule.encryption_round_keys(key)
+
+
+def _finish(result: np.ndarray, output: Any) -> bytes | None:
+    return result.tobytes() if output is None else None
+
+
+class EcbCipher:
+    """AES-ECB on an OpenCL device. No padding: lengths must be multiples of 16."""
+
+    mode = MODE_ECB
+    block_size = BLOCK_SIZE
+
+    def __init__(self, key: bytes, device: Device, key_schedule: str) -> None:
+        self._rounds = keyschedule.rounds_for_key(key)
+        aes_options(self._rounds, key_schedule, False)  # validates key_schedule early
+        self._key = key
+        self._device = device
+        self._key_schedule = key_schedule
+        self._launchers: dict[bool, _KernelLauncher] = {}
+
+    def _launcher(self, decrypt: bool) -> _KernelLauncher:
+        if decrypt not in self._launchers:
+            self._launchers[decrypt] = _KernelLauncher(
+                self._device, "aes_ecb.cl", "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt",
+                _key_material(self._key, self._key_schedule, decrypt),
+                self._rounds, self._key_schedule,
+            )
+        return self._launchers[decrypt]
+
+    def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
+        source = _input_array(data)
+        if source.nbytes % BLOCK_SIZE:
+            raise ValueError("Data must be aligned to block boundary in ECB mode")
+        target = np.empty_like(source) if output is None else _output_array(output, source.nbytes)
+        if source.nbytes:
+            self._launcher(decrypt).run(source, target)
+        return _finish(target, output)
+
+    def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
+        """Encrypt whole blocks. Returns bytes, or None when ``output`` receives the result."""
+        return self._process(plaintext, output, decrypt=False)
+
+    def decrypt(self, ciphertext: BytesLike, output: Any = None) -> bytes | None:
+        """Decrypt whole blocks. Returns bytes, or None when ``output`` receives the result."""
+        return self._process(ciphertext, output, decrypt=True)
+
+
+class CtrCipher:
+    """AES-CTR on an OpenCL device: a keystream over counter blocks ``nonce || counter``.
+
+    The counter is big-endian and fills the ``16 - len(nonce)`` bytes after the
+    nonce; it starts at ``initial_value`` and wraps within its field. Successive
+    calls continue the stream, partial blocks included. An object either
+    encrypts or decrypts, as in pycryptodome. ``seek`` moves anywhere for
+    decryption; encryption refuses to reuse keystream it has already used.
+    """
+
+    mode = MODE_CTR
+    block_size = BLOCK_SIZE
+
+    def __init__(
+        self,
+        key: bytes,
+        nonce: bytes | None,
+        initial_value: int | bytes | None,
+        device: Device,
+        key_schedule: str,
+    ) -> None:
+        rounds = keyschedule.rounds_for_key(key)
+        if nonce is None:
+            nonce = os.urandom(8)  # pycryptodome's default: half a block, random
+        nonce = bytes(nonce)
+        if len(nonce) >= BLOCK_SIZE:
+            raise ValueError("Nonce is too long")
+        counter_bytes = BLOCK_SIZE - len(nonce)
+        self.nonce = nonce
+        self._counter_bits = 8 * counter_bytes
+        self._initial = self._initial_counter(initial_value, counter_bytes)
+        self._prefix = int.from_bytes(nonce, "big") << self._counter_bits
+        self._launcher = _KernelLauncher(
+            device, "aes_ctr.cl", "aes_ctr_xor", _key_material(key, key_schedule, False),
+            rounds, key_schedule,
+        )
+        self._position = 0  # keystream offset in bytes
+        self._encrypted_until = 0  # keystream below this offset has encrypted data
+        self._direction: str | None = None
+        self._partial: tuple[int, np.ndarray] | None = None  # (block index, its keystream)
+
+    @staticmethod
+    def _initial_counter(initial_value: int | bytes | None, counter_bytes: int) -> int:
+        if initial_value is None:
+            return 0
+        if isinstance(initial_value, int):
+            if not 0 <= initial_value < 1 << (8 * counter_bytes):
+                raise ValueError("Initial counter value is too large")
+            return initial_value
+        initial_value = bytes(initial_value)
+        if len(initial_value) != counter_bytes:
+            raise ValueError(
+                f"Incorrect length for counter byte string ({len(initial_value)} bytes, "
+                f"expected {counter_bytes})"
+            )
+        return int.from_bytes(initial_value, "big")
+
+    @property
+    def position(self) -> int:
+        """The keystream offset, in bytes, that the next call starts at."""
+        return self._position
+
+    def seek(self, offset: int) -> None:
+        """Move to byte ``offset`` of the keystream (random access for decryption)."""
+        if offset < 0:
+            raise ValueError("offset must not be negative")
+        self._position = offset
+
+    def _counter_args(self, first_block: int) -> tuple[np.uint64, ...]:
+        field_mask = (1 << self._counter_bits) - 1
+        block = self._prefix | ((self._initial + first_block) & field_mask)
+        return tuple(
+            np.uint64(v)
+            for v in (block >> 64, block & (2**64 - 1), field_mask >> 64, field_mask & (2**64 - 1))
+        )
+
+    def _keystream_block(self, index: int) -> np.ndarray:
+        if self._partial is None or self._partial[0] != index:
+            keystream = np.zeros(BLOCK_SIZE, dtype=np.uint8)
+            self._launcher.run(keystream, keystream, lambda _: self._counter_args(index))
+            self._partial = (index, keystream)
+        return self._partial[1]
+
+    def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
+        if self._direction not in (None, direction):
+            raise TypeError(f"{direction}() cannot be called after {self._direction}()")
+        source = _input_array(data)
+        length = source.nbytes
+        start = self._position
+        if direction == "encrypt" and start < self._encrypted_until:
+            raise KeystreamReuseError(
+                f"encrypting at offset {start} would reuse keystream already used up to "
+                f"offset {self._encrypted_until}"
+            )
+        if -(-(start + length) // BLOCK_SIZE) > 1 << self._counter_bits:
+            raise CounterOverflowError("The counter has wrapped around in CTR mode")
+        target = np.empty_like(source) if output is None else _output_array(output, length)
+        self._direction = direction
+
+        done = 0
+        if start % BLOCK_SIZE and length:  # finish the block a previous call began
+            skip = start % BLOCK_SIZE
+            done = min(length, BLOCK_SIZE - skip)
+            keystream = self._keystream_block(start // BLOCK_SIZE)
+            np.bitwise_xor(source[:done], keystream[skip : skip + done], out=target[:done])
+        whole = (length - done) - (length - done) % BLOCK_SIZE
+        if whole:
+            first = (start + done) // BLOCK_SIZE
+            self._launcher.run(
+                source[done : done + whole], target[done : done + whole],
+                lambda offset: self._counter_args(first + offset),
+            )
+            done += whole
+        if done < length:  # a partial final block: keep its keystream for the next call
+            keystream = self._keystream_block((start + done) // BLOCK_SIZE)
+            np.bitwise_xor(source[done:], keystream[: length - done], out=target[done:])
+
+        self._position = start + length
+        if direction == "encrypt":
+            self._encrypted_until = self._position
+        return _finish(target, output)
+
+    def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
+        """Encrypt, continuing the keystream. Returns bytes, or None when ``output`` is given."""
+        return self._process(plaintext, output, "encrypt")
+
+    def decrypt(self, ciphertext: BytesLike, output: Any = None) -> bytes | None:
+        """Decrypt, continuing the keystream. Returns bytes, or None when ``output`` is given."""
+        return self._process(ciphertext, output, "decrypt")
+
+
+def new(
+    key: bytes,
+    mode: int,
+    *,
+    nonce: bytes | None = None,
+    initial_value: int | bytes | None = None,
+    device: Device | str | None = None,
+    key_schedule: str = "host",
+) -> EcbCipher | CtrCipher:
+    """Create a cipher object, as ``Crypto.Cipher.AES.new`` does, running on ``device``."""
+    key = bytes(key)
+    keyschedule.rounds_for_key(key)
+    if mode == MODE_ECB:
+        if nonce is not None or initial_value is not None:
+            raise TypeError("ECB mode takes no nonce or initial_value")
+        return EcbCipher(key, resolve(device), key_schedule)
+    if mode == MODE_CTR:
+        return CtrCipher(key, nonce, initial_value, resolve(device), key_schedule)
+    raise ValueError(f"unsupported mode {mode!r}: use MODE_ECB or MODE_CTR")

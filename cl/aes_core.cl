@@ -1,0 +1,229 @@
+/* aes_core.cl: the one AES core (FIPS-197) that every mode kernel includes.
+ *
+ * State layout: a block is a uint4 of four columns; each column holds rows 0..3
+ * from the low byte up. That is the block's bytes in memory order read as
+ * little-endian 32-bit words (aes_load/aes_store adapt other devices).
+ *
+ * Algorithm: the classic T-table round. One 256-entry table per direction
+ * (aes_te0, aes_td0) combines SubBytes and MixColumns; the other three tables are
+ * byte rotations of it, which costs one rotate per lookup instead of 3 KiB more
+ * of fast memory. Decryption uses the equivalent inverse cipher, whose round keys
+ * have InvMixColumns applied (host: keyschedule.decryption_round_keys).
+ * The lookups depend on secret data, so this core is NOT constant-time.
+ *
+ * -D options (all required, set by aescl/kernels.py):
+ *   AES_ROUNDS              10, 12 or 14 (AES-128/192/256); the round loop is
+ *                           unrolled at compile time.
+ *   AES_KEY_SCHEDULE_DEVICE 0: the key argument holds the expanded round keys.
+ *                           1: it holds the raw key; work-item 0 of each group
+ *                           expands it into __local memory.
+ *   AES_TABLES_IN_LOCAL     1: each work-group copies the tables into __local
+ *                           memory (GPUs: constant memory serialises divergent
+ *                           lookups). 0: lookups read __constant memory (CPUs).
+ *
+ * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
+ * barrier whenever they write __local memory, so every work-item of the group
+ * must reach them, before any early exit.
+ */
+#ifndef AES_CORE_CL
+#define AES_CORE_CL
+
+#include "aes_vendor.h"
+#include "aes_tables.h"
+
+#define AES_KEY_WORDS (AES_ROUNDS - 6u)         /* Nk */
+#define AES_ROUND_KEY_WORDS (4u * (AES_ROUNDS + 1u))
+
+#if AES_TABLES_IN_LOCAL
+#define AES_TABLE_SPACE __local
+#else
+#define AES_TABLE_SPACE __constant
+#endif
+
+#if AES_KEY_SCHEDULE_DEVICE
+#define AES_KEY_SPACE __local
+#else
+#define AES_KEY_SPACE __constant
+#endif
+
+inline uint aes_byte(uint word, uint row)
+{
+    return (word >> (8u * row)) & 0xffu;
+}
+
+/* ---- Key expansion on the device (AES_KEY_SCHEDULE_DEVICE=1) ---------------- */
+
+/* SubWord; the S-box is row 1 of aes_te0, read from __constant because the
+ * expansion runs before (and independently of) any staging into __local. */
+inline uint aes_sub_word(uint w)
+{
+    return ((aes_te0[aes_byte(w, 0)] >> 8) & 0xffu)
+         | (aes_te0[aes_byte(w, 1)] & 0xff00u)
+         | ((aes_te0[aes_byte(w, 2)] << 8) & 0xff0000u)
+         | ((aes_te0[aes_byte(w, 3)] << 16) & 0xff000000u);
+}
+
+/* Multiply each of the four bytes of a word by x in GF(2^8). */
+inline uint aes_xtime4(uint w)
+{
+    return ((w & 0x7f7f7f7fu) << 1) ^ (((w >> 7) & 0x01010101u) * 0x1bu);
+}
+
+/* InvMixColumns of one column, as MixColumns after the FIPS-197 pre-step
+ * (a0,a1,a2,a3) ^= x^2 * (a0^a2, a1^a3, a0^a2, a1^a3). */
+inline uint aes_inv_mix_column(uint w)
+{
+    w ^= aes_xtime4(aes_xtime4(w ^ rotate(w, 16u)));
+    const uint next = rotate(w, 24u);           /* byte r holds a[r+1] */
+    return aes_xtime4(w ^ next) ^ next ^ rotate(w, 16u) ^ rotate(w, 8u);
+}
+
+/* FIPS-197 KeyExpansion into rk, one group of Nk words at a time, so that the
+ * position in the group is the inner index rather than a modulo (Oclgrind 21.10
+ * mis-evaluates `i % 8` in the flat form). In this column layout RotWord is a
+ * rotate right by 8 and Rcon lands in the low byte. */
+inline void aes_expand_key(__local uint *rk, __constant const uint *key)
+{
+    uint rcon = 1u;
+    for (uint i = 0; i < AES_KEY_WORDS; ++i)
+        rk[i] = key[i];
+    for (uint group = AES_KEY_WORDS; group < AES_ROUND_KEY_WORDS; group += AES_KEY_WORDS) {
+        rk[group] = rk[group - AES_KEY_WORDS] ^ aes_sub_word(rotate(rk[group - 1], 24u)) ^ rcon;
+        rcon = aes_xtime4(rcon);
+        for (uint j = 1; j < AES_KEY_WORDS && group + j < AES_ROUND_KEY_WORDS; ++j) {
+            uint t = rk[group + j - 1];
+            if (AES_KEY_WORDS > 6 && j == 4)
+                t = aes_sub_word(t);
+            rk[group + j] = rk[group + j - AES_KEY_WORDS] ^ t;
+        }
+    }
+}
+
+/* Round keys of the equivalent inverse cipher: expand, reverse the order of the
+ * rounds, then InvMixColumns on all but the first and last round. */
+inline void aes_expand_decrypt_key(__local uint *rk, __constant const uint *key)
+{
+    aes_expand_key(rk, key);
+    for (int lo = 0, hi = AES_ROUNDS; lo < hi; ++lo, --hi) {
+        for (int c = 0; c < 4; ++c) {
+            const uint t = rk[4 * lo + c];
+            rk[4 * lo + c] = rk[4 * hi + c];
+            rk[4 * hi + c] = t;
+        }
+    }
+    for (int i = 4; i < 4 * AES_ROUNDS; ++i)
+        rk[i] = aes_inv_mix_column(rk[i]);
+}
+
+/* ---- Per-work-group setup ---------------------------------------------------- */
+
+inline void aes_stage_uint_table(__local uint *dst, __constant const uint *src)
+{
+    for (uint i = get_local_id(0); i < 256u; i += get_local_size(0))
+        dst[i] = src[i];
+}
+
+inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *src)
+{
+    for (uint i = get_local_id(0); i < 256u; i += get_local_size(0))
+        dst[i] = src[i];
+}
+
+#if AES_TABLES_IN_LOCAL
+#define AES_DECLARE_TABLE(type, name, source) \
+    __local type name[256];                   \
+    aes_stage_##type##_table(name, source)
+#else
+#define AES_DECLARE_TABLE(type, name, source) \
+    __constant const type *name = source
+#endif
+
+#if AES_KEY_SCHEDULE_DEVICE
+#define AES_DECLARE_ROUND_KEYS(name, key_material, expand) \
+    __local uint name[AES_ROUND_KEY_WORDS];                \
+    if (get_local_id(0) == 0)                              \
+        expand(name, key_material)
+#else
+#define AES_DECLARE_ROUND_KEYS(name, key_material, expand) \
+    __constant const uint *name = key_material
+#endif
+
+#if AES_TABLES_IN_LOCAL || AES_KEY_SCHEDULE_DEVICE
+#define AES_SETUP_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#else
+#define AES_SETUP_BARRIER() ((void)0)
+#endif
+
+/* Declares `te` (encryption table) and `rk` (round keys) in the kernel's scope. */
+#define AES_ENCRYPT_SETUP(key_material)                                   \
+    AES_DECLARE_TABLE(uint, te, aes_te0);                                 \
+    AES_DECLARE_ROUND_KEYS(rk, key_material, aes_expand_key);             \
+    AES_SETUP_BARRIER()
+
+/* Declares `td`, `inv_sbox` and `rk` (inverse-cipher round keys). */
+#define AES_DECRYPT_SETUP(key_material)                                   \
+    AES_DECLARE_TABLE(uint, td, aes_td0);                                 \
+    AES_DECLARE_TABLE(uchar, inv_sbox, aes_inv_sbox);                     \
+    AES_DECLARE_ROUND_KEYS(rk, key_material, aes_expand_decrypt_key);     \
+    AES_SETUP_BARRIER()
+
+/* ---- Rounds ------------------------------------------------------------------ */
+
+/* One output column of a full round: T0[a.row0] ^ T1[b.row1] ^ T2[c.row2] ^
+ * T3[d.row3] ^ key, with Tn = rotate(T0, 8n). Encryption passes the columns
+ * j, j+1, j+2, j+3 (ShiftRows); decryption j, j+3, j+2, j+1 (InvShiftRows). */
+#define AES_ROUND_COLUMN(t, a, b, c, d, k)                                 \
+    ((t)[aes_byte(a, 0)] ^ rotate((t)[aes_byte(b, 1)], 8u)                 \
+     ^ rotate((t)[aes_byte(c, 2)], 16u) ^ rotate((t)[(d) >> 24], 24u) ^ (k))
+
+/* Final encryption round: S-box only. Row r of aes_te0 is S[x] for r = 1, 2,
+ * so each byte is masked out of the table entry in place. */
+#define AES_FINAL_ENC_COLUMN(t, a, b, c, d, k)                             \
+    ((((t)[aes_byte(a, 0)] >> 8) & 0xffu) | ((t)[aes_byte(b, 1)] & 0xff00u) \
+     | ((t)[aes_byte(c, 2)] & 0xff0000u)                                   \
+     | (((t)[(d) >> 24] << 16) & 0xff000000u)) ^ (k)
+
+#define AES_FINAL_DEC_COLUMN(s, a, b, c, d, k)                             \
+    ((uint)(s)[aes_byte(a, 0)] | ((uint)(s)[aes_byte(b, 1)] << 8)          \
+     | ((uint)(s)[aes_byte(c, 2)] << 16) | ((uint)(s)[(d) >> 24] << 24)) ^ (k)
+
+inline uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *te)
+{
+    s ^= (uint4)(rk[0], rk[1], rk[2], rk[3]);
+    AES_UNROLL
+    for (int r = 1; r < AES_ROUNDS; ++r) {
+        const AES_KEY_SPACE uint *k = rk + 4 * r;
+        s = (uint4)(AES_ROUND_COLUMN(te, s.x, s.y, s.z, s.w, k[0]),
+                    AES_ROUND_COLUMN(te, s.y, s.z, s.w, s.x, k[1]),
+                    AES_ROUND_COLUMN(te, s.z, s.w, s.x, s.y, k[2]),
+                    AES_ROUND_COLUMN(te, s.w, s.x, s.y, s.z, k[3]));
+    }
+    const AES_KEY_SPACE uint *k = rk + 4 * AES_ROUNDS;
+    return (uint4)(AES_FINAL_ENC_COLUMN(te, s.x, s.y, s.z, s.w, k[0]),
+                   AES_FINAL_ENC_COLUMN(te, s.y, s.z, s.w, s.x, k[1]),
+                   AES_FINAL_ENC_COLUMN(te, s.z, s.w, s.x, s.y, k[2]),
+                   AES_FINAL_ENC_COLUMN(te, s.w, s.x, s.y, s.z, k[3]));
+}
+
+inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *td,
+                               AES_TABLE_SPACE const uchar *inv_sbox)
+{
+    s ^= (uint4)(rk[0], rk[1], rk[2], rk[3]);
+    AES_UNROLL
+    for (int r = 1; r < AES_ROUNDS; ++r) {
+        const AES_KEY_SPACE uint *k = rk + 4 * r;
+        s = (uint4)(AES_ROUND_COLUMN(td, s.x, s.w, s.z, s.y, k[0]),
+                    AES_ROUND_COLUMN(td, s.y, s.x, s.w, s.z, k[1]),
+                    AES_ROUND_COLUMN(td, s.z, s.y, s.x, s.w, k[2]),
+                    AES_ROUND_COLUMN(td, s.w, s.z, s.y, s.x, k[3]));
+    }
+    const AES_KEY_SPACE uint *k = rk + 4 * AES_ROUNDS;
+    return (uint4)(AES_FINAL_DEC_COLUMN(inv_sbox, s.x, s.w, s.z, s.y, k[0]),
+                   AES_FINAL_DEC_COLUMN(inv_sbox, s.y, s.x, s.w, s.z, k[1]),
+                   AES_FINAL_DEC_COLUMN(inv_sbox, s.z, s.y, s.x, s.w, k[2]),
+                   AES_FINAL_DEC_COLUMN(inv_sbox, s.w, s.z, s.y, s.x, k[3]));
+}
+
+#endif /* AES_CORE_CL */

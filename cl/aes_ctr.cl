@@ -1,0 +1,38 @@
+/* aes_ctr.cl: AES-CTR keystream XOR; the same kernel encrypts and decrypts.
+ *
+ * Buffers: input and output are arrays of 16-byte blocks in memory order; they
+ * may be the same buffer. Only whole blocks are processed: the host keeps the
+ * unused keystream of a partial final block for the next call.
+ *
+ * Counter: block i of the launch is encrypted under the 128-bit big-endian
+ * counter block
+ *     (counter & ~field_mask) | ((counter + i) & field_mask),
+ * given as (hi, lo) 64-bit halves. field_mask covers the counter field (the bytes
+ * after the nonce), so the counter wraps within its own field exactly as
+ * pycryptodome and OpenSSL do, while the nonce bytes never change. The host
+ * guarantees that no launch passes the point where a counter would repeat.
+ *
+ * Mapping: grid-stride loop, as in aes_ecb.cl.
+ * -D options: AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, AES_TABLES_IN_LOCAL (aes_core.cl).
+ */
+#include "aes_core.cl"
+
+__kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
+                          const ulong block_count,
+                          const ulong counter_hi, const ulong counter_lo,
+                          const ulong field_mask_hi, const ulong field_mask_lo,
+                          __constant const uint *key_material)
+{
+    AES_ENCRYPT_SETUP(key_material);
+    for (ulong i = get_global_id(0); i < block_count; i += get_global_size(0)) {
+        /* 128-bit add with carry; bits outside the field are restored below. */
+        const ulong sum_lo = counter_lo + i;
+        const ulong sum_hi = counter_hi + (sum_lo < counter_lo ? 1ul : 0ul);
+        const ulong lo = (counter_lo & ~field_mask_lo) | (sum_lo & field_mask_lo);
+        const ulong hi = (counter_hi & ~field_mask_hi) | (sum_hi & field_mask_hi);
+        /* Big-endian counter bytes to columns with row 0 in the low byte. */
+        const uint4 counter_block = (uint4)(aes_bswap32((uint)(hi >> 32)), aes_bswap32((uint)hi),
+                                            aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
+        output[i] = input[i] ^ aes_store(aes_encrypt_block(counter_block, rk, te));
+    }
+}
