@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pyopencl as cl
@@ -40,7 +40,7 @@ _VENDOR_PATTERNS = (
     ("apple", ("apple",)),
 )
 
-_INSTALL_HINT = (
+NO_PLATFORM_HINT = (
     "no OpenCL platform found: install the CPU runtime with "
     "`pip install 'aescl[pocl]'`, or a vendor OpenCL driver (NVIDIA, AMD ROCm, Intel)"
 )
@@ -72,9 +72,7 @@ class Device:
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (without the pyopencl handle)."""
-        record = asdict(self)
-        del record["cl_device"]
-        return record
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "cl_device"}
 
 
 def vendor_class(platform_vendor: str, platform_name: str) -> str:
@@ -183,7 +181,7 @@ def _describe(available: list[Device]) -> str:
 def select(spec: str | None, available: list[Device]) -> Device:
     """Choose from ``available``; the pure part of :func:`get_device`, for testing."""
     if not available:
-        raise NoPlatformError(_INSTALL_HINT)
+        raise NoPlatformError(NO_PLATFORM_HINT)
     if spec is None or not spec.strip():
         candidates = [d for d in available if not d.is_simulator]
         if not candidates:

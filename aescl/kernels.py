@@ -14,6 +14,7 @@ would otherwise reuse a stale binary after an edit to an included header.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -94,6 +95,16 @@ def aes_options(rounds: int, key_schedule: str, tables_in_local: bool) -> str:
     )
 
 
+@dataclass(frozen=True)
+class BuildRecord:
+    """One program build: how long it took and whether the disk cache served it."""
+
+    label: str
+    options: str
+    seconds: float
+    from_disk_cache: bool
+
+
 @dataclass
 class DeviceRuntime:
     """The OpenCL context and queue aescl uses for one device, and its built programs."""
@@ -101,8 +112,8 @@ class DeviceRuntime:
     device: Device
     context: Any
     queue: Any
-    programs: dict[tuple[str, str], Any] = field(default_factory=dict)
-    build_seconds: dict[tuple[str, str], tuple[float, bool]] = field(default_factory=dict)
+    programs: dict[str, Any] = field(default_factory=dict)  # by cache key
+    build_log: list[BuildRecord] = field(default_factory=list)
 
 
 _runtimes: dict[str, DeviceRuntime] = {}
@@ -151,36 +162,48 @@ def _store_binary(program: Any, path: Path) -> None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    except (OSError, cl.Error):
+        return  # a cache that cannot be written only costs a rebuild next time
+    try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(binary)
-        os.replace(tmp, path)
-    except (OSError, cl.Error):
-        pass  # a cache that cannot be written only costs a rebuild next time
+        os.replace(tmp, path)  # atomic: readers never see a partial binary
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
-def build(device: Device, filename: str, options: str) -> Any:
-    """A built program for (device, file, options), from memory, disk or source."""
+def build_source(device: Device, source: str, options: str, label: str) -> Any:
+    """A built program for (device, source, options), from memory, disk or the compiler.
+
+    ``label`` names the program in error messages. Raises :class:`KernelBuildError`
+    with the compiler's log when the build fails.
+    """
     rt = runtime(device)
-    program = rt.programs.get((filename, options))
+    key = cache_key(device, source, options)
+    program = rt.programs.get(key)
     if program is not None:
         return program
-    source = load_source(filename)
     started = time.perf_counter()
-    cached_path = kernel_cache_dir() / f"{cache_key(device, source, options)}.bin"
-    from_disk = disk_cache_enabled()
-    program = _load_cached_binary(rt, cached_path, options) if from_disk else None
+    cached_path = kernel_cache_dir() / f"{key}.bin"
+    program = _load_cached_binary(rt, cached_path, options) if disk_cache_enabled() else None
+    from_disk = program is not None
     if program is None:
-        from_disk = False
         try:
             program = cl.Program(rt.context, source).build(
                 options=options, devices=[device.cl_device], cache_dir=False
             )
         except cl.Error as exc:
             raise KernelBuildError(
-                f"building {filename} ({options}) for {device.name} failed", str(exc)
+                f"building {label} ({options}) for {device.name} failed", str(exc)
             ) from None
         if disk_cache_enabled():
             _store_binary(program, cached_path)
-    rt.programs[(filename, options)] = program
-    rt.build_seconds[(filename, options)] = (time.perf_counter() - started, from_disk)
+    rt.programs[key] = program
+    rt.build_log.append(BuildRecord(label, options, time.perf_counter() - started, from_disk))
     return program
+
+
+def build(device: Device, filename: str, options: str) -> Any:
+    """The program of one kernel file in ``cl/``, built for a device with ``options``."""
+    return build_source(device, load_source(filename), options, filename)

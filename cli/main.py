@@ -1,0 +1,74 @@
+"""Entry point of the ``aescl`` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+import aescl
+from aescl.devices import NO_PLATFORM_HINT, icd_report
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.1f} GiB"
+
+
+def _kib(nbytes: int) -> str:
+    return f"{nbytes // 1024} KiB"
+
+
+def _device_rows(found: list[aescl.Device]) -> list[tuple[str, ...]]:
+    header = ("ID", "TYPE", "VENDOR", "NAME", "CUS", "CLOCK", "MEMORY", "LOCAL",
+              "MAX ALLOC", "OPENCL C", "DRIVER")
+    rows = [header]
+    for d in found:
+        rows.append((
+            d.id, d.type, d.vendor, d.name, str(d.compute_units), f"{d.clock_mhz} MHz",
+            _gib(d.global_mem_bytes), _kib(d.local_mem_bytes), _gib(d.max_alloc_bytes),
+            d.opencl_c_version.replace("OpenCL C ", ""), d.driver_version,
+        ))
+    return rows
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(aescl.__version__, prog_name="aescl")
+def main() -> None:
+    """AES on any OpenCL device (NVIDIA, AMD, Intel GPUs and CPUs through PoCL)."""
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the devices as JSON.")
+def devices(as_json: bool) -> None:
+    """List OpenCL platforms and devices (simulators included)."""
+    found = aescl.devices()
+    report = icd_report()
+    registered = report.registered_by_aescl
+    if as_json:
+        click.echo(json.dumps({
+            "devices": [d.to_dict() for d in found],
+            "icd": {
+                "vendors_dir": str(report.vendors_dir),
+                "icd_files": {str(f.path): f.library for f in report.icd_files},
+                "registered_by_aescl": {v: str(p) for v, p in registered.items()},
+                "private_vendors_dir": str(report.private_dir) if report.private_dir else None,
+            },
+        }, indent=2))
+    else:
+        if found:
+            _print_table(_device_rows(found))
+        for vendor, library in registered.items():
+            click.echo(
+                f"note: registered the {vendor} OpenCL driver {library}, which has no .icd file "
+                f"in {report.vendors_dir} (for aescl's process only)"
+            )
+    if not found:
+        click.echo(f"aescl: {NO_PLATFORM_HINT}", err=True)
+        sys.exit(1)

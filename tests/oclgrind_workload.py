@@ -1,0 +1,53 @@
+"""Run every AES kernel on the Oclgrind simulator; run by test_oclgrind.py in a subprocess.
+
+With ``control`` as the argument it instead runs a kernel with a deliberate data
+race and out-of-bounds write, to prove that the harness notices such bugs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pyopencl as cl
+from Crypto.Cipher import AES
+
+import aescl
+from aescl import kernels
+
+device = aescl.get_device("oclgrind")
+
+if sys.argv[1:] == ["control"]:
+    # The bug class the AES setup barrier prevents: reading a neighbour's
+    # __local entry with no barrier after the writes. Plus one write past the end.
+    bad = """__kernel void bad(__global uint *out) {
+        __local uint shared[8];
+        shared[get_local_id(0)] = get_local_id(0);
+        out[get_global_id(0) + 1] = shared[(get_local_id(0) + 1) % 8];
+    }"""
+    program = kernels.build_source(device, bad, "", "control.cl")
+    rt = kernels.runtime(device)
+    out = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 4 * 8)
+    cl.Kernel(program, "bad")(rt.queue, (8,), (8,), out)
+    rt.queue.finish()
+    print("control ran")
+    sys.exit(0)
+
+# 37 blocks on groups of 16 items, at most 3 groups: partial groups, items with
+# no block, and grid-stride steps all occur. The CTR counters start near wraps.
+for size in (16, 24, 32):
+    for key_schedule in ("host", "device"):
+        key = os.urandom(size)
+        blocks = os.urandom(16 * 37)
+        ecb = aescl.new(key, aescl.MODE_ECB, device=device, key_schedule=key_schedule)
+        assert ecb.encrypt(blocks) == AES.new(key, AES.MODE_ECB).encrypt(blocks)
+        assert ecb.decrypt(blocks) == AES.new(key, AES.MODE_ECB).decrypt(blocks)
+        data = np.frombuffer(os.urandom(16 * 37 + 5), np.uint8)
+        for nonce, initial in ((b"", 2**64 - 3), (b"\x07" * 15, 250)):
+            ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce, initial_value=initial,
+                            device=device, key_schedule=key_schedule)
+            expected = AES.new(key, AES.MODE_CTR, nonce=nonce, initial_value=initial)
+            assert ctr.encrypt(data[:7]) + ctr.encrypt(data[7:]) == expected.encrypt(data.tobytes())
+        print(f"AES-{size * 8} {key_schedule}: ok")
+print("all kernels ran")

@@ -1,0 +1,44 @@
+"""cli/main.py: the ``aescl`` command, run as a user runs it, in a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import aescl
+
+AESCL = shutil.which("aescl", path=str(Path(sys.executable).parent)) or "aescl"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([AESCL, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_devices_lists_every_device_as_a_table():
+    result = run("devices")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:4] == ["ID", "TYPE", "VENDOR", "NAME"]
+    for device in aescl.devices():
+        row = next(line for line in lines[1:] if line.startswith(device.id + " "))
+        assert device.name in row and device.vendor in row and device.driver_version in row
+
+
+def test_devices_json_has_every_field():
+    result = run("devices", "--json")
+    assert result.returncode == 0, result.stderr
+    listing = json.loads(result.stdout)
+    assert [d["id"] for d in listing["devices"]] == [d.id for d in aescl.devices()]
+    first = listing["devices"][0]
+    for name in ("name", "vendor", "type", "compute_units", "clock_mhz", "global_mem_bytes",
+                 "local_mem_bytes", "max_alloc_bytes", "opencl_c_version", "driver_version"):
+        assert name in first
+    assert "registered_by_aescl" in listing["icd"]
+
+
+def test_version_and_help():
+    assert run("--version").stdout.strip().endswith(aescl.__version__)
+    assert "devices" in run("--help").stdout

@@ -1,0 +1,116 @@
+"""aescl/devices.py: enumeration, vendor classes and device specs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import aescl
+from aescl.devices import VENDOR_CLASSES, Device, matches, select, vendor_class
+
+
+def fake(id: str, name: str, vendor: str, type: str, units: int = 8, clock: int = 1000) -> Device:
+    return Device(
+        id=id, name=name, vendor=vendor, type=type, platform_name=vendor,
+        platform_version="OpenCL 3.0", compute_units=units, clock_mhz=clock,
+        global_mem_bytes=2**34, local_mem_bytes=65536, max_alloc_bytes=2**32,
+        max_work_group_size=1024, opencl_c_version="OpenCL C 1.2", driver_version="1",
+    )
+
+
+MACHINE = [
+    fake("0:0", "Oclgrind Simulator", "oclgrind", "simulator"),
+    fake("1:0", "pthread-skylake-avx512", "pocl", "cpu", units=16, clock=3000),
+    fake("2:0", "NVIDIA H200", "nvidia", "gpu", units=132, clock=1980),
+    fake("2:1", "NVIDIA T4", "nvidia", "gpu", units=40, clock=1590),
+    fake("3:0", "gfx90a", "amd", "gpu", units=104, clock=1700),
+    fake("4:0", "Intel(R) Xeon", "intel", "cpu", units=32, clock=2000),
+]
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        (None, "2:0"),          # the best real device: the biggest GPU
+        ("", "2:0"),
+        ("gpu", "2:0"),
+        ("GPU", "2:0"),
+        ("cpu", "4:0"),         # a vendor's own CPU driver before PoCL
+        ("nvidia", "2:0"),
+        ("amd", "3:0"),
+        ("intel", "4:0"),
+        ("pocl", "1:0"),
+        ("oclgrind", "0:0"),    # the simulator, but only when asked for
+        ("2:1", "2:1"),
+        ("t4", "2:1"),          # case-insensitive name substring
+        ("skylake", "1:0"),
+    ],
+)
+def test_specs_choose_the_expected_device(spec, expected):
+    assert select(spec, MACHINE).id == expected
+
+
+def test_a_simulator_is_never_chosen_implicitly():
+    only_simulator = [MACHINE[0]]
+    with pytest.raises(aescl.DeviceNotFound, match="oclgrind"):
+        select(None, only_simulator)
+    cpu_and_simulator = [MACHINE[0], MACHINE[1]]
+    assert select(None, cpu_and_simulator).id == "1:0"
+
+
+def test_an_unmatched_spec_lists_what_exists():
+    with pytest.raises(aescl.DeviceNotFound) as caught:
+        select("apple", MACHINE)
+    message = str(caught.value)
+    assert "'apple'" in message and "NVIDIA H200" in message and "2:1" in message
+
+
+def test_no_platform_names_what_to_install():
+    with pytest.raises(aescl.NoPlatformError) as caught:
+        select(None, [])
+    assert "aescl[pocl]" in str(caught.value) and "-1001" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "platform_vendor, platform_name, expected",
+    [
+        ("NVIDIA Corporation", "NVIDIA CUDA", "nvidia"),
+        ("Advanced Micro Devices, Inc.", "AMD Accelerated Parallel Processing", "amd"),
+        ("Intel(R) Corporation", "Intel(R) OpenCL Graphics", "intel"),
+        ("Apple", "Apple", "apple"),
+        ("The pocl project", "Portable Computing Language", "pocl"),
+        ("Oclgrind", "Oclgrind", "oclgrind"),
+        ("Mesa", "rusticl", "other"),
+    ],
+)
+def test_vendor_classes(platform_vendor, platform_name, expected):
+    assert vendor_class(platform_vendor, platform_name) == expected
+
+
+def test_aescl_device_environment_variable_is_the_default(monkeypatch):
+    real = aescl.devices()
+    target = real[-1]
+    monkeypatch.setenv("AESCL_DEVICE", target.id)
+    assert aescl.get_device() == target
+    monkeypatch.setenv("AESCL_DEVICE", "no-such-device-anywhere")
+    with pytest.raises(aescl.DeviceNotFound):
+        aescl.get_device()
+
+
+def test_enumeration_fills_every_field():
+    found = aescl.devices()
+    assert found, "the test machine has at least PoCL"
+    ids = [d.id for d in found]
+    assert len(ids) == len(set(ids))
+    for device in found:
+        assert device.vendor in VENDOR_CLASSES
+        assert device.type in ("gpu", "cpu", "accelerator", "simulator", "other")
+        assert device.compute_units > 0 and device.max_work_group_size > 0
+        assert device.global_mem_bytes >= device.max_alloc_bytes > 0
+        assert device.local_mem_bytes > 0
+        assert device.opencl_c_version.startswith("OpenCL C")
+        record = device.to_dict()
+        assert "cl_device" not in record
+        assert set(record) == {f.name for f in dataclasses.fields(Device)} - {"cl_device"}
+        assert matches(device, device.id) and matches(device, device.vendor)

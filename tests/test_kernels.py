@@ -1,0 +1,108 @@
+"""aescl/kernels.py: source loading, the build cache, build errors and launch settings."""
+
+from __future__ import annotations
+
+import pytest
+
+import aescl
+from aescl import kernels
+from test_devices import fake
+
+
+def test_includes_are_resolved_once_each():
+    source = kernels.load_source("aes_ctr.cl")
+    assert "#include" not in source
+    assert source.count("#define AES_CORE_CL") == 1
+    assert source.count("#define AES_VENDOR_H") == 1
+    assert source.count("__constant uint aes_te0[256]") == 1
+    assert "__kernel void aes_ctr_xor" in source
+
+
+def test_every_kernel_file_opens_with_its_contract():
+    for path in kernels.kernel_dir().glob("*.cl"):
+        head = path.read_text()[:3000]
+        assert head.startswith("/*"), path.name
+        assert "-D" in head, f"{path.name} does not say which -D options it reads"
+
+
+def _fresh_runtime(device):
+    # Drop the in-memory programs so the next build must come from disk or source.
+    kernels._runtimes.pop(device.id, None)
+    return kernels.runtime(device)
+
+
+OPTIONS = "-DAES_ROUNDS=10 -DAES_KEY_SCHEDULE_DEVICE=0 -DAES_TABLES_IN_LOCAL=0"
+
+
+def test_programs_are_cached_on_disk_and_reused(device, tmp_path, monkeypatch):
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
+    _fresh_runtime(device)
+    kernels.build(device, "aes_ecb.cl", OPTIONS)
+    stored = list((tmp_path / "kernels").glob("*.bin"))
+    assert len(stored) == 1
+    rt = _fresh_runtime(device)
+    kernels.build(device, "aes_ecb.cl", OPTIONS)
+    assert rt.build_log[-1].from_disk_cache
+    # The cached program is a working program.
+    key = bytes(range(16))
+    assert aescl.new(key, aescl.MODE_ECB, device=device).encrypt(bytes(16)).hex() == (
+        "c6a13b37878f5b826f4f8162a1c8d879"
+    )
+
+
+def test_the_cache_key_covers_source_options_and_device(device):
+    base = kernels.cache_key(device, "src", "-DA=1")
+    assert kernels.cache_key(device, "src ", "-DA=1") != base
+    assert kernels.cache_key(device, "src", "-DA=2") != base
+    other = fake("9:9", device.name, device.vendor, device.type)
+    other = type(other)(**{**other.to_dict(), "driver_version": "something else"})
+    assert kernels.cache_key(other, "src", "-DA=1") != base
+
+
+def test_aescl_no_cache_writes_nothing(device, tmp_path, monkeypatch):
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("AESCL_NO_CACHE", "1")
+    rt = _fresh_runtime(device)
+    kernels.build(device, "aes_ctr.cl", OPTIONS)
+    assert not (tmp_path / "kernels").exists()
+    assert not rt.build_log[-1].from_disk_cache
+
+
+def test_a_corrupt_cache_entry_is_rebuilt(device, tmp_path, monkeypatch):
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
+    source = kernels.load_source("aes_ecb.cl")
+    path = tmp_path / "kernels" / f"{kernels.cache_key(device, source, OPTIONS)}.bin"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a device binary")
+    rt = _fresh_runtime(device)
+    kernels.build(device, "aes_ecb.cl", OPTIONS)
+    assert not rt.build_log[-1].from_disk_cache
+    assert path.read_bytes() != b"not a device binary"
+
+
+def test_a_build_failure_carries_the_compiler_log(device):
+    broken = "__kernel void broken(__global uint *out) { out[0] = undefined_name; }"
+    with pytest.raises(aescl.KernelBuildError) as caught:
+        kernels.build_source(device, broken, "", "broken.cl")
+    assert "undefined_name" in caught.value.build_log
+    assert "broken.cl" in str(caught.value)
+
+
+def test_launch_settings_follow_the_device_kind():
+    gpu = kernels.launch_config(fake("0:0", "GPU", "nvidia", "gpu", units=132))
+    cpu = kernels.launch_config(fake("1:0", "CPU", "pocl", "cpu", units=16))
+    sim = kernels.launch_config(fake("2:0", "Oclgrind", "oclgrind", "simulator"))
+    assert gpu.tables_in_local and not cpu.tables_in_local
+    assert gpu.work_group_size == 256 and gpu.max_work_groups == 132 * 16
+    assert sim.work_group_size <= 16
+    tiny = type(fake("3:0", "old", "amd", "gpu"))(
+        **{**fake("3:0", "old", "amd", "gpu").to_dict(), "local_mem_bytes": 1024,
+           "max_work_group_size": 64}
+    )
+    small = kernels.launch_config(tiny)
+    assert not small.tables_in_local and small.work_group_size == 64
+
+
+def test_an_unknown_key_schedule_is_refused():
+    with pytest.raises(ValueError, match="key_schedule"):
+        kernels.aes_options(10, "gpu", True)
