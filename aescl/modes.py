@@ -98,6 +98,17 @@ class _KernelLauncher:
             self._buffer_bytes = nbytes
         return self._buffer
 
+    def enqueue(self, queue: Any, buffer: Any, blocks: int, extra_args: tuple[Any, ...]) -> Any:
+        """Launch the kernel in place over ``blocks`` blocks of a device buffer; returns the event.
+
+        ``extra_args`` are the kernel arguments after the block count (the CTR counter).
+        """
+        groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
+        self._kernel.set_args(buffer, buffer, np.uint64(blocks), *extra_args, self._key_buffer)
+        return cl.enqueue_nd_range_kernel(
+            queue, self._kernel, (groups * self._work_group_size,), (self._work_group_size,)
+        )
+
     def run(
         self,
         source: np.ndarray,
@@ -113,17 +124,9 @@ class _KernelLauncher:
         step = self.slice_bytes - self.slice_bytes % BLOCK_SIZE
         for start in range(0, source.nbytes, step):
             stop = min(source.nbytes, start + step)
-            blocks = (stop - start) // BLOCK_SIZE
             buffer = self._device_buffer(min(step, source.nbytes))
             cl.enqueue_copy(queue, buffer, source[start:stop], is_blocking=False)
-            groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
-            self._kernel.set_args(
-                buffer, buffer, np.uint64(blocks),
-                *slice_args(start // BLOCK_SIZE), self._key_buffer,
-            )
-            cl.enqueue_nd_range_kernel(
-                queue, self._kernel, (groups * self._work_group_size,), (self._work_group_size,)
-            )
+            self.enqueue(queue, buffer, (stop - start) // BLOCK_SIZE, slice_args(start // BLOCK_SIZE))
             cl.enqueue_copy(queue, target[start:stop], buffer, is_blocking=True)
 
 

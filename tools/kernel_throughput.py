@@ -1,0 +1,61 @@
+"""Kernel-only throughput of the CTR and ECB kernels on data resident in device memory.
+
+    python tools/kernel_throughput.py [DEVICE_SPEC] [--mib N] [--repeat R]
+
+Times each launch with OpenCL event profiling (no host transfers) and prints one
+JSON object per configuration. A stopgap until `aescl bench` exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import pyopencl as cl
+
+import aescl
+from aescl import kernels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("device", nargs="?", default=None)
+    parser.add_argument("--mib", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    device = aescl.get_device(args.device)
+    rt = kernels.runtime(device)
+    queue = cl.CommandQueue(rt.context, device.cl_device,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    nbytes = args.mib << 20
+    buffer = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nbytes)
+    cl.enqueue_fill_buffer(queue, buffer, b"\x00", 0, nbytes).wait()
+    for mode in ("ctr", "ecb-encrypt", "ecb-decrypt"):
+        for key_bytes in (16, 24, 32):
+            for key_schedule in ("host", "device"):
+                if mode == "ctr":
+                    cipher = aescl.new(bytes(key_bytes), aescl.MODE_CTR, nonce=b"",
+                                       initial_value=bytes(16), device=device,
+                                       key_schedule=key_schedule)
+                    launcher, extra = cipher._launcher, cipher._counter_args(0)
+                else:
+                    cipher = aescl.new(bytes(key_bytes), aescl.MODE_ECB, device=device,
+                                       key_schedule=key_schedule)
+                    launcher, extra = cipher._launcher(mode == "ecb-decrypt"), ()
+                launcher.enqueue(queue, buffer, nbytes // 16, extra).wait()  # warm-up
+                seconds = []
+                for _ in range(args.repeat):
+                    event = launcher.enqueue(queue, buffer, nbytes // 16, extra)
+                    event.wait()
+                    seconds.append((event.profile.end - event.profile.start) * 1e-9)
+                print(json.dumps({
+                    "device": device.name, "driver": device.driver_version, "mode": mode,
+                    "key_bits": key_bytes * 8, "key_schedule": key_schedule, "bytes": nbytes,
+                    "best_gb_s": round(nbytes / min(seconds) / 1e9, 2),
+                    "median_gb_s": round(nbytes / statistics.median(seconds) / 1e9, 2),
+                }), flush=True)
+
+
+if __name__ == "__main__":
+    main()
