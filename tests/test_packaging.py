@@ -59,14 +59,15 @@ def test_the_wheel_runs_from_a_fresh_venv(wheel, tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
+    # Without PYTHONPATH, so that no aescl outside the venv counts as installed.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    str(wheel)], check=True)
+                    str(wheel)], env=env, check=True)
     # The venv's own site-packages comes first, so the wheel's aescl is the one imported.
     site = Path(subprocess.check_output(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         text=True).strip())
     (site / "outer-dependencies.pth").write_text("\n".join(_dependency_paths()) + "\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
     listing = subprocess.run([str(env_dir / "bin" / "aescl"), "devices", "--json"], env=env,
                              cwd=tmp_path, capture_output=True, text=True, check=True)
