@@ -22,7 +22,7 @@ import re
 import tempfile
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ def kernel_dir() -> Path:
     return installed if installed.is_dir() else Path(__file__).resolve().parent.parent / "cl"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_source(filename: str) -> str:
     """The source of a kernel file with its ``#include "..."`` lines resolved, each file once."""
     seen: set[str] = set()
@@ -81,7 +81,9 @@ def launch_config(device: Device) -> LaunchConfig:
     if device.type == "simulator":
         return LaunchConfig(min(16, device.max_work_group_size), 3, local_ok)
     if device.type == "gpu":
-        return LaunchConfig(min(256, device.max_work_group_size), device.compute_units * 16, local_ok)
+        return LaunchConfig(
+            min(256, device.max_work_group_size), device.compute_units * 16, local_ok
+        )
     return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False)
 
 

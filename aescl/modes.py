@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -26,7 +26,7 @@ MODE_CTR = 6
 BLOCK_SIZE = keyschedule.BLOCK_SIZE
 _MAX_SLICE_BYTES = 256 << 20
 
-BytesLike = Union[bytes, bytearray, memoryview, np.ndarray]
+BytesLike = bytes | bytearray | memoryview | np.ndarray
 
 
 def default_slice_bytes(device: Device) -> int:
@@ -126,7 +126,8 @@ class _KernelLauncher:
             stop = min(source.nbytes, start + step)
             buffer = self._device_buffer(min(step, source.nbytes))
             cl.enqueue_copy(queue, buffer, source[start:stop], is_blocking=False)
-            self.enqueue(queue, buffer, (stop - start) // BLOCK_SIZE, slice_args(start // BLOCK_SIZE))
+            blocks = (stop - start) // BLOCK_SIZE
+            self.enqueue(queue, buffer, blocks, slice_args(start // BLOCK_SIZE))
             cl.enqueue_copy(queue, target[start:stop], buffer, is_blocking=True)
 
 

@@ -35,7 +35,8 @@ def _device_rows(found: list[aescl.Device]) -> list[tuple[str, ...]]:
 def _print_table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        click.echo("  ".join(cells).rstrip())
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -50,7 +50,7 @@ def key_expansion(key: bytes) -> list[bytes]:
             rcon = _gf_mul(rcon, 2)
         elif nk > 6 and i % nk == 4:
             temp = bytes(SBOX[b] for b in temp)
-        words.append(bytes(x ^ y for x, y in zip(words[i - nk], temp)))
+        words.append(bytes(x ^ y for x, y in zip(words[i - nk], temp, strict=True)))
     return words
 
 

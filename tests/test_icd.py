@@ -34,8 +34,9 @@ def test_an_unregistered_nvidia_driver_is_found(tmp_path, monkeypatch):
 
 def test_registration_keeps_the_system_entries_and_sets_the_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("OCL_ICD_VENDORS", raising=False)
-    root = make_root(tmp_path, {"pocl.icd": "libpocl.so.2", "intel.icd": "/opt/intel/libigdrcl.so"},
-                     ["usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1", "opt/rocm/lib/libamdocl64.so"])
+    icds = {"pocl.icd": "libpocl.so.2", "intel.icd": "/opt/intel/libigdrcl.so"}
+    drivers = ["usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1", "opt/rocm/lib/libamdocl64.so"]
+    root = make_root(tmp_path, icds, drivers)
     report = _icd.register_unregistered(_icd.discover(root), tmp_path / "cache")
     private = report.private_dir
     assert private is not None and os.environ["OCL_ICD_VENDORS"] == str(private)
@@ -48,7 +49,8 @@ def test_registration_keeps_the_system_entries_and_sets_the_variable(tmp_path, m
     }
     assert set(report.registered_by_aescl) == {"nvidia", "amd"}
     # The same drivers give the same directory, so nothing piles up.
-    again = _icd.write_private_vendors_dir(_icd.discover(root, report.vendors_dir), tmp_path / "cache")
+    rediscovered = _icd.discover(root, report.vendors_dir)
+    again = _icd.write_private_vendors_dir(rediscovered, tmp_path / "cache")
     assert again == private and len(list((tmp_path / "cache").iterdir())) == 1
 
 

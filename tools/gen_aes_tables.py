@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from aescl.keyschedule import INV_SBOX, SBOX, gf_mul  # noqa: E402
+from aescl.keyschedule import INV_SBOX, SBOX, gf_mul  # noqa: E402 (after the path fix-up)
 
 HEADER = Path(__file__).resolve().parent.parent / "cl" / "aes_tables.h"
 
