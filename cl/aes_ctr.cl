@@ -25,8 +25,6 @@ __kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
 {
     AES_ENCRYPT_SETUP(key_material);
     for (ulong i = get_global_id(0); i < block_count; i += get_global_size(0)) {
-        /* Issue the load first so its latency overlaps the rounds. */
-        const uint4 data = input[i];
         /* 128-bit add with carry; bits outside the field are restored below. */
         const ulong sum_lo = counter_lo + i;
         const ulong sum_hi = counter_hi + (sum_lo < counter_lo ? 1ul : 0ul);
@@ -35,6 +33,6 @@ __kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
         /* Big-endian counter bytes to columns with row 0 in the low byte. */
         const uint4 counter_block = (uint4)(aes_bswap32((uint)(hi >> 32)), aes_bswap32((uint)hi),
                                             aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
-        output[i] = data ^ aes_store(aes_encrypt_block(counter_block, rk, te));
+        output[i] = input[i] ^ aes_store(aes_encrypt_block(counter_block, rk, te));
     }
 }
