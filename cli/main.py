@@ -9,6 +9,7 @@ import click
 
 import aescl
 from aescl.devices import NO_PLATFORM_HINT, icd_report
+from aescl.diagnostics import diagnose
 
 
 def _gib(nbytes: int) -> str:
@@ -47,11 +48,15 @@ def main() -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the devices as JSON.")
-def devices(as_json: bool) -> None:
+@click.option("--verbose", "-v", is_flag=True,
+              help="Also explain the OpenCL setup: ICD files, drivers aescl registered, "
+                   "problems and their fixes, and the kernel cache.")
+def devices(as_json: bool, verbose: bool) -> None:
     """List OpenCL platforms and devices (simulators included)."""
     found = aescl.devices()
     report = icd_report()
     registered = report.registered_by_aescl
+    findings = diagnose() if verbose else []
     if as_json:
         click.echo(json.dumps({
             "devices": [d.to_dict() for d in found],
@@ -61,6 +66,7 @@ def devices(as_json: bool) -> None:
                 "registered_by_aescl": {v: str(p) for v, p in registered.items()},
                 "private_vendors_dir": str(report.private_dir) if report.private_dir else None,
             },
+            **({"diagnostics": [f.to_dict() for f in findings]} if verbose else {}),
         }, indent=2))
     else:
         if found:
@@ -70,6 +76,13 @@ def devices(as_json: bool) -> None:
                 f"note: registered the {vendor} OpenCL driver {library}, which has no .icd file "
                 f"in {report.vendors_dir} (for aescl's process only)"
             )
+        if findings:
+            click.echo("")
+        for finding in findings:
+            prefix = "" if finding.level == "info" else f"{finding.level}: "
+            click.echo(prefix + finding.message)
+            if finding.fix:
+                click.echo(f"  fix: {finding.fix}")
     if not found:
         click.echo(f"aescl: {NO_PLATFORM_HINT}", err=True)
         sys.exit(1)

@@ -42,3 +42,11 @@ def test_devices_json_has_every_field():
 def test_version_and_help():
     assert run("--version").stdout.strip().endswith(aescl.__version__)
     assert "devices" in run("--help").stdout
+
+
+def test_devices_verbose_explains_the_setup():
+    result = run("devices", "--verbose")
+    assert result.returncode == 0, result.stderr
+    assert "ICD vendors directory:" in result.stdout and "kernel cache:" in result.stdout
+    listing = json.loads(run("devices", "--verbose", "--json").stdout)
+    assert any(f["message"].startswith("kernel cache:") for f in listing["diagnostics"])
