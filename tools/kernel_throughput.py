@@ -12,6 +12,7 @@ import argparse
 import json
 import statistics
 
+import numpy as np
 import pyopencl as cl
 
 import aescl
@@ -29,8 +30,12 @@ def main() -> None:
     queue = cl.CommandQueue(rt.context, device.cl_device,
                             properties=cl.command_queue_properties.PROFILING_ENABLE)
     nbytes = args.mib << 20
-    buffer = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, nbytes)
-    cl.enqueue_fill_buffer(queue, buffer, b"\x00", 0, nbytes).wait()
+    # Random data: T-table lookups cost depends on the data, because lanes that
+    # read the same table entry are served by one broadcast. Uniform data (zeros,
+    # or identical ECB blocks) would make the table kernels look much faster.
+    data = np.random.default_rng(2026).integers(0, 256, nbytes, dtype=np.uint8)
+    buffer = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                       hostbuf=data)
     for mode in ("ctr", "ecb-encrypt", "ecb-decrypt"):
         for key_bytes in (16, 24, 32):
             for key_schedule in ("host", "device"):
@@ -43,6 +48,7 @@ def main() -> None:
                     cipher = aescl.new(bytes(key_bytes), aescl.MODE_ECB, device=device,
                                        key_schedule=key_schedule)
                     launcher, extra = cipher._launcher(mode == "ecb-decrypt"), ()
+                # Encrypting in place keeps the data random for every launch.
                 launcher.enqueue(queue, buffer, nbytes // 16, extra).wait()  # warm-up
                 seconds = []
                 for _ in range(args.repeat):
