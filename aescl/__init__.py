@@ -38,6 +38,7 @@ from .errors import (
     KernelBuildError,
     KeystreamReuseError,
     NoPlatformError,
+    PaddingError,
 )
 from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, new
 
@@ -55,6 +56,7 @@ __all__ = [
     "KernelBuildError",
     "KeystreamReuseError",
     "NoPlatformError",
+    "PaddingError",
     "devices",
     "get_device",
     "new",

@@ -41,3 +41,7 @@ class KeystreamReuseError(AesclError, ValueError):
     Happens when ``encrypt`` follows a ``seek`` back into keystream this object
     has already used for encryption. Decryption may seek freely.
     """
+
+
+class PaddingError(AesclError, ValueError):
+    """ECB decryption found no valid PKCS#7 padding: a wrong key, or unpadded data."""
