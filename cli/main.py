@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
 
 import aescl
+from aescl import raw
 from aescl.devices import NO_PLATFORM_HINT, icd_report
 from aescl.diagnostics import diagnose
+
+from .files import STDIO, Refusal, atomic_output, check_output, default_output, open_input
+
+# Exit codes (docs/cli.md).
+EXIT_FAILED = 1       # the job failed: I/O, OpenCL or input that is not what was promised
+EXIT_USAGE = 2        # refused before any work: bad arguments or an unsafe output
+EXIT_REJECTED = 3     # the data was rejected: wrong key, bad padding, tampering, truncation
+EXIT_INTERRUPTED = 130
 
 
 def _gib(nbytes: int) -> str:
@@ -86,3 +96,115 @@ def devices(as_json: bool, verbose: bool) -> None:
     if not found:
         click.echo(f"aescl: {NO_PLATFORM_HINT}", err=True)
         sys.exit(1)
+
+
+def _hex_option(name: str, value: str | None, lengths: tuple[int, ...]) -> bytes | None:
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        decoded = bytes.fromhex(text)
+    except ValueError:
+        raise Refusal(f"{name} must be hexadecimal") from None
+    if len(text) not in [2 * n for n in lengths]:
+        digits = [str(2 * n) for n in lengths]
+        wanted = f"{', '.join(digits[:-1])} or {digits[-1]}" if len(digits) > 1 else digits[0]
+        raise Refusal(f"{name} must be exactly {wanted} hex digits, got {len(text)} "
+                      "(never padded or truncated)")
+    return decoded
+
+
+class _JobFailed(click.ClickException):
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:  # one line: "aescl: <what went wrong>"
+        click.echo(f"aescl: {self.format_message()}", err=True)
+
+
+def _progress_bar(input_path: str, quiet: bool):
+    size = os.path.getsize(input_path) if input_path != STDIO and os.path.isfile(input_path) else 0
+    if quiet or not size or not sys.stderr.isatty():
+        return None
+    return click.progressbar(length=size, file=sys.stderr, label="aescl")
+
+
+def _crypt_command(decrypt: bool):
+    verb = "decrypt" if decrypt else "encrypt"
+
+    @click.argument("input_path", metavar="[INPUT]", default=STDIO,
+                    type=click.Path(dir_okay=False, allow_dash=True, exists=True))
+    @click.option("-o", "--output", "output_path", metavar="OUTPUT",
+                  help="Output file, or - for standard output. Default: INPUT.aescl when "
+                       "encrypting, INPUT without .aescl when decrypting; standard output "
+                       "when reading standard input.")
+    @click.option("--raw", "raw_mode", is_flag=True,
+                  help="Headerless output byte-compatible with `openssl enc`. UNAUTHENTICATED: "
+                       "changes to the data go undetected.")
+    @click.option("--mode", type=click.Choice(raw.RAW_MODES), default="ctr", show_default=True,
+                  help="Raw mode cipher mode. ECB leaks patterns: equal plaintext blocks give "
+                       "equal ciphertext blocks.")
+    @click.option("--key", "key_hex", metavar="HEX",
+                  help="Raw mode key: 32, 48 or 64 hex digits (AES-128/192/256).")
+    @click.option("--iv", "iv_hex", metavar="HEX",
+                  help="Raw CTR: the initial 16-byte counter block, 32 hex digits (openssl -iv).")
+    @click.option("--no-pad", is_flag=True, help="Raw ECB: no PKCS#7 padding (openssl -nopad).")
+    @click.option("--device", metavar="SPEC", default=None,
+                  help="OpenCL device spec (gpu, cpu, nvidia, 0:1, ...). Default: $AESCL_DEVICE, "
+                       "else the best device.")
+    @click.option("--key-schedule", type=click.Choice(["host", "device"]), default="host",
+                  show_default=True, help="Expand round keys on the host or on the device.")
+    @click.option("-f", "--force", is_flag=True, help="Replace an existing output file.")
+    @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+    def command(input_path, output_path, raw_mode, mode, key_hex, iv_hex, no_pad, device,
+                key_schedule, force, quiet):
+        if not raw_mode:
+            raise Refusal("the authenticated file format is not available in this version; "
+                          "use --raw for openssl-compatible (unauthenticated) output")
+        key = _hex_option("--key", key_hex, (16, 24, 32))
+        if key is None:
+            raise Refusal("--key is required with --raw")
+        iv = _hex_option("--iv", iv_hex, (16,))
+        if mode == "ctr" and iv is None:
+            raise Refusal("--iv is required for CTR")
+        if mode == "ecb" and iv is not None:
+            raise Refusal("--iv does not apply: ECB takes no IV")
+        if no_pad and mode != "ecb":
+            raise Refusal("--no-pad only applies to ECB")
+        output_path = output_path or default_output(input_path, decrypt)
+        check_output(input_path, output_path, force)
+        try:
+            chosen = aescl.get_device(device)
+        except aescl.DeviceNotFound as exc:
+            raise Refusal(str(exc)) from None
+        bar = _progress_bar(input_path, quiet)
+        try:
+            with open_input(input_path) as source, atomic_output(output_path) as sink:
+                if bar is None:
+                    raw.transform(source, sink, key=key, mode=mode, decrypt=decrypt, iv=iv,
+                                  pad=not no_pad, device=chosen, key_schedule=key_schedule)
+                else:
+                    with bar:
+                        raw.transform(source, sink, key=key, mode=mode, decrypt=decrypt,
+                                      iv=iv, pad=not no_pad, device=chosen,
+                                      key_schedule=key_schedule, progress=bar.update)
+        except aescl.PaddingError as exc:
+            raise _JobFailed(f"{exc}", EXIT_REJECTED) from None
+        except KeyboardInterrupt:
+            click.echo("aescl: interrupted; no output written", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except (OSError, ValueError, aescl.AesclError) as exc:
+            raise _JobFailed(str(exc).splitlines()[0], EXIT_FAILED) from None
+
+    command.__doc__ = (
+        f"{verb.capitalize()} INPUT (default: standard input).\n\n"
+        "Only --raw is available in this version: headerless AES-CTR or AES-ECB that is "
+        "byte-compatible with `openssl enc -K ... -iv ...`. Raw output is NOT authenticated, "
+        "and ECB leaks patterns."
+    )
+    return main.command(name=verb)(command)
+
+
+encrypt = _crypt_command(decrypt=False)
+decrypt = _crypt_command(decrypt=True)

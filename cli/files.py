@@ -1,0 +1,90 @@
+"""Choosing and writing the output file safely.
+
+Output goes to a temporary file in the output's own directory, is fsynced, and
+is renamed into place only when the whole job succeeded. On any failure, Ctrl-C
+included, the temporary file is removed, so a failed run leaves the directory
+exactly as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+
+SUFFIX = ".aescl"
+STDIO = "-"
+
+
+class Refusal(click.UsageError):
+    """A request refused before any work starts (exit code 2), reported in one line."""
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"aescl: {self.format_message()}", err=True)
+
+
+def default_output(input_path: str, decrypt: bool) -> str:
+    """``INPUT.aescl`` when encrypting; ``INPUT`` without ``.aescl`` when decrypting."""
+    if input_path == STDIO:
+        return STDIO
+    if not decrypt:
+        return input_path + SUFFIX
+    if input_path.endswith(SUFFIX) and len(input_path) > len(SUFFIX):
+        return input_path[: -len(SUFFIX)]
+    raise Refusal(f"cannot name the output for {input_path} (it does not end in {SUFFIX}); "
+                  "use -o")
+
+
+def check_output(input_path: str, output_path: str, force: bool) -> None:
+    """Refuse a terminal, the input itself, or an existing file without ``--force``."""
+    if output_path == STDIO:
+        if sys.stdout.isatty():
+            raise Refusal("refusing to write binary output to a terminal; use -o FILE or "
+                          "redirect standard output")
+        return
+    output = Path(output_path)
+    if input_path != STDIO and output.exists() and os.path.samefile(input_path, output):
+        raise Refusal(f"the output {output_path} is the input file itself")
+    if output.exists() and not force:
+        raise Refusal(f"{output_path} exists; use --force to replace it")
+    if output.is_dir():
+        raise Refusal(f"{output_path} is a directory")
+    if not output.resolve().parent.is_dir():
+        raise Refusal(f"the directory of {output_path} does not exist")
+
+
+@contextlib.contextmanager
+def open_input(path: str) -> Iterator[BinaryIO]:
+    if path == STDIO:
+        yield sys.stdin.buffer
+    else:
+        with open(path, "rb") as handle:
+            yield handle
+
+
+@contextlib.contextmanager
+def atomic_output(path: str) -> Iterator[BinaryIO]:
+    """Yield a file that becomes ``path`` only if the block finishes without an exception."""
+    if path == STDIO:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path).resolve()
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
+                                     dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
