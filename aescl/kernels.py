@@ -87,10 +87,17 @@ def launch_config(device: Device) -> LaunchConfig:
     return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False)
 
 
+KEY_SCHEDULES = ("host", "device")
+
+
+def check_key_schedule(key_schedule: str) -> None:
+    if key_schedule not in KEY_SCHEDULES:
+        raise ValueError(f"key_schedule must be 'host' or 'device', not {key_schedule!r}")
+
+
 def aes_options(rounds: int, key_schedule: str, tables_in_local: bool) -> str:
     """The ``-D`` options that aes_core.cl reads."""
-    if key_schedule not in ("host", "device"):
-        raise ValueError(f"key_schedule must be 'host' or 'device', not {key_schedule!r}")
+    check_key_schedule(key_schedule)
     return (
         f"-DAES_ROUNDS={rounds} -DAES_KEY_SCHEDULE_DEVICE={int(key_schedule == 'device')}"
         f" -DAES_TABLES_IN_LOCAL={int(tables_in_local)}"

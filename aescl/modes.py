@@ -18,7 +18,7 @@ import pyopencl as cl
 from . import keyschedule
 from .devices import Device, resolve
 from .errors import CounterOverflowError, KeystreamReuseError
-from .kernels import aes_options, build, launch_config, runtime
+from .kernels import aes_options, build, check_key_schedule, launch_config, runtime
 
 MODE_ECB = 1  # the values pycryptodome uses
 MODE_CTR = 6
@@ -151,7 +151,6 @@ class EcbCipher:
 
     def __init__(self, key: bytes, device: Device, key_schedule: str) -> None:
         self._rounds = keyschedule.rounds_for_key(key)
-        aes_options(self._rounds, key_schedule, False)  # validates key_schedule early
         self._key = key
         self._device = device
         self._key_schedule = key_schedule
@@ -327,6 +326,7 @@ def new(
     """Create a cipher object, as ``Crypto.Cipher.AES.new`` does, running on ``device``."""
     key = bytes(key)
     keyschedule.rounds_for_key(key)
+    check_key_schedule(key_schedule)
     if mode == MODE_ECB:
         if nonce is not None or initial_value is not None:
             raise TypeError("ECB mode takes no nonce or initial_value")
