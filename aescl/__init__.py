@@ -33,13 +33,18 @@ from __future__ import annotations
 from .devices import Device, devices, get_device
 from .errors import (
     AesclError,
+    AuthenticationError,
     CounterOverflowError,
     DeviceNotFound,
+    FormatError,
     KernelBuildError,
     KeystreamReuseError,
     NoPlatformError,
     PaddingError,
+    TruncatedError,
+    WrongKeyError,
 )
+from .gcm import MODE_GCM, GcmCipher
 from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, new
 
 __version__ = "0.1.0"
@@ -47,16 +52,22 @@ __version__ = "0.1.0"
 __all__ = [
     "MODE_CTR",
     "MODE_ECB",
+    "MODE_GCM",
     "AesclError",
+    "AuthenticationError",
     "CounterOverflowError",
     "CtrCipher",
     "Device",
     "DeviceNotFound",
     "EcbCipher",
+    "FormatError",
+    "GcmCipher",
     "KernelBuildError",
     "KeystreamReuseError",
     "NoPlatformError",
     "PaddingError",
+    "TruncatedError",
+    "WrongKeyError",
     "devices",
     "get_device",
     "new",

@@ -45,3 +45,31 @@ class KeystreamReuseError(AesclError, ValueError):
 
 class PaddingError(AesclError, ValueError):
     """ECB decryption found no valid PKCS#7 padding: a wrong key, or unpadded data."""
+
+
+class AuthenticationError(AesclError, ValueError):
+    """The data is not what was encrypted: modified, reordered, or under another nonce.
+
+    Like pycryptodome's ``ValueError("MAC check failed")``. No plaintext of the
+    failed part is released. ``chunk`` is the index of the first failing chunk
+    when the chunked format raises it, else None.
+    """
+
+    def __init__(self, message: str, chunk: int | None = None) -> None:
+        super().__init__(message)
+        self.chunk = chunk
+
+
+class WrongKeyError(AuthenticationError):
+    """The key (or passphrase) or the context is not the one the data was encrypted with.
+
+    The chunked format's key commitment detects this before any chunk is decrypted.
+    """
+
+
+class TruncatedError(AuthenticationError):
+    """The ciphertext ends early: its final chunk is missing (the data was cut short)."""
+
+
+class FormatError(AesclError, ValueError):
+    """The input is not in the expected format at all (bad magic, version or layout)."""

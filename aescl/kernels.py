@@ -122,6 +122,7 @@ class DeviceRuntime:
     context: Any
     queue: Any
     programs: dict[str, Any] = field(default_factory=dict)  # by cache key
+    kernels: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (file, options, name)
     build_log: list[BuildRecord] = field(default_factory=list)
 
 
@@ -216,3 +217,17 @@ def build_source(device: Device, source: str, options: str, label: str) -> Any:
 def build(device: Device, filename: str, options: str) -> Any:
     """The program of one kernel file in ``cl/``, built for a device with ``options``."""
     return build_source(device, load_source(filename), options, filename)
+
+
+def kernel(device: Device, filename: str, options: str, name: str) -> Any:
+    """A kernel object of a built program, one per (program, name) for the process.
+
+    pyopencl prepares each new ``cl.Kernel`` object's argument handling anew,
+    which costs more than a small launch; callers set all arguments before each
+    enqueue, so sharing one object is safe on aescl's single in-order queue.
+    """
+    rt = runtime(device)
+    key = (filename, options, name)  # load_source is fixed for the process
+    if key not in rt.kernels:
+        rt.kernels[key] = cl.Kernel(build(device, filename, options), name)
+    return rt.kernels[key]

@@ -104,3 +104,10 @@ def decryption_round_keys(key: bytes) -> np.ndarray:
             round_words = [_inv_mix_column(w) for w in round_words]
         out.extend(round_words)
     return _to_kernel_words(out)
+
+
+def kernel_key_material(key: bytes, key_schedule: str, decrypt: bool) -> np.ndarray:
+    """What a kernel's key argument holds: round keys (``"host"``) or the raw key (``"device"``)."""
+    if key_schedule == "device":
+        return np.frombuffer(key, dtype="<u4")  # the kernel expands it
+    return decryption_round_keys(key) if decrypt else encryption_round_keys(key)

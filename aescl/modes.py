@@ -16,51 +16,16 @@ import numpy as np
 import pyopencl as cl
 
 from . import keyschedule
+from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from .devices import Device, resolve
 from .errors import CounterOverflowError, KeystreamReuseError
-from .kernels import aes_options, build, check_key_schedule, launch_config, runtime
+from .gcm import MODE_GCM, GcmCipher
+from .kernels import aes_options, check_key_schedule, kernel, launch_config, runtime
 
 MODE_ECB = 1  # the values pycryptodome uses
 MODE_CTR = 6
 
 BLOCK_SIZE = keyschedule.BLOCK_SIZE
-_MAX_SLICE_BYTES = 256 << 20
-
-BytesLike = bytes | bytearray | memoryview | np.ndarray
-
-
-def default_slice_bytes(device: Device) -> int:
-    """Largest host-to-device slice: one allocation, at most a quarter of device memory."""
-    limit = min(device.max_alloc_bytes, device.global_mem_bytes // 4, _MAX_SLICE_BYTES)
-    return max(BLOCK_SIZE, limit - limit % BLOCK_SIZE)
-
-
-def _input_array(data: Any) -> np.ndarray:
-    if isinstance(data, np.ndarray):
-        if not data.flags.c_contiguous:
-            raise ValueError("data must be C-contiguous")
-        return data.reshape(-1).view(np.uint8)
-    view = memoryview(data)
-    if not view.c_contiguous:
-        raise ValueError("data must be C-contiguous")
-    return np.frombuffer(view.cast("B"), dtype=np.uint8)
-
-
-def _output_array(output: Any, length: int) -> np.ndarray:
-    if isinstance(output, np.ndarray):
-        array = output
-        if not (array.flags.c_contiguous and array.flags.writeable):
-            raise ValueError("output must be a writable, C-contiguous array")
-        array = array.reshape(-1).view(np.uint8)
-    else:
-        view = memoryview(output)
-        if view.readonly or not view.c_contiguous:
-            raise TypeError("output must be a bytearray, a writable memoryview or a numpy array")
-        array = np.frombuffer(view.cast("B"), dtype=np.uint8)
-    if array.nbytes != length:
-        raise ValueError(f"output must be {length} bytes long, not {array.nbytes}")
-    return array
-
 
 class _KernelLauncher:
     """One AES kernel bound to a device and a key, moving host arrays through it."""
@@ -75,9 +40,9 @@ class _KernelLauncher:
         key_schedule: str,
     ) -> None:
         config = launch_config(device)
-        program = build(device, filename, aes_options(rounds, key_schedule, config.tables_in_local))
+        options = aes_options(rounds, key_schedule, config.tables_in_local)
         self._runtime = runtime(device)
-        self._kernel = cl.Kernel(program, kernel_name)
+        self._kernel = kernel(device, filename, options, kernel_name)
         kernel_limit = self._kernel.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, device.cl_device
         )
@@ -131,18 +96,6 @@ class _KernelLauncher:
             cl.enqueue_copy(queue, target[start:stop], buffer, is_blocking=True)
 
 
-def _key_material(key: bytes, key_schedule: str, decrypt: bool) -> np.ndarray:
-    if key_schedule == "device":
-        return np.frombuffer(key, dtype="<u4")  # raw key; the kernel expands it
-    if decrypt:
-        return keyschedule.decryption_round_keys(key)
-    return keyschedule.encryption_round_keys(key)
-
-
-def _finish(result: np.ndarray, output: Any) -> bytes | None:
-    return result.tobytes() if output is None else None
-
-
 class EcbCipher:
     """AES-ECB on an OpenCL device. No padding: lengths must be multiples of 16."""
 
@@ -160,19 +113,19 @@ class EcbCipher:
         if decrypt not in self._launchers:
             self._launchers[decrypt] = _KernelLauncher(
                 self._device, "aes_ecb.cl", "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt",
-                _key_material(self._key, self._key_schedule, decrypt),
+                keyschedule.kernel_key_material(self._key, self._key_schedule, decrypt),
                 self._rounds, self._key_schedule,
             )
         return self._launchers[decrypt]
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
-        source = _input_array(data)
+        source = input_array(data)
         if source.nbytes % BLOCK_SIZE:
             raise ValueError("Data must be aligned to block boundary in ECB mode")
-        target = np.empty_like(source) if output is None else _output_array(output, source.nbytes)
+        target = np.empty_like(source) if output is None else output_array(output, source.nbytes)
         if source.nbytes:
             self._launcher(decrypt).run(source, target)
-        return _finish(target, output)
+        return finish(target, output)
 
     def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
         """Encrypt whole blocks. Returns bytes, or None when ``output`` receives the result."""
@@ -216,8 +169,8 @@ class CtrCipher:
         self._initial = self._initial_counter(initial_value, counter_bytes)
         self._prefix = int.from_bytes(nonce, "big") << self._counter_bits
         self._launcher = _KernelLauncher(
-            device, "aes_ctr.cl", "aes_ctr_xor", _key_material(key, key_schedule, False),
-            rounds, key_schedule,
+            device, "aes_ctr.cl", "aes_ctr_xor",
+            keyschedule.kernel_key_material(key, key_schedule, False), rounds, key_schedule,
         )
         self._position = 0  # keystream offset in bytes
         self._encrypted_until = 0  # keystream below this offset has encrypted data
@@ -269,7 +222,7 @@ class CtrCipher:
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
         if self._direction not in (None, direction):
             raise TypeError(f"{direction}() cannot be called after {self._direction}()")
-        source = _input_array(data)
+        source = input_array(data)
         length = source.nbytes
         start = self._position
         if direction == "encrypt" and start < self._encrypted_until:
@@ -279,7 +232,7 @@ class CtrCipher:
             )
         if -(-(start + length) // BLOCK_SIZE) > 1 << self._counter_bits:
             raise CounterOverflowError("The counter has wrapped around in CTR mode")
-        target = np.empty_like(source) if output is None else _output_array(output, length)
+        target = np.empty_like(source) if output is None else output_array(output, length)
         self._direction = direction
 
         done = 0
@@ -303,7 +256,7 @@ class CtrCipher:
         self._position = start + length
         if direction == "encrypt":
             self._encrypted_until = self._position
-        return _finish(target, output)
+        return finish(target, output)
 
     def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
         """Encrypt, continuing the keystream. Returns bytes, or None when ``output`` is given."""
@@ -320,9 +273,10 @@ def new(
     *,
     nonce: bytes | None = None,
     initial_value: int | bytes | None = None,
+    mac_len: int = 16,
     device: Device | str | None = None,
     key_schedule: str = "host",
-) -> EcbCipher | CtrCipher:
+) -> EcbCipher | CtrCipher | GcmCipher:
     """Create a cipher object, as ``Crypto.Cipher.AES.new`` does, running on ``device``."""
     key = bytes(key)
     keyschedule.rounds_for_key(key)
@@ -333,4 +287,8 @@ def new(
         return EcbCipher(key, resolve(device), key_schedule)
     if mode == MODE_CTR:
         return CtrCipher(key, nonce, initial_value, resolve(device), key_schedule)
-    raise ValueError(f"unsupported mode {mode!r}: use MODE_ECB or MODE_CTR")
+    if mode == MODE_GCM:
+        if initial_value is not None:
+            raise TypeError("GCM mode takes no initial_value")
+        return GcmCipher(key, nonce, mac_len, resolve(device), key_schedule)
+    raise ValueError(f"unsupported mode {mode!r}: use MODE_ECB, MODE_CTR or MODE_GCM")

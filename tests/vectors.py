@@ -52,5 +52,7 @@ def load(*parts: str) -> list[Vector]:
         elif "=" in line:
             name, _, value = line.partition("=")
             record[name.strip().upper()] = value.strip()
+        else:  # a bare word is a flag, such as FAIL in the GCM decryption files
+            record[line.upper()] = ""
     flush()
     return vectors

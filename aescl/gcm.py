@@ -1,0 +1,513 @@
+"""AES-GCM on an OpenCL device: a batch engine, and the pycryptodome-style cipher object.
+
+:class:`GcmEngine` runs both halves of GCM for one key on one device (the CTR
+keystream with inc32, and GHASH over the ciphertext; ``cl/aes_gcm.cl``). It
+serves two callers:
+
+* :class:`GcmCipher` (``aescl.new(key, MODE_GCM, ...)``): one message, fed in
+  calls of any size. Whole blocks go through the device; the host keeps the
+  running GHASH value, folds in each launch's partial sums, and handles the
+  bytes of a block split across calls, the AAD padding and the length block.
+* :mod:`aescl.chunked`: many messages (chunks) per launch with empty AAD, tags
+  computed on the device (:meth:`GcmEngine.seal_messages` / ``open_messages``).
+
+Nonces: any non-empty length. 96 bits is the fast path (J0 = nonce || 1); any
+other length derives J0 with GHASH on the host, as SP 800-38D prescribes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from . import ghash, keyschedule
+from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
+from .devices import Device
+from .errors import AuthenticationError, CounterOverflowError
+from .kernels import aes_options, kernel, launch_config, runtime
+
+MODE_GCM = 11  # pycryptodome's value
+
+BLOCK_SIZE = 16
+MAX_TEXT_BYTES = (2**32 - 2) * BLOCK_SIZE  # SP 800-38D: 2^39 - 256 bits
+_SEGMENT_STEPS = 64  # Horner steps per work-item when one long message is split for GHASH
+_MAX_LAUNCH_BLOCKS = 2**32 - 2**20  # kernels index blocks with 32-bit integers
+
+
+def _floor_power_of_two(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def _ceil_power_of_two(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+class GcmEngine:
+    """GCM's device half for one key: keystream, GHASH partial sums and batch tags."""
+
+    def __init__(self, key: bytes, device: Device, key_schedule: str) -> None:
+        rounds = keyschedule.rounds_for_key(key)
+        config = launch_config(device)
+        options = aes_options(rounds, key_schedule, config.tables_in_local)
+        self._runtime = runtime(device)
+        self._ctr = kernel(device, "aes_gcm.cl", options, "gcm_ctr_xor")
+        self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash")
+        self._tags = kernel(device, "aes_gcm.cl", options, "gcm_tags")
+        self._work_group_size = max(1, min(config.work_group_size, self._limit(self._ctr)))
+        self._tags_group_size = max(1, min(config.work_group_size, self._limit(self._tags)))
+        self._ghash_items = _floor_power_of_two(
+            min(config.work_group_size, self._limit(self._ghash))
+        )
+        self._max_work_groups = config.max_work_groups
+        self._key_buffer = self._constant(
+            keyschedule.kernel_key_material(key, key_schedule, decrypt=False).astype("<u4")
+        )
+        self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
+        self._tables: Any = None
+        self._table_count = 0
+        self.h = ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
+        self.times_h = ghash.FixedMultiplier(self.h)
+        self._powers = [1 << 127, self.h]  # H^0, H^1, ... as far as needed so far
+        self._multipliers: dict[int, ghash.FixedMultiplier] = {}
+
+    def _limit(self, kernel: Any) -> int:
+        return kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, self._runtime.device.cl_device
+        )
+
+    def _constant(self, array: np.ndarray) -> Any:
+        return cl.Buffer(
+            self._runtime.context,
+            cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+            hostbuf=np.ascontiguousarray(array),
+        )
+
+    def power(self, exponent: int) -> int:
+        """H^exponent; small exponents come from a list kept per key."""
+        if exponent > 4096:
+            return ghash.power(self.h, exponent)
+        while len(self._powers) <= exponent:
+            self._powers.append(self.times_h(self._powers[-1]))
+        return self._powers[exponent]
+
+    def times_power(self, value: int, exponent: int) -> int:
+        """value·H^exponent, with a multiplier table kept for each exponent used."""
+        multiplier = self._multipliers.get(exponent)
+        if multiplier is None:
+            if len(self._multipliers) > 64:
+                self._multipliers.clear()
+            multiplier = self._multipliers[exponent] = ghash.FixedMultiplier(self.power(exponent))
+        return multiplier(value)
+
+    def _h_tables(self, count: int) -> Any:
+        """The device buffer of nibble tables for H^1..H^count (grown on demand)."""
+        if count > self._table_count:
+            powers = [self.power(k) for k in range(1, count + 1)]
+            self._tables = self._constant(ghash.tables_array(powers))
+            self._table_count = count
+        return self._tables
+
+    # ---- launches over a device buffer ------------------------------------------
+
+    def _enqueue_ctr(
+        self, buffer: Any, blocks: int, message_blocks: int, first_step: int,
+        j0s: Any, message_bytes: Any,
+    ) -> None:
+        groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
+        self._ctr.set_args(
+            buffer, np.uint32(blocks), np.uint32(message_blocks),
+            np.uint32(first_step % 2**32), j0s, message_bytes, self._key_buffer,
+        )
+        cl.enqueue_nd_range_kernel(
+            self._runtime.queue, self._ctr,
+            (groups * self._work_group_size,), (self._work_group_size,),
+        )
+
+    def _enqueue_ghash(
+        self, buffer: Any, blocks: int, message_blocks: int, message_count: int, partials: Any
+    ) -> None:
+        items = min(self._ghash_items, _ceil_power_of_two(min(message_blocks, blocks)))
+        groups = min(self._max_work_groups, message_count)
+        self._ghash.set_args(
+            buffer, np.uint32(blocks), np.uint32(message_blocks), np.uint32(message_count),
+            self._h_tables(items), partials, cl.LocalMemory(16 * items),
+        )
+        cl.enqueue_nd_range_kernel(
+            self._runtime.queue, self._ghash, (groups * items,), (items,)
+        )
+
+    def _scratch(self, nbytes: int) -> Any:
+        return cl.Buffer(self._runtime.context, cl.mem_flags.READ_WRITE, max(16, nbytes))
+
+    def keystream(self, j0s: list[bytes], first_step: int) -> list[bytes]:
+        """E(inc32^first_step(J0)) for each J0: H (J0 = 0, step 0), tag masks, partial blocks."""
+        blocks = np.zeros((len(j0s), BLOCK_SIZE), dtype=np.uint8)
+        buffer = self._scratch(blocks.nbytes)
+        queue = self._runtime.queue
+        cl.enqueue_copy(queue, buffer, blocks, is_blocking=False)
+        counters = self._constant(np.frombuffer(b"".join(j0s), dtype=np.uint8))
+        lengths = self._constant(np.full(len(j0s), BLOCK_SIZE, dtype=np.uint64))
+        self._enqueue_ctr(buffer, len(j0s), 1, first_step, counters, lengths)
+        cl.enqueue_copy(queue, blocks, buffer, is_blocking=True)
+        return [row.tobytes() for row in blocks]
+
+    # ---- one message, any length: the streaming cipher's path --------------------
+
+    def _fold(self, partials: np.ndarray, segment_blocks: int, total_blocks: int) -> int:
+        """GHASH partial sums of consecutive segments -> the partial sum of their concatenation."""
+        last_blocks = total_blocks - segment_blocks * (len(partials) - 1)
+        result = 0
+        for index, (hi, lo) in enumerate(partials.tolist()):
+            if index:
+                last = index == len(partials) - 1
+                result = self.times_power(result, last_blocks if last else segment_blocks)
+            result ^= (hi << 64) | lo
+        return result
+
+    def stream(
+        self, source: np.ndarray, target: np.ndarray | None, j0: bytes, first_block: int,
+        decrypt: bool, crypt: bool = True, hash_text: bool = True,
+    ) -> int:
+        """CTR over whole blocks of one message and/or GHASH of its ciphertext.
+
+        Block i of ``source`` is block ``first_block + i`` of the message.
+        ``crypt`` writes the CTR output into ``target``; ``hash_text`` returns
+        the GHASH partial sum of the ciphertext blocks (input when decrypting,
+        output when encrypting), 0 if not asked for.
+        """
+        queue = self._runtime.queue
+        counters = self._constant(np.frombuffer(j0, dtype=np.uint8))
+        step = self.slice_bytes
+        buffer = self._scratch(min(step, source.nbytes))
+        total = 0
+        for start in range(0, source.nbytes, step):
+            chunk = source[start : start + step]
+            blocks = chunk.nbytes // BLOCK_SIZE
+            cl.enqueue_copy(queue, buffer, chunk, is_blocking=False)
+            if crypt and not decrypt:
+                self._ctr_pass(buffer, blocks, counters, first_block + start // BLOCK_SIZE)
+            if hash_text:
+                segment = self._ghash_items * _SEGMENT_STEPS
+                count = -(-blocks // segment)
+                partials = np.empty((count, 2), dtype=np.uint64)
+                partials_buffer = self._scratch(partials.nbytes)
+                self._enqueue_ghash(buffer, blocks, segment, count, partials_buffer)
+                cl.enqueue_copy(queue, partials, partials_buffer, is_blocking=False)
+            if crypt and decrypt:
+                self._ctr_pass(buffer, blocks, counters, first_block + start // BLOCK_SIZE)
+            if crypt:
+                assert target is not None
+                cl.enqueue_copy(queue, target[start : start + step], buffer, is_blocking=False)
+            queue.finish()
+            if hash_text:
+                total = self.times_power(total, blocks) ^ self._fold(partials, segment, blocks)
+        return total
+
+    def _ctr_pass(self, buffer: Any, blocks: int, counters: Any, first_block: int) -> None:
+        lengths = self._constant(np.array([blocks * BLOCK_SIZE], dtype=np.uint64))
+        self._enqueue_ctr(buffer, blocks, blocks, 1 + first_block, counters, lengths)
+
+    # ---- many messages with empty AAD: the chunked format's path ------------------
+
+    def _batch_arrays(self, j0s: np.ndarray, message_bytes: np.ndarray) -> tuple[Any, Any]:
+        return self._constant(j0s), self._constant(message_bytes.astype(np.uint64))
+
+    def _enqueue_tags(
+        self, partials: Any, count: int, j0s: Any, lengths: Any, tags: Any
+    ) -> None:
+        groups = min(self._max_work_groups, -(-count // self._tags_group_size))
+        self._tags.set_args(
+            partials, np.uint32(count), j0s, lengths, self._h_tables(1), tags, self._key_buffer
+        )
+        cl.enqueue_nd_range_kernel(
+            self._runtime.queue, self._tags,
+            (groups * self._tags_group_size,), (self._tags_group_size,),
+        )
+
+    def seal_messages(
+        self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray
+    ) -> np.ndarray:
+        """Encrypt messages in place and return their 16-byte tags, shape (count, 16).
+
+        ``slots`` is (count, slot_bytes) uint8, each message starting a row and
+        zero-padded to it; ``j0s`` is (count, 16); AAD is empty.
+        """
+        count, slot_bytes = slots.shape
+        message_blocks = slot_bytes // BLOCK_SIZE
+        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
+        queue = self._runtime.queue
+        counters, lengths = self._batch_arrays(j0s, message_bytes)
+        buffer = self._scratch(max(1, blocks) * BLOCK_SIZE)
+        partials = self._scratch(16 * count)
+        tags_buffer = self._scratch(16 * count)
+        flat = slots.reshape(-1)[: blocks * BLOCK_SIZE]
+        if blocks:
+            cl.enqueue_copy(queue, buffer, flat, is_blocking=False)
+            self._enqueue_ctr(buffer, blocks, message_blocks, 1, counters, lengths)
+        self._enqueue_ghash(buffer, blocks, message_blocks, count, partials)
+        self._enqueue_tags(partials, count, counters, lengths, tags_buffer)
+        tags = np.empty((count, BLOCK_SIZE), dtype=np.uint8)
+        if blocks:
+            cl.enqueue_copy(queue, flat, buffer, is_blocking=False)
+        cl.enqueue_copy(queue, tags, tags_buffer, is_blocking=True)
+        return tags
+
+    def open_messages(
+        self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray,
+        tags: np.ndarray,
+    ) -> int | None:
+        """Authenticate every message, then decrypt them all in place.
+
+        Returns None on success, or the index of the first message whose tag
+        does not match, in which case ``slots`` is left as it was: no plaintext
+        of the batch is released.
+        """
+        count, slot_bytes = slots.shape
+        message_blocks = slot_bytes // BLOCK_SIZE
+        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
+        queue = self._runtime.queue
+        counters, lengths = self._batch_arrays(j0s, message_bytes)
+        buffer = self._scratch(max(1, blocks) * BLOCK_SIZE)
+        partials = self._scratch(16 * count)
+        tags_buffer = self._scratch(16 * count)
+        flat = slots.reshape(-1)[: blocks * BLOCK_SIZE]
+        if blocks:
+            cl.enqueue_copy(queue, buffer, flat, is_blocking=False)
+        self._enqueue_ghash(buffer, blocks, message_blocks, count, partials)
+        self._enqueue_tags(partials, count, counters, lengths, tags_buffer)
+        computed = np.empty((count, BLOCK_SIZE), dtype=np.uint8)
+        cl.enqueue_copy(queue, computed, tags_buffer, is_blocking=True)
+        # Every byte is compared before looking at the result (no early exit).
+        matches = np.all(computed == tags, axis=1)
+        if not matches.all():
+            return int(np.argmin(matches))
+        if blocks:
+            self._enqueue_ctr(buffer, blocks, message_blocks, 1, counters, lengths)
+            cl.enqueue_copy(queue, flat, buffer, is_blocking=True)
+        return None
+
+
+class GcmCipher:
+    """AES-GCM with pycryptodome's calling convention, running on an OpenCL device.
+
+    ``update(aad)`` first, then ``encrypt`` or ``decrypt`` in pieces of any size,
+    then ``digest``/``verify``. ``decrypt_and_verify`` checks the tag before it
+    produces any plaintext; a bare ``decrypt`` returns plaintext that is not yet
+    authenticated, exactly as in pycryptodome.
+    """
+
+    mode = MODE_GCM
+    block_size = BLOCK_SIZE
+
+    def __init__(
+        self, key: bytes, nonce: bytes | None, mac_len: int, device: Device, key_schedule: str
+    ) -> None:
+        if nonce is None:
+            nonce = os.urandom(12)  # 96 bits: SP 800-38D's recommendation and the fast path
+        nonce = bytes(nonce)
+        if not nonce:
+            raise ValueError("Nonce cannot be empty")
+        if not 4 <= mac_len <= 16:
+            raise ValueError("Parameter 'mac_len' must be in the range 4..16")
+        self.nonce = nonce
+        self._mac_len = mac_len
+        self._engine = GcmEngine(key, device, key_schedule)
+        self._j0 = ghash.initial_counter(self._engine.h, nonce)
+        self._tag_mask = self._engine.keystream([self._j0], first_step=0)[0]
+        self._hash = 0  # running GHASH value over what has been absorbed
+        self._pending = bytearray()  # bytes of a block not yet complete
+        self._aad_bytes = 0
+        self._text_bytes = 0
+        self._phase = "aad"  # -> "encrypt" | "decrypt" -> "done"
+        self._tag: bytes | None = None
+        self._partial_keystream: tuple[int, bytes] | None = None
+
+    # ---- GHASH bookkeeping on the host -------------------------------------------
+
+    def _absorb(self, block: int) -> None:
+        self._hash = self._engine.times_h(self._hash ^ block)
+
+    def _absorb_pending(self, data: bytes) -> bytes:
+        """Add bytes to the pending block; returns what is left after completing it."""
+        if not self._pending:
+            return data
+        take = BLOCK_SIZE - len(self._pending)
+        self._pending += data[:take]
+        if len(self._pending) == BLOCK_SIZE:
+            self._absorb(ghash.block_to_int(self._pending))
+            self._pending.clear()
+        return data[take:]
+
+    def _absorb_partial_sum(self, partial: int, blocks: int) -> None:
+        self._hash = self._engine.times_power(self._hash, blocks) ^ partial
+
+    def _close_pending(self) -> None:
+        if self._pending:
+            self._absorb(ghash.block_to_int(self._pending.ljust(BLOCK_SIZE, b"\0")))
+            self._pending.clear()
+
+    # ---- public API ---------------------------------------------------------------
+
+    def update(self, assoc_data: BytesLike) -> GcmCipher:
+        """Add associated data (authenticated, not encrypted). Only before encrypt/decrypt."""
+        if self._phase != "aad":
+            raise TypeError("update() can only be called immediately after initialization")
+        data = input_array(assoc_data)
+        self._aad_bytes += data.nbytes
+        rest = input_array(self._absorb_pending(data.tobytes()))
+        whole = rest.nbytes - rest.nbytes % BLOCK_SIZE
+        if whole:
+            partial = self._engine.stream(
+                rest[:whole], None, self._j0, 0, decrypt=True, crypt=False
+            )
+            self._absorb_partial_sum(partial, whole // BLOCK_SIZE)
+        self._pending += rest[whole:].tobytes()
+        return self
+
+    def _start_text(self, direction: str) -> None:
+        if self._phase == "aad":
+            self._close_pending()  # AAD is zero-padded to a whole block
+            self._phase = direction
+        elif self._phase != direction:
+            if self._phase == "done":
+                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
+            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
+
+    def _keystream_block(self, index: int) -> bytes:
+        if self._partial_keystream is None or self._partial_keystream[0] != index:
+            block = self._engine.keystream([self._j0], first_step=1 + index)[0]
+            self._partial_keystream = (index, block)
+        return self._partial_keystream[1]
+
+    def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
+        self._start_text(direction)
+        decrypt = direction == "decrypt"
+        source = input_array(data)
+        length = source.nbytes
+        start = self._text_bytes
+        if start + length > MAX_TEXT_BYTES:
+            raise CounterOverflowError("Plaintext exceeds maximum length")
+        target = np.empty_like(source) if output is None else output_array(output, length)
+
+        done = 0
+        if start % BLOCK_SIZE and length:  # finish the block a previous call began
+            skip = start % BLOCK_SIZE
+            done = min(length, BLOCK_SIZE - skip)
+            keystream = np.frombuffer(self._keystream_block(start // BLOCK_SIZE), np.uint8)
+            np.bitwise_xor(source[:done], keystream[skip : skip + done], out=target[:done])
+            self._absorb_pending((source if decrypt else target)[:done].tobytes())
+        whole = (length - done) - (length - done) % BLOCK_SIZE
+        if whole:
+            partial = self._engine.stream(
+                source[done : done + whole], target[done : done + whole], self._j0,
+                (start + done) // BLOCK_SIZE, decrypt,
+            )
+            self._absorb_partial_sum(partial, whole // BLOCK_SIZE)
+            done += whole
+        if done < length:  # a partial final block: keep its keystream for the next call
+            keystream = np.frombuffer(
+                self._keystream_block((start + done) // BLOCK_SIZE), np.uint8
+            )
+            np.bitwise_xor(source[done:], keystream[: length - done], out=target[done:])
+            self._pending += (source if decrypt else target)[done:].tobytes()
+        self._text_bytes = start + length
+        return finish(target, output)
+
+    def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
+        """Encrypt the next piece. Returns bytes, or None when ``output`` receives it."""
+        return self._process(plaintext, output, "encrypt")
+
+    def decrypt(self, ciphertext: BytesLike, output: Any = None) -> bytes | None:
+        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
+        return self._process(ciphertext, output, "decrypt")
+
+    def _compute_tag(self) -> bytes:
+        if self._tag is None:
+            self._close_pending()  # the AAD's or the text's, whichever came last
+            self._absorb(ghash.length_block(self._aad_bytes, self._text_bytes))
+            tag_value = self._hash ^ ghash.block_to_int(self._tag_mask)
+            full = ghash.int_to_block(tag_value)
+            self._tag = full[: self._mac_len]
+            self._phase = "done"
+        return self._tag
+
+    def digest(self) -> bytes:
+        """The authentication tag (``mac_len`` bytes) of the AAD and the encrypted text."""
+        if self._phase == "decrypt":
+            raise TypeError("digest() cannot be called when decrypting")
+        return self._compute_tag()
+
+    def hexdigest(self) -> str:
+        return self.digest().hex()
+
+    def verify(self, received_mac_tag: bytes) -> None:
+        """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong."""
+        if self._phase == "encrypt":
+            raise TypeError("verify() cannot be called when encrypting")
+        if not hmac.compare_digest(self._compute_tag(), bytes(received_mac_tag)):
+            raise AuthenticationError("MAC check failed")
+
+    def hexverify(self, hex_mac_tag: str) -> None:
+        self.verify(bytes.fromhex(hex_mac_tag))
+
+    def encrypt_and_digest(
+        self, plaintext: BytesLike, output: Any = None
+    ) -> tuple[bytes | None, bytes]:
+        """Encrypt the (last) piece and return it with the tag."""
+        return self.encrypt(plaintext, output=output), self.digest()
+
+    def decrypt_and_verify(
+        self, ciphertext: BytesLike, received_mac_tag: bytes, output: Any = None
+    ) -> bytes | None:
+        """Authenticate the whole message, and only then decrypt the (last) piece.
+
+        On a wrong tag it raises :class:`AuthenticationError` and releases no
+        plaintext: neither a return value nor a byte of ``output``.
+        """
+        if self._phase in ("aad", "decrypt") and not self._text_bytes % BLOCK_SIZE:
+            self._start_text("decrypt")
+            source = input_array(ciphertext)
+            if self._text_bytes + source.nbytes > MAX_TEXT_BYTES:
+                raise CounterOverflowError("Plaintext exceeds maximum length")
+            first_block = self._text_bytes // BLOCK_SIZE
+            whole = source.nbytes - source.nbytes % BLOCK_SIZE
+            # Pass 1: GHASH only, then the tag check.
+            if whole:
+                partial = self._engine.stream(
+                    source[:whole], None, self._j0, first_block, decrypt=True, crypt=False
+                )
+                self._absorb_partial_sum(partial, whole // BLOCK_SIZE)
+            self._pending += source[whole:].tobytes()
+            self._text_bytes += source.nbytes
+            self.verify(received_mac_tag)
+            # Pass 2: authenticated, so decrypt.
+            target = (
+                np.empty_like(source) if output is None else output_array(output, source.nbytes)
+            )
+            if whole:
+                self._engine.stream(
+                    source[:whole], target[:whole], self._j0, first_block, decrypt=True,
+                    hash_text=False,
+                )
+            if whole < source.nbytes:
+                keystream = np.frombuffer(
+                    self._engine.keystream([self._j0], 1 + first_block + whole // BLOCK_SIZE)[0],
+                    np.uint8,
+                )
+                np.bitwise_xor(
+                    source[whole:], keystream[: source.nbytes - whole], out=target[whole:]
+                )
+            return finish(target, output)
+        # After a decrypt() that ended mid-block (its plaintext is already out):
+        # decrypt this piece aside and release it only once the tag matches.
+        plaintext = self.decrypt(ciphertext)
+        assert plaintext is not None
+        self.verify(received_mac_tag)
+        if output is None:
+            return plaintext
+        output_array(output, len(plaintext))[:] = np.frombuffer(plaintext, np.uint8)
+        return None

@@ -1,0 +1,114 @@
+"""GF(2^128) arithmetic as GCM defines it (NIST SP 800-38D), on the host.
+
+The device computes GHASH over bulk data (``cl/ghash.cl``); the host does the
+small, once-per-key or once-per-call parts: powers of H, the multiplication
+tables the kernels read, folding the kernels' partial sums together, and the
+GHASH of a nonce that is not 96 bits long.
+
+A field element is a Python ``int``: the 16-byte block read as a big-endian
+integer. GCM numbers the bits the other way round (the coefficient of x^0 is the
+top bit of the first byte), so multiplying by x is a right shift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BLOCK_SIZE = 16
+_REDUCTION = 0xE1 << 120  # x^128 = x^7 + x^2 + x + 1, in GCM's bit order
+_MASK64 = (1 << 64) - 1
+
+
+def block_to_int(block: bytes) -> int:
+    return int.from_bytes(block, "big")
+
+
+def int_to_block(value: int) -> bytes:
+    return value.to_bytes(BLOCK_SIZE, "big")
+
+
+def times_x(value: int) -> int:
+    """Multiply by x: shift toward the high-degree end, reducing what falls off."""
+    return (value >> 1) ^ (_REDUCTION if value & 1 else 0)
+
+
+def multiply(a: int, b: int) -> int:
+    """The product a·b in GF(2^128) (SP 800-38D, Algorithm 1)."""
+    product = 0
+    for bit in range(127, -1, -1):  # coefficients of a, from x^0 upward
+        if (a >> bit) & 1:
+            product ^= b
+        b = times_x(b)
+    return product
+
+
+def power(h: int, exponent: int) -> int:
+    """h^exponent, by square-and-multiply (exponent >= 0)."""
+    result = 1 << 127  # the element 1: coefficient of x^0 only
+    while exponent:
+        if exponent & 1:
+            result = multiply(result, h)
+        h = multiply(h, h)
+        exponent >>= 1
+    return result
+
+
+def nibble_table(p: int) -> list[int]:
+    """The 16 products the kernels' 4-bit multiplication by ``p`` looks up.
+
+    Entry n is P times the polynomial whose coefficients of x^0..x^3 are the
+    bits of n from the top (8) down (1): a block's nibbles have their first
+    coefficient in the high bit, like its bytes.
+    """
+    single = [p]  # p·x^0 .. p·x^3
+    for _ in range(3):
+        single.append(times_x(single[-1]))
+    table = [0] * 16
+    for n in range(1, 16):
+        for k in range(4):
+            if n & (8 >> k):
+                table[n] ^= single[k]
+    return table
+
+
+def tables_array(elements: list[int]) -> np.ndarray:
+    """Nibble tables for several elements as the kernels read them: (hi, lo) uint64 pairs."""
+    rows = [entry for element in elements for entry in nibble_table(element)]
+    return np.array([(r >> 64, r & _MASK64) for r in rows], dtype=np.uint64).reshape(-1, 2)
+
+
+class FixedMultiplier:
+    """Multiplication by one element, with its nibble table, for repeated use on the host."""
+
+    def __init__(self, p: int) -> None:
+        self._table = nibble_table(p)
+
+    def __call__(self, x: int) -> int:
+        table = self._table
+        z = 0
+        for shift in range(0, 128, 4):  # nibbles from the highest degree down
+            for _ in range(4):
+                z = times_x(z)
+            z ^= table[(x >> shift) & 0xF]
+        return z
+
+
+def ghash(h: int, data: bytes) -> int:
+    """GHASH_H over ``data`` zero-padded to whole blocks (host reference, for short inputs)."""
+    y = 0
+    padded = data + bytes(-len(data) % BLOCK_SIZE)
+    for start in range(0, len(padded), BLOCK_SIZE):
+        y = multiply(y ^ block_to_int(padded[start : start + BLOCK_SIZE]), h)
+    return y
+
+
+def length_block(aad_bytes: int, text_bytes: int) -> int:
+    """The final GHASH block: the bit lengths of the AAD and the text, 64 bits each."""
+    return ((8 * aad_bytes) << 64) | (8 * text_bytes)
+
+
+def initial_counter(h: int, nonce: bytes) -> bytes:
+    """J0: ``nonce || 1`` for a 96-bit nonce, otherwise GHASH of the padded nonce and its length."""
+    if len(nonce) == 12:
+        return nonce + b"\x00\x00\x00\x01"
+    return int_to_block(multiply(ghash(h, nonce) ^ length_block(0, len(nonce)), h))

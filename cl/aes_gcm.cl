@@ -1,0 +1,125 @@
+/* aes_gcm.cl: AES-GCM for many independent messages per launch (one key).
+ *
+ * Buffer layout: `data` holds the messages one after another, each in a slot of
+ * `message_blocks` 16-byte blocks in memory order; the last message may end
+ * early (block_count need not fill its slot). message_bytes[m] is message m's
+ * length within this launch: bytes past it are padding. j0s[m] is message m's
+ * pre-counter block J0 (SP 800-38D), as 16 bytes in memory order.
+ *
+ * Kernels, enqueued in this order on one in-order queue:
+ *   encrypt: gcm_ctr_xor, gcm_ghash, [gcm_tags]
+ *   decrypt: gcm_ghash, [gcm_tags], gcm_ctr_xor  (GHASH reads the ciphertext)
+ * gcm_tags serves messages with empty AAD (the chunked format); the host folds
+ * AAD and partial blocks itself for the streaming API (aescl/gcm.py).
+ *
+ * Indices are 32-bit: the host keeps each launch under 2^32 blocks.
+ * -D options: AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, AES_TABLES_IN_LOCAL (aes_core.cl).
+ */
+#include "aes_core.cl"
+#include "ghash.cl"
+
+/* inc32 applied `steps` times: only the last 32 bits (big-endian) count, and they
+ * wrap without carrying into the nonce. `j0` is in the core's column layout. */
+inline uint4 gcm_counter(uint4 j0, uint steps)
+{
+    j0.w = aes_bswap32(aes_bswap32(j0.w) + steps);
+    return j0;
+}
+
+/* Keep the first `count` bytes (0..16) of a block in column layout, zero the rest. */
+inline uint4 gcm_keep_bytes(uint4 v, uint count)
+{
+    const uint4 start = (uint4)(0u, 4u, 8u, 12u);   /* first byte of each column */
+    const uint4 kept = min((uint4)(count) - min((uint4)(count), start), (uint4)(4u));
+    const uint4 mask = select((uint4)(0xffffffffu), ((uint4)(1u) << (8u * kept)) - 1u,
+                              kept < (uint4)(4u));
+    return v & mask;
+}
+
+/* CTR half: block j of message m is XORed with E(inc32^(first_step + j)(J0_m)).
+ * first_step is 1 + the message's block offset for data (the first data block
+ * uses J0 + 1); 0 yields E(J0) itself, which is how the host gets H = E(0^128) and
+ * the tag mask. Bytes past the message end come out zero, so that GHASH over the
+ * ciphertext sees the zero padding SP 800-38D prescribes. Grid-stride loop. */
+__kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
+                          const uint message_blocks, const uint first_step,
+                          __global const uint4 *j0s, __global const ulong *message_bytes,
+                          __constant const uint *key_material)
+{
+    AES_ENCRYPT_SETUP(key_material);
+    for (uint i = get_global_id(0); i < block_count; i += get_global_size(0)) {
+        const uint m = i / message_blocks;
+        const uint j = i - m * message_blocks;
+        const uint4 counter = gcm_counter(aes_load(j0s[m]), first_step + j);
+        uint4 block = aes_load(data[i]) ^ aes_encrypt_block(counter, rk, te);
+        const ulong offset = 16ul * j;
+        if (message_bytes[m] < offset + 16ul)
+            block = gcm_keep_bytes(block, message_bytes[m] > offset
+                                              ? (uint)(message_bytes[m] - offset) : 0u);
+        data[i] = aes_store(block);
+    }
+}
+
+/* GHASH half. Work-group g takes messages g, g + groups, ... and returns for each
+ * the sum over its blocks X_0..X_{k-1} of X_i·H^(k-i), i.e. GHASH of the message
+ * without the length block.
+ *
+ * With T work-items (a power of two), the message is aligned to the end of
+ * ceil(k/T)·T virtual blocks (zero blocks in front change nothing), item t takes
+ * virtual blocks t, t+T, t+2T, ... (coalesced reads) and runs Horner's rule with
+ * the fixed multiplier H^T from __local memory; one multiplication by H^(T-t)
+ * then puts its sum in place, and a tree of XORs in __local memory adds the T
+ * sums. h_tables holds the nibble tables of H^1..H^T (table k-1 for H^k);
+ * scratch is T ulong2 of __local memory. */
+__kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
+                        const uint message_blocks, const uint message_count,
+                        __global const ulong2 *h_tables, __global ulong2 *partials,
+                        __local ulong2 *scratch)
+{
+    const uint t = get_local_id(0);
+    const uint items = get_local_size(0);
+    __local ulong2 stride_table[16];   /* H^T */
+    for (uint n = t; n < 16u; n += items)
+        stride_table[n] = h_tables[16u * (items - 1u) + n];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global const ulong2 *place_table = h_tables + 16u * (items - 1u - t);   /* H^(T-t) */
+
+    for (uint m = get_group_id(0); m < message_count; m += get_num_groups(0)) {
+        const uint first = m * message_blocks;
+        const uint length = first < block_count ? min(message_blocks, block_count - first) : 0u;
+        const uint steps = (length + items - 1u) / items;
+        const uint lead = steps * items - length;   /* virtual zero blocks in front */
+        ulong2 sum = (ulong2)(0ul, 0ul);
+        for (uint s = 0; s < steps; ++s) {
+            const uint v = t + s * items;
+            const ulong2 x = v >= lead ? ghash_load(data[first + v - lead]) : (ulong2)(0ul, 0ul);
+            sum = (s ? ghash_multiply_local(sum, stride_table) : sum) ^ x;
+        }
+        scratch[t] = steps ? ghash_multiply_global(sum, place_table) : sum;
+        for (uint width = items >> 1; width; width >>= 1) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (t < width)
+                scratch[t] ^= scratch[t + width];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (t == 0u)
+            partials[m] = scratch[0];
+        barrier(CLK_LOCAL_MEM_FENCE);   /* scratch[0] is read before the next message writes */
+    }
+}
+
+/* Tags of messages with empty AAD: tag_m = E(J0_m) ^ (partial_m ^ L_m)·H, where
+ * L_m is the length block (0 bits of AAD, 8·message_bytes[m] bits of text) and
+ * h_tables starts with the table of H. One work-item per message. */
+__kernel void gcm_tags(__global const ulong2 *partials, const uint message_count,
+                       __global const uint4 *j0s, __global const ulong *message_bytes,
+                       __global const ulong2 *h_tables, __global uint4 *tags,
+                       __constant const uint *key_material)
+{
+    AES_ENCRYPT_SETUP(key_material);
+    for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {
+        const ulong2 length_block = (ulong2)(0ul, 8ul * message_bytes[m]);
+        const ulong2 hash = ghash_multiply_global(partials[m] ^ length_block, h_tables);
+        tags[m] = ghash_store(hash) ^ aes_store(aes_encrypt_block(aes_load(j0s[m]), rk, te));
+    }
+}

@@ -1,0 +1,66 @@
+/* ghash.cl: multiplication in GF(2^128) as GCM defines it (NIST SP 800-38D).
+ *
+ * Representation: an element is a ulong2 (s0 = hi, s1 = lo) holding its 16-byte
+ * block read as a big-endian 128-bit integer. GCM puts the coefficient of x^0 in
+ * the top bit of the first byte, so multiplying by x is a right shift and the
+ * reduction (x^128 = x^7 + x^2 + x + 1) folds into the top byte as 0xE1.
+ *
+ * Multiplication by a fixed element P is Shoup's 4-bit method: a 16-entry table
+ * M[n] = N(n)·P (built on the host by aescl/ghash.py:nibble_table) and, per
+ * nibble of the other factor, one shift by four and one lookup. The 256-byte
+ * table fits in __local memory; a per-key set of tables for P = H^1..H^T lives in
+ * __global memory.
+ *
+ * The multiply is linear and looks up secret-dependent indices, so like the AES
+ * core it is NOT constant-time.
+ *
+ * -D options: none; aes_vendor.h supplies the byte-order helpers.
+ */
+#ifndef GHASH_CL
+#define GHASH_CL
+
+#include "aes_vendor.h"
+
+/* A block from memory (any device byte order) as a field element, and back. */
+inline ulong2 ghash_load(uint4 v)
+{
+    const uint4 c = aes_load(v);   /* bytes in memory order, first byte lowest */
+    return (ulong2)(((ulong)aes_bswap32(c.x) << 32) | aes_bswap32(c.y),
+                    ((ulong)aes_bswap32(c.z) << 32) | aes_bswap32(c.w));
+}
+
+inline uint4 ghash_store(ulong2 e)
+{
+    return aes_store((uint4)(aes_bswap32((uint)(e.s0 >> 32)), aes_bswap32((uint)e.s0),
+                             aes_bswap32((uint)(e.s1 >> 32)), aes_bswap32((uint)e.s1)));
+}
+
+/* Multiply by x^4. The four coefficients that leave the top (x^124..x^127, the
+ * low nibble r) come back as r(x)·x^128 = r(x)·0xE1: a carry-less 4x8-bit product
+ * placed at bit 53 of hi, where x^3·0xE1 has its top coefficient. */
+inline ulong2 ghash_times_x4(ulong2 z)
+{
+    const ulong r = z.s1 & 0xful;
+    const ulong fold = ((r & 1ul) * 0xe1ul) ^ (((r >> 1) & 1ul) * 0x1c2ul)
+                     ^ (((r >> 2) & 1ul) * 0x384ul) ^ (((r >> 3) & 1ul) * 0x708ul);
+    return (ulong2)((z.s0 >> 4) ^ (fold << 53), (z.s1 >> 4) | (z.s0 << 60));
+}
+
+/* x·P with P's nibble table in the given address space: Horner over the 32
+ * nibbles of x, the highest degree (low nibble of lo) first. OpenCL C 1.2 has no
+ * generic address space, hence one definition per space. */
+#define GHASH_DEFINE_MULTIPLY(name, space)                                      \
+    inline ulong2 name(ulong2 x, space const ulong2 *table)                     \
+    {                                                                           \
+        ulong2 z = table[x.s1 & 0xful];                                         \
+        for (int shift = 4; shift < 64; shift += 4)                             \
+            z = ghash_times_x4(z) ^ table[(x.s1 >> shift) & 0xful];             \
+        for (int shift = 0; shift < 64; shift += 4)                             \
+            z = ghash_times_x4(z) ^ table[(x.s0 >> shift) & 0xful];             \
+        return z;                                                               \
+    }
+
+GHASH_DEFINE_MULTIPLY(ghash_multiply_local, __local)
+GHASH_DEFINE_MULTIPLY(ghash_multiply_global, __global)
+
+#endif /* GHASH_CL */
