@@ -30,6 +30,7 @@ Promises of this API:
 
 from __future__ import annotations
 
+from . import chunked
 from .devices import Device, devices, get_device
 from .errors import (
     AesclError,
@@ -68,6 +69,7 @@ __all__ = [
     "PaddingError",
     "TruncatedError",
     "WrongKeyError",
+    "chunked",
     "devices",
     "get_device",
     "new",

@@ -36,6 +36,7 @@ BLOCK_SIZE = 16
 MAX_TEXT_BYTES = (2**32 - 2) * BLOCK_SIZE  # SP 800-38D: 2^39 - 256 bits
 _SEGMENT_STEPS = 64  # Horner steps per work-item when one long message is split for GHASH
 _MAX_LAUNCH_BLOCKS = 2**32 - 2**20  # kernels index blocks with 32-bit integers
+_MAX_GHASH_ITEMS = 256  # GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
 
 
 def _floor_power_of_two(n: int) -> int:
@@ -60,7 +61,7 @@ class GcmEngine:
         self._work_group_size = max(1, min(config.work_group_size, self._limit(self._ctr)))
         self._tags_group_size = max(1, min(config.work_group_size, self._limit(self._tags)))
         self._ghash_items = _floor_power_of_two(
-            min(config.work_group_size, self._limit(self._ghash))
+            min(config.work_group_size, self._limit(self._ghash), _MAX_GHASH_ITEMS)
         )
         self._max_work_groups = config.max_work_groups
         self._key_buffer = self._constant(
@@ -134,7 +135,7 @@ class GcmEngine:
         groups = min(self._max_work_groups, message_count)
         self._ghash.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks), np.uint32(message_count),
-            self._h_tables(items), partials, cl.LocalMemory(16 * items),
+            self._h_tables(items), partials,
         )
         cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._ghash, (groups * items,), (items,)

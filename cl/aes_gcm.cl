@@ -18,6 +18,9 @@
 #include "aes_core.cl"
 #include "ghash.cl"
 
+/* Work-items per GHASH work-group at most (the host picks a power of two). */
+#define GCM_MAX_GHASH_ITEMS 256
+
 /* inc32 applied `steps` times: only the last 32 bits (big-endian) count, and they
  * wrap without carrying into the nonce. `j0` is in the core's column layout. */
 inline uint4 gcm_counter(uint4 j0, uint steps)
@@ -69,16 +72,16 @@ __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
  * virtual blocks t, t+T, t+2T, ... (coalesced reads) and runs Horner's rule with
  * the fixed multiplier H^T from __local memory; one multiplication by H^(T-t)
  * then puts its sum in place, and a tree of XORs in __local memory adds the T
- * sums. h_tables holds the nibble tables of H^1..H^T (table k-1 for H^k);
- * scratch is T ulong2 of __local memory. */
+ * sums. h_tables holds the nibble tables of H^1..H^T (table k-1 for H^k).
+ * T <= GCM_MAX_GHASH_ITEMS. */
 __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_count,
-                        __global const ulong2 *h_tables, __global ulong2 *partials,
-                        __local ulong2 *scratch)
+                        __global const ulong2 *h_tables, __global ulong2 *partials)
 {
     const uint t = get_local_id(0);
     const uint items = get_local_size(0);
     __local ulong2 stride_table[16];   /* H^T */
+    __local ulong2 scratch[GCM_MAX_GHASH_ITEMS];
     for (uint n = t; n < 16u; n += items)
         stride_table[n] = h_tables[16u * (items - 1u) + n];
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -43,7 +43,11 @@ inline ulong2 ghash_times_x4(ulong2 z)
     const ulong r = z.s1 & 0xful;
     const ulong fold = ((r & 1ul) * 0xe1ul) ^ (((r >> 1) & 1ul) * 0x1c2ul)
                      ^ (((r >> 2) & 1ul) * 0x384ul) ^ (((r >> 3) & 1ul) * 0x708ul);
-    return (ulong2)((z.s0 >> 4) ^ (fold << 53), (z.s1 >> 4) | (z.s0 << 60));
+    /* lo >> 4 with hi's low nibble shifted in. The plain (lo >> 4) | (hi << 60)
+     * compiles to the llvm.fshl intrinsic, which Oclgrind 21.10 cannot run; the
+     * masked rotate is the same bits and stays an ordinary builtin call. */
+    const ulong lo = (rotate(z.s1, 60ul) & 0x0ffffffffffffffful) | ((z.s0 & 0xful) << 60);
+    return (ulong2)((z.s0 >> 4) ^ (fold << 53), lo);
 }
 
 /* x·P with P's nibble table in the given address space: Horner over the 32

@@ -1,4 +1,6 @@
-"""Run every AES kernel on the Oclgrind simulator; run by test_oclgrind.py in a subprocess.
+"""Run the kernels on the Oclgrind simulator; run by test_oclgrind.py in a subprocess.
+
+No argument: ECB and CTR. ``gcm``: GCM and the chunked format.
 
 With ``control`` as the argument it instead runs a kernel with a deliberate data
 race and out-of-bounds write, to prove that the harness notices such bugs.
@@ -34,6 +36,27 @@ if sys.argv[1:] == ["control"]:
     print("control ran")
     sys.exit(0)
 
+if sys.argv[1:] == ["gcm"]:
+    # GCM: AAD and text off block boundaries, a GHASH over several work-groups
+    # with its __local tree reduction, and the chunked format's batch path.
+    for size in (16, 24, 32):
+        for key_schedule in ("host", "device"):
+            key = os.urandom(size)
+            data = np.frombuffer(os.urandom(16 * 37 + 5), np.uint8)
+            nonce = os.urandom(12)
+            gcm = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device,
+                            key_schedule=key_schedule)
+            gcm.update(data[:21])
+            reference = AES.new(key, AES.MODE_GCM, nonce=nonce)
+            reference.update(data[:21].tobytes())
+            assert gcm.encrypt_and_digest(data) == reference.encrypt_and_digest(data.tobytes())
+    key = os.urandom(32)
+    message = os.urandom(2 * 16384 + 100)
+    sealed = aescl.chunked.encrypt(key, message, device=device)
+    assert aescl.chunked.decrypt(key, sealed, device=device) == message
+    print("all kernels ran")
+    sys.exit(0)
+
 # 37 blocks on groups of 16 items, at most 3 groups: partial groups, items with
 # no block, and grid-stride steps all occur. The CTR counters start near wraps.
 for size in (16, 24, 32):
@@ -50,4 +73,5 @@ for size in (16, 24, 32):
             expected = AES.new(key, AES.MODE_CTR, nonce=nonce, initial_value=initial)
             assert ctr.encrypt(data[:7]) + ctr.encrypt(data[7:]) == expected.encrypt(data.tobytes())
         print(f"AES-{size * 8} {key_schedule}: ok")
+
 print("all kernels ran")

@@ -1,0 +1,444 @@
+"""The chunked message format: C2SP chunked-encryption with AES-256-GCM, on the device.
+
+This implements https://c2sp.org/chunked-encryption (v1) with HKDF-Expand over
+SHA-512 and the AEAD ``AEAD_AES_256_GCM``:
+
+* ``key(32) || base_nonce(12) || commitment(32) = HKDF-Expand(prk=input key,
+  info="c2sp.org/chunked-encryption@v1+" || "AEAD_AES_256_GCM" || 0x00 || salt(24)
+  || context, L=76)``;
+* ciphertext = salt || commitment || the sealed chunks;
+* the plaintext splits into 16384-byte chunks and a final chunk that is always
+  shorter (possibly empty); chunk ``k`` is AES-256-GCM with empty AAD under
+  ``base_nonce XOR k`` (big-endian, 12 bytes) and sits at ciphertext offset
+  ``56 + k * 16400``.
+
+Decryption checks the commitment before any chunk (a mismatch means a wrong key
+or context), authenticates every chunk before releasing its plaintext, treats a
+missing short final chunk as truncation, and fails on anything after it.
+
+Many chunks go to the device per launch (``batch_chunks``, 1024 = 16 MiB by
+default): the GCM kernels take one chunk per message slot and compute the tags
+on the device (:meth:`aescl.gcm.GcmEngine.seal_messages`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import os
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from ._arrays import BytesLike, input_array
+from .devices import Device, resolve
+from .errors import AuthenticationError, CounterOverflowError, TruncatedError, WrongKeyError
+from .gcm import GcmEngine
+
+KEY_SIZE = 32
+SALT_SIZE = 24
+COMMITMENT_SIZE = 32
+HEADER_SIZE = SALT_SIZE + COMMITMENT_SIZE  # 56
+NONCE_SIZE = 12
+TAG_SIZE = 16
+CHUNK_SIZE = 16384
+SEALED_CHUNK_SIZE = CHUNK_SIZE + TAG_SIZE  # 16400
+MAX_CHUNKS = 2**38
+DEFAULT_BATCH_CHUNKS = 1024
+
+INFO_PREFIX = b"c2sp.org/chunked-encryption@v1+"
+AEAD_NAME = b"AEAD_AES_256_GCM"
+
+
+def hkdf_expand_sha512(prk: bytes, info: bytes, length: int) -> bytes:
+    """HKDF-Expand (RFC 5869, section 2.3) with HMAC-SHA-512."""
+    output, block, counter = b"", b"", 1
+    while len(output) < length:
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha512).digest()
+        output += block
+        counter += 1
+    return output[:length]
+
+
+def derive(key: bytes, salt: bytes, context: bytes) -> tuple[bytes, bytes, bytes]:
+    """(chunk key, base nonce, commitment) for one message."""
+    _check_key(key)
+    if len(salt) != SALT_SIZE:
+        raise ValueError(f"the salt must be {SALT_SIZE} bytes, not {len(salt)}")
+    info = INFO_PREFIX + AEAD_NAME + b"\x00" + bytes(salt) + bytes(context)
+    material = hkdf_expand_sha512(bytes(key), info, KEY_SIZE + NONCE_SIZE + COMMITMENT_SIZE)
+    return (
+        material[:KEY_SIZE],
+        material[KEY_SIZE : KEY_SIZE + NONCE_SIZE],
+        material[KEY_SIZE + NONCE_SIZE :],
+    )
+
+
+def _check_key(key: bytes) -> None:
+    if len(key) != KEY_SIZE:
+        raise ValueError(f"the chunked format takes a {KEY_SIZE}-byte key, not {len(key)} bytes")
+
+
+def chunk_offset(index: int, raw: bool = False) -> int:
+    """Where sealed chunk ``index`` starts in the ciphertext."""
+    return (0 if raw else HEADER_SIZE) + index * SEALED_CHUNK_SIZE
+
+
+def sealed_size(message_bytes: int, raw: bool = False) -> int:
+    """The ciphertext length of a message of ``message_bytes`` bytes."""
+    return chunk_offset(message_bytes // CHUNK_SIZE, raw) + message_bytes % CHUNK_SIZE + TAG_SIZE
+
+
+class ChunkCipher:
+    """Seals and opens runs of consecutive chunks under one (key, base nonce): raw mode.
+
+    A run is some full chunks, optionally followed by the final short chunk;
+    it goes to the device in one launch.
+    """
+
+    def __init__(self, key: bytes, base_nonce: bytes, device: Device | str | None = None) -> None:
+        _check_key(key)
+        if len(base_nonce) != NONCE_SIZE:
+            raise ValueError(f"the base nonce must be {NONCE_SIZE} bytes, not {len(base_nonce)}")
+        self._engine = GcmEngine(bytes(key), resolve(device), "host")
+        self._base_nonce = np.frombuffer(bytes(base_nonce), dtype=np.uint8)
+
+    def _j0s(self, first: int, count: int) -> np.ndarray:
+        if first + count > MAX_CHUNKS:
+            raise CounterOverflowError("the message exceeds 2^38 chunks (4 PiB)")
+        j0s = np.zeros((count, 16), dtype=np.uint8)
+        j0s[:, :NONCE_SIZE] = self._base_nonce
+        indices = np.arange(first, first + count, dtype=">u8").view(np.uint8).reshape(count, 8)
+        j0s[:, 4:NONCE_SIZE] ^= indices  # the index, big-endian, in the nonce's last 8 bytes
+        j0s[:, 15] = 1
+        return j0s
+
+    @staticmethod
+    def _lengths(full: int, final_bytes: int | None) -> np.ndarray:
+        lengths = [CHUNK_SIZE] * full + ([] if final_bytes is None else [final_bytes])
+        return np.array(lengths, dtype=np.uint64)
+
+    def seal(self, plaintext: BytesLike, first: int, final: bool) -> bytes:
+        """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short final one.
+
+        Without ``final`` the plaintext must be whole chunks.
+        """
+        source = input_array(plaintext)
+        full, rest = divmod(source.nbytes, CHUNK_SIZE)
+        if rest and not final:
+            raise ValueError("only the final chunk may be shorter than 16384 bytes")
+        count = full + int(final)
+        if not count:
+            return b""
+        slots = np.zeros((count, CHUNK_SIZE), dtype=np.uint8)
+        slots.reshape(-1)[: source.nbytes] = source
+        lengths = self._lengths(full, rest if final else None)
+        tags = self._engine.seal_messages(slots, lengths, self._j0s(first, count))
+        out = np.empty(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0), np.uint8)
+        rows = out[: full * SEALED_CHUNK_SIZE].reshape(full, SEALED_CHUNK_SIZE)
+        rows[:, :CHUNK_SIZE] = slots[:full]
+        rows[:, CHUNK_SIZE:] = tags[:full]
+        if final:
+            out[full * SEALED_CHUNK_SIZE :][:rest] = slots[full, :rest]
+            out[-TAG_SIZE:] = tags[full]
+        return out.tobytes()
+
+    def open(self, ciphertext: BytesLike, first: int, final: bool) -> bytes:
+        """Authenticate and decrypt sealed chunks starting at chunk ``first``.
+
+        Raises :class:`AuthenticationError` naming the first chunk that fails;
+        then no plaintext of this run is returned.
+        """
+        source = input_array(ciphertext)
+        full, rest = divmod(source.nbytes, SEALED_CHUNK_SIZE)
+        if final and rest < TAG_SIZE:
+            raise TruncatedError(f"truncated: chunk {first + full} is cut short")
+        if rest and not final:
+            raise ValueError("only the final sealed chunk may be shorter than 16400 bytes")
+        count = full + int(final)
+        if not count:
+            return b""
+        text_bytes = rest - TAG_SIZE if final else 0
+        slots = np.zeros((count, CHUNK_SIZE), dtype=np.uint8)
+        tags = np.empty((count, TAG_SIZE), dtype=np.uint8)
+        rows = source[: full * SEALED_CHUNK_SIZE].reshape(full, SEALED_CHUNK_SIZE)
+        slots[:full] = rows[:, :CHUNK_SIZE]
+        tags[:full] = rows[:, CHUNK_SIZE:]
+        if final:
+            tail = source[full * SEALED_CHUNK_SIZE :]
+            slots[full, :text_bytes] = tail[:text_bytes]
+            tags[full] = tail[text_bytes:]
+        lengths = self._lengths(full, text_bytes if final else None)
+        failed = self._engine.open_messages(slots, lengths, self._j0s(first, count), tags)
+        if failed is not None:
+            index = first + failed
+            # A cut inside the last chunk looks exactly like a modified final chunk.
+            cause = "truncated or modified" if final and failed == count - 1 else "modified"
+            raise AuthenticationError(
+                f"chunk {index} failed authentication: the data was {cause}", chunk=index
+            )
+        return slots.reshape(-1)[: full * CHUNK_SIZE + text_bytes].tobytes()
+
+
+def _random_salt(salt: bytes | None) -> bytes:
+    # `salt=` exists for tests and test vectors only: a salt must never repeat for a key.
+    return os.urandom(SALT_SIZE) if salt is None else bytes(salt)
+
+
+def _open_header(key: bytes, header: bytes, context: bytes) -> tuple[bytes, bytes]:
+    """Check the commitment; returns (chunk key, base nonce)."""
+    if len(header) < HEADER_SIZE:
+        raise TruncatedError("truncated: the input is shorter than the 56-byte salt and commitment")
+    chunk_key, base_nonce, commitment = derive(key, header[:SALT_SIZE], context)
+    if not hmac.compare_digest(commitment, header[SALT_SIZE:HEADER_SIZE]):
+        raise WrongKeyError("wrong key or context: the key commitment does not match")
+    return chunk_key, base_nonce
+
+
+def _seal_all(cipher: ChunkCipher, message: np.ndarray, batch_chunks: int) -> bytes:
+    batch = batch_chunks * CHUNK_SIZE
+    parts, first = [], 0
+    # Full batches while more than a batch remains; the rest ends with the final chunk.
+    while message.nbytes - first * CHUNK_SIZE > batch:
+        parts.append(cipher.seal(message[first * CHUNK_SIZE :][:batch], first, final=False))
+        first += batch_chunks
+    parts.append(cipher.seal(message[first * CHUNK_SIZE :], first, final=True))
+    return b"".join(parts)
+
+
+def _open_all(cipher: ChunkCipher, body: np.ndarray, batch_chunks: int) -> bytes:
+    batch = batch_chunks * SEALED_CHUNK_SIZE
+    parts, first = [], 0
+    while body.nbytes - first * SEALED_CHUNK_SIZE > batch:
+        parts.append(cipher.open(body[first * SEALED_CHUNK_SIZE :][:batch], first, final=False))
+        first += batch_chunks
+    rest = body[first * SEALED_CHUNK_SIZE :]
+    if rest.nbytes % SEALED_CHUNK_SIZE == 0:  # nothing, or only full chunks: no final chunk
+        raise TruncatedError("truncated: the final chunk is missing")
+    parts.append(cipher.open(rest, first, final=True))
+    return b"".join(parts)
+
+
+def encrypt_raw(
+    key: bytes, base_nonce: bytes, message: BytesLike, *, device: Device | str | None = None,
+    batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+) -> bytes:
+    """Raw mode (the spec's appendix): chunks under a caller's key and base nonce, no header.
+
+    The caller must derive ``key`` and ``base_nonce`` uniformly at random and never
+    reuse them; this is a building block for protocols and test vectors.
+    """
+    return _seal_all(ChunkCipher(key, base_nonce, device), input_array(message), batch_chunks)
+
+
+def decrypt_raw(
+    key: bytes, base_nonce: bytes, ciphertext: BytesLike, *,
+    device: Device | str | None = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+) -> bytes:
+    """Raw mode decryption: every chunk authenticated, truncation detected."""
+    return _open_all(ChunkCipher(key, base_nonce, device), input_array(ciphertext), batch_chunks)
+
+
+def encrypt(
+    key: bytes, message: BytesLike, context: bytes = b"", *, salt: bytes | None = None,
+    device: Device | str | None = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+) -> bytes:
+    """Encrypt a whole message: salt || commitment || sealed chunks.
+
+    ``key`` is 32 uniformly random bytes. A fresh random salt makes every
+    encryption use a new chunk key and base nonce. ``salt=`` is for tests only.
+    """
+    salt = _random_salt(salt)
+    chunk_key, base_nonce, commitment = derive(key, salt, context)
+    body = encrypt_raw(chunk_key, base_nonce, message, device=device, batch_chunks=batch_chunks)
+    return salt + commitment + body
+
+
+def decrypt(
+    key: bytes, ciphertext: BytesLike, context: bytes = b"", *,
+    device: Device | str | None = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+) -> bytes:
+    """Decrypt and authenticate a whole message, or raise (no plaintext is returned then).
+
+    :class:`WrongKeyError`: the commitment does not match (wrong key or context).
+    :class:`AuthenticationError`: a chunk was modified, reordered or added.
+    :class:`TruncatedError`: the message was cut short.
+    """
+    data = input_array(ciphertext)
+    chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)
+    return decrypt_raw(
+        chunk_key, base_nonce, data[HEADER_SIZE:], device=device, batch_chunks=batch_chunks
+    )
+
+
+class Writer:
+    """Streaming encryption into a binary file object, with bounded memory.
+
+    Writes the salt and commitment at once, then sealed chunks a batch at a
+    time; :meth:`close` (or leaving a ``with`` block normally) writes the final
+    chunk. Leaving the block by an exception does NOT: the output then lacks
+    its final chunk and will not decrypt, rather than look complete.
+    The sink is not closed.
+    """
+
+    def __init__(
+        self, sink: BinaryIO, key: bytes, context: bytes = b"", *, salt: bytes | None = None,
+        device: Device | str | None = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+    ) -> None:
+        salt = _random_salt(salt)
+        chunk_key, base_nonce, commitment = derive(key, salt, context)
+        self._cipher = ChunkCipher(chunk_key, base_nonce, device)
+        self._sink = sink
+        self._batch_bytes = batch_chunks * CHUNK_SIZE
+        self._buffer = bytearray()
+        self._next_chunk = 0
+        self._closed = False
+        self.bytes_in = 0
+        sink.write(salt + commitment)
+
+    def write(self, data: BytesLike) -> int:
+        if self._closed:
+            raise ValueError("write to a closed Writer")
+        view = memoryview(input_array(data))
+        self._buffer += view
+        self.bytes_in += len(view)
+        while len(self._buffer) >= self._batch_bytes:  # full chunks are never final
+            batch = memoryview(self._buffer)[: self._batch_bytes]
+            self._sink.write(self._cipher.seal(batch, self._next_chunk, final=False))
+            batch.release()
+            del self._buffer[: self._batch_bytes]
+            self._next_chunk += self._batch_bytes // CHUNK_SIZE
+        return len(view)
+
+    def close(self) -> None:
+        """Seal what is buffered, ending with the final short chunk. Idempotent."""
+        if not self._closed:
+            self._sink.write(self._cipher.seal(self._buffer, self._next_chunk, final=True))
+            self._buffer.clear()
+            self._closed = True
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._closed = True  # an aborted message stays visibly incomplete
+
+
+def _read_full(source: BinaryIO, size: int) -> bytes:
+    parts, total = [], 0
+    while total < size:
+        part = source.read(size - total)
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+    return b"".join(parts)
+
+
+class Reader:
+    """Streaming decryption from a binary file object: releases only authenticated chunks.
+
+    The commitment is checked when the Reader is created. :meth:`read` returns
+    plaintext a batch of chunks at a time, each chunk authenticated first, and
+    ``b""`` only after the final short chunk has been authenticated. A missing
+    final chunk raises :class:`TruncatedError` at the point the data ends. Once
+    a read has failed, every later read raises the same error.
+    """
+
+    def __init__(
+        self, source: BinaryIO, key: bytes, context: bytes = b"", *,
+        device: Device | str | None = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+    ) -> None:
+        self._source = source
+        chunk_key, base_nonce = _open_header(key, _read_full(source, HEADER_SIZE), context)
+        self._cipher = ChunkCipher(chunk_key, base_nonce, device)
+        self._batch_bytes = batch_chunks * SEALED_CHUNK_SIZE
+        self._next_chunk = 0
+        self._plaintext = bytearray()
+        self._finished = False
+        self._error: Exception | None = None
+
+    def _fill(self) -> None:
+        data = _read_full(self._source, self._batch_bytes)
+        if len(data) == self._batch_bytes:  # all full chunks; the final one comes later
+            plaintext = self._cipher.open(data, self._next_chunk, final=False)
+            self._next_chunk += len(data) // SEALED_CHUNK_SIZE
+        elif len(data) % SEALED_CHUNK_SIZE == 0:
+            raise TruncatedError("truncated: the input ends without its final chunk")
+        else:
+            plaintext = self._cipher.open(data, self._next_chunk, final=True)
+            self._finished = True
+        self._plaintext += plaintext
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes of authenticated plaintext (all of it if negative)."""
+        if self._error is not None:
+            raise self._error
+        try:
+            while (size < 0 or len(self._plaintext) < size) and not self._finished:
+                self._fill()
+        except Exception as exc:
+            self._error = exc
+            raise
+        count = len(self._plaintext) if size < 0 else min(size, len(self._plaintext))
+        out = bytes(self._plaintext[:count])
+        del self._plaintext[:count]
+        return out
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def decrypt_range(
+    key: bytes, source: BinaryIO | BytesLike, offset: int, length: int, context: bytes = b"",
+    *, device: Device | str | None = None,
+) -> bytes:
+    """Random access: bytes ``offset .. offset+length`` of the plaintext, authenticated.
+
+    ``source`` is a seekable binary file or a bytes-like ciphertext. Only the
+    chunks that hold the range are read and decrypted, after the commitment
+    check. The message length comes from the ciphertext size; whenever the
+    range reaches the end of the message, the final chunk is authenticated too,
+    so a truncated ciphertext cannot pass for a shorter message.
+    """
+    if offset < 0 or length < 0:
+        raise ValueError("offset and length must not be negative")
+    total_bytes, read_at = _random_access(source)
+    chunk_key, base_nonce = _open_header(key, read_at(0, HEADER_SIZE), context)
+    final_index, final_sealed = divmod(total_bytes - HEADER_SIZE, SEALED_CHUNK_SIZE)
+    if final_sealed < TAG_SIZE:
+        raise TruncatedError("truncated: the ciphertext has no valid final chunk")
+    message_bytes = final_index * CHUNK_SIZE + final_sealed - TAG_SIZE
+    if length == 0 and offset < message_bytes:
+        return b""
+    if offset + length >= message_bytes:
+        first, last = min(offset // CHUNK_SIZE, final_index), final_index
+    else:
+        first, last = offset // CHUNK_SIZE, (offset + length - 1) // CHUNK_SIZE
+    sealed = read_at(chunk_offset(first), chunk_offset(last + 1) - chunk_offset(first))
+    plaintext = ChunkCipher(chunk_key, base_nonce, device).open(
+        sealed, first, final=last == final_index
+    )
+    start = offset - first * CHUNK_SIZE
+    return plaintext[start : start + length]
+
+
+def _random_access(source: BinaryIO | BytesLike) -> tuple[int, Any]:
+    """(size, read_at(start, count)) over a seekable file or a bytes-like object."""
+    if hasattr(source, "seek"):
+        stream: BinaryIO = source  # type: ignore[assignment]
+
+        def read_at(start: int, count: int) -> bytes:
+            stream.seek(start)
+            return _read_full(stream, count)
+
+        return stream.seek(0, io.SEEK_END), read_at
+    data = input_array(source)
+    return data.nbytes, lambda start, count: data[start : start + count].tobytes()

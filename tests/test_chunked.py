@@ -1,0 +1,189 @@
+"""aescl/chunked.py: the C2SP chunked format, against a reference built from the spec.
+
+Round trips at every chunking edge, byte-for-byte agreement with
+tests/chunked_reference.py (hashlib HKDF + pycryptodome GCM), every tamper
+class, the streaming Writer/Reader, and random access.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+
+import pytest
+
+import aescl
+import chunked_reference as reference
+from aescl import chunked
+
+CHUNK = chunked.CHUNK_SIZE
+SEALED = chunked.SEALED_CHUNK_SIZE
+LENGTHS = [0, 1, 16383, 16384, 16385, 32768, 32769]
+
+
+@pytest.fixture(scope="module")
+def key() -> bytes:
+    return os.urandom(32)
+
+
+def test_derivation_matches_the_reference(key):
+    salt = os.urandom(24)
+    assert chunked.derive(key, salt, b"ctx") == reference.derive(key, salt, b"ctx")
+    assert chunked.derive(key, salt, b"ctx") != chunked.derive(key, salt, b"ctx2")
+
+
+@pytest.mark.parametrize("length", LENGTHS)
+def test_round_trip_matches_the_reference_byte_for_byte(device, key, length):
+    message, salt = os.urandom(length), os.urandom(24)
+    sealed = chunked.encrypt(key, message, b"context", salt=salt, device=device)
+    assert sealed == reference.encrypt(key, message, b"context", salt)
+    assert len(sealed) == chunked.sealed_size(length)
+    assert chunked.decrypt(key, sealed, b"context", device=device) == message
+
+
+def test_past_256_chunks_in_small_batches(device, key):
+    # The chunk index crosses a byte of the nonce, and batches split the message.
+    message, salt = os.urandom(257 * CHUNK + 5), os.urandom(24)
+    sealed = chunked.encrypt(key, message, salt=salt, device=device, batch_chunks=100)
+    assert sealed == reference.encrypt(key, message, b"", salt)
+    assert chunked.decrypt(key, sealed, device=device, batch_chunks=64) == message
+
+
+def test_raw_mode_takes_key_and_base_nonce(device):
+    chunk_key, base_nonce = os.urandom(32), os.urandom(12)
+    message = os.urandom(2 * CHUNK + 3)
+    sealed = chunked.encrypt_raw(chunk_key, base_nonce, message, device=device)
+    assert sealed == reference.encrypt_raw(chunk_key, base_nonce, message)
+    assert chunked.decrypt_raw(chunk_key, base_nonce, sealed, device=device) == message
+
+
+def test_a_fresh_salt_every_time(device, key):
+    assert chunked.encrypt(key, b"same", device=device) != chunked.encrypt(key, b"same",
+                                                                           device=device)
+
+
+def _flip(data: bytes, position: int) -> bytes:
+    out = bytearray(data)
+    out[position] ^= 0x01
+    return bytes(out)
+
+
+def _tamper_cases(sealed: bytes) -> dict[str, tuple[bytes, type[Exception], str]]:
+    # A message of two full chunks and a short final one (100 bytes of text).
+    body = sealed[56:]
+    chunk = [body[i * SEALED : (i + 1) * SEALED] for i in range(3)]
+    cases = {
+        "salt bit": (_flip(sealed, 3), aescl.WrongKeyError, "wrong key"),
+        "commitment bit": (_flip(sealed, 30), aescl.WrongKeyError, "wrong key"),
+        "body bit in chunk 0": (_flip(sealed, 56 + 10), aescl.AuthenticationError, "chunk 0"),
+        "body bit in chunk 1": (_flip(sealed, 56 + SEALED + 9000), aescl.AuthenticationError,
+                                "chunk 1"),
+        "tag bit of chunk 1": (_flip(sealed, 56 + 2 * SEALED - 1), aescl.AuthenticationError,
+                               "chunk 1"),
+        "tag bit of final chunk": (_flip(sealed, len(sealed) - 1), aescl.AuthenticationError,
+                                   "chunk 2"),
+        "chunks swapped": (sealed[:56] + chunk[1] + chunk[0] + chunk[2],
+                           aescl.AuthenticationError, "chunk 0"),
+        "chunk duplicated": (sealed[:56] + chunk[0] + chunk[0] + chunk[1] + chunk[2],
+                             aescl.AuthenticationError, "chunk 1"),
+        "final chunk dropped": (sealed[:56] + chunk[0] + chunk[1], aescl.TruncatedError,
+                                "truncated"),
+        "trailing byte": (sealed + b"\0", aescl.AuthenticationError, "chunk 2"),
+        "trailing chunk": (sealed + chunk[2], aescl.AuthenticationError, "chunk 2"),
+    }
+    # Truncation at and around every chunk boundary, and inside the header.
+    for cut in [0, 1, 55, 56, 57, 56 + 15, 56 + 16, 56 + SEALED - 1, 56 + SEALED,
+                56 + SEALED + 1, 56 + SEALED + 16, 56 + 2 * SEALED - 1, 56 + 2 * SEALED,
+                56 + 2 * SEALED + 15, 56 + 2 * SEALED + 16, len(sealed) - 1]:
+        cases[f"cut at {cut}"] = (sealed[:cut], aescl.AuthenticationError, "truncated")
+    return cases
+
+
+def test_every_tamper_class_is_rejected(device, key):
+    message = os.urandom(2 * CHUNK + 100)
+    sealed = chunked.encrypt(key, message, b"ctx", device=device)
+    for name, (bad, error, words) in _tamper_cases(sealed).items():
+        with pytest.raises(error, match=words) as caught:
+            chunked.decrypt(key, bad, b"ctx", device=device)
+        assert isinstance(caught.value, aescl.AuthenticationError), name
+    with pytest.raises(aescl.WrongKeyError, match="wrong key"):
+        chunked.decrypt(os.urandom(32), sealed, b"ctx", device=device)
+    with pytest.raises(aescl.WrongKeyError, match="context"):
+        chunked.decrypt(key, sealed, b"other", device=device)
+
+
+def test_streaming_writer_and_reader(device, key):
+    rng = random.Random(1)
+    message = os.urandom(5 * CHUNK + 777)
+    sink = io.BytesIO()
+    with chunked.Writer(sink, key, b"ctx", device=device, batch_chunks=2) as writer:
+        position = 0
+        while position < len(message):
+            step = rng.choice([1, 100, CHUNK - 1, CHUNK, 3 * CHUNK])
+            writer.write(message[position : position + step])
+            position += step
+    sealed = sink.getvalue()
+    assert chunked.decrypt(key, sealed, b"ctx", device=device) == message
+
+    reader = chunked.Reader(io.BytesIO(sealed), key, b"ctx", device=device, batch_chunks=2)
+    pieces = []
+    while piece := reader.read(rng.choice([1, 5000, CHUNK + 3])):
+        pieces.append(piece)
+    assert b"".join(pieces) == message
+
+
+def test_reader_releases_only_authenticated_chunks_and_keeps_failing(device, key):
+    message = os.urandom(5 * CHUNK + 10)
+    sealed = _flip(chunked.encrypt(key, message, device=device), 56 + 3 * SEALED + 5)
+    reader = chunked.Reader(io.BytesIO(sealed), key, device=device, batch_chunks=1)
+    assert reader.read(3 * CHUNK) == message[: 3 * CHUNK]  # chunks 0-2 are authentic
+    with pytest.raises(aescl.AuthenticationError, match="chunk 3"):
+        reader.read(1)
+    with pytest.raises(aescl.AuthenticationError, match="chunk 3"):
+        reader.read(1)
+
+    truncated = chunked.encrypt(key, message, device=device)[: 56 + 5 * SEALED]
+    reader = chunked.Reader(io.BytesIO(truncated), key, device=device, batch_chunks=2)
+    with pytest.raises(aescl.TruncatedError):
+        reader.read()
+
+
+def test_aborted_writer_leaves_a_message_that_does_not_decrypt(device, key):
+    sink = io.BytesIO()
+    with pytest.raises(RuntimeError), chunked.Writer(sink, key, device=device) as writer:
+        writer.write(b"x" * (CHUNK + 1))
+        raise RuntimeError("interrupted")
+    with pytest.raises(aescl.TruncatedError):
+        chunked.decrypt(key, sink.getvalue(), device=device)
+
+
+def test_random_access(device, key):
+    message = os.urandom(4 * CHUNK + 1234)
+    sealed = chunked.encrypt(key, message, device=device)
+    rng = random.Random(2)
+    ranges = [(0, 0), (0, 1), (CHUNK - 1, 2), (CHUNK, CHUNK), (3 * CHUNK + 5, 10**6),
+              (len(message), 5), (len(message) + 100, 5), (len(message) - 1, 1)]
+    ranges += [(rng.randrange(len(message)), rng.randrange(3 * CHUNK)) for _ in range(10)]
+    for offset, length in ranges:
+        for source in (sealed, io.BytesIO(sealed)):
+            got = chunked.decrypt_range(key, source, offset, length, device=device)
+            assert got == message[offset : offset + length], (offset, length)
+
+    # Only the chunks in the range are authenticated, but the end is always checked.
+    damaged = _flip(sealed, 56 + 2 * SEALED + 1)
+    assert chunked.decrypt_range(key, damaged, 0, CHUNK, device=device) == message[:CHUNK]
+    with pytest.raises(aescl.AuthenticationError, match="chunk 2"):
+        chunked.decrypt_range(key, damaged, 2 * CHUNK, 1, device=device)
+    with pytest.raises(aescl.TruncatedError):
+        chunked.decrypt_range(key, sealed[: 56 + 4 * SEALED], 0, 1, device=device)
+
+
+def test_limits_and_bad_arguments(device, key):
+    cipher = chunked.ChunkCipher(os.urandom(32), os.urandom(12), device=device)
+    with pytest.raises(aescl.CounterOverflowError, match="2\\^38"):
+        cipher.seal(bytes(2 * CHUNK), first=2**38 - 1, final=False)
+    with pytest.raises(ValueError, match="32-byte key"):
+        chunked.encrypt(os.urandom(16), b"", device=device)
+    with pytest.raises(ValueError, match="final chunk"):
+        cipher.seal(bytes(100), first=0, final=False)

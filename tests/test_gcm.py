@@ -1,0 +1,142 @@
+"""aescl/gcm.py: the GCM cipher object against pycryptodome's.
+
+Random AAD and message lengths, fed in random pieces; nonce lengths other than
+96 bits; short tags; the ``output=`` paths; and the rules of the calling
+convention, above all that a failed check releases no plaintext.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+from Crypto.Cipher import AES
+
+import aescl
+
+
+def _pieces(data: bytes, rng: random.Random) -> list[bytes]:
+    cuts = sorted(rng.sample(range(len(data) + 1), k=min(3, len(data) + 1)))
+    bounds = [0, *cuts, len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+@pytest.mark.parametrize("size", [16, 24, 32])
+def test_random_lengths_and_pieces_match_pycryptodome(device, size):
+    rng = random.Random(size)
+    for _ in range(25):
+        key = os.urandom(size)
+        nonce = os.urandom(rng.choice([12, 12, 8, 16, 1, 60]))
+        aad = os.urandom(rng.choice([0, 1, 15, 16, 17, 100, 3000]))
+        plaintext = os.urandom(rng.choice([0, 1, 15, 16, 17, 255, 1000, 4097, 20000]))
+        mac_len = rng.choice([16, 16, 12, 4])
+        theirs = AES.new(key, AES.MODE_GCM, nonce=nonce, mac_len=mac_len)
+        theirs.update(aad)
+        expected, expected_tag = theirs.encrypt_and_digest(plaintext)
+
+        ours = aescl.new(key, aescl.MODE_GCM, nonce=nonce, mac_len=mac_len, device=device)
+        for piece in _pieces(aad, rng):
+            ours.update(piece)
+        ciphertext = b"".join(ours.encrypt(piece) for piece in _pieces(plaintext, rng))
+        assert (ciphertext, ours.digest()) == (expected, expected_tag)
+
+        reader = aescl.new(key, aescl.MODE_GCM, nonce=nonce, mac_len=mac_len, device=device)
+        reader.update(aad)
+        pieces = _pieces(expected, rng)
+        recovered = b"".join(reader.decrypt(piece) for piece in pieces[:-1])
+        recovered += reader.decrypt_and_verify(pieces[-1], expected_tag)
+        assert recovered == plaintext
+
+
+def test_wrong_tag_releases_no_plaintext(device):
+    key, nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(1000)
+    ciphertext, tag = AES.new(key, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(plaintext)
+    bad_tag = bytes([tag[0] ^ 1]) + tag[1:]
+    output = bytearray(b"\xaa" * len(ciphertext))
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    with pytest.raises(aescl.AuthenticationError, match="MAC check failed") as caught:
+        cipher.decrypt_and_verify(ciphertext, bad_tag, output=output)
+    assert isinstance(caught.value, ValueError)  # as pycryptodome raises
+    assert output == b"\xaa" * len(ciphertext)
+
+    # The same after a decrypt() that stopped mid-block.
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    first = cipher.decrypt(ciphertext[:7])
+    assert first == plaintext[:7]
+    output = bytearray(b"\xaa" * (len(ciphertext) - 7))
+    with pytest.raises(aescl.AuthenticationError):
+        cipher.decrypt_and_verify(ciphertext[7:], bad_tag, output=output)
+    assert output == b"\xaa" * len(output)
+
+
+def test_flipped_ciphertext_or_aad_fails(device):
+    key, nonce = os.urandom(16), os.urandom(12)
+    theirs = AES.new(key, AES.MODE_GCM, nonce=nonce)
+    theirs.update(b"header")
+    ciphertext, tag = theirs.encrypt_and_digest(os.urandom(100))
+    flipped = bytearray(ciphertext)
+    flipped[50] ^= 4
+    for aad, data in [(b"header", bytes(flipped)), (b"headex", ciphertext)]:
+        cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+        cipher.update(aad)
+        with pytest.raises(aescl.AuthenticationError):
+            cipher.decrypt_and_verify(data, tag)
+
+
+def test_output_buffers_and_numpy_input(device):
+    key, nonce = os.urandom(16), os.urandom(12)
+    plaintext = np.frombuffer(os.urandom(4096), dtype=np.uint8)
+    expected, tag = AES.new(key, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(
+        plaintext.tobytes()
+    )
+    out = np.empty(4096, dtype=np.uint8)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    assert cipher.encrypt_and_digest(plaintext, output=out) == (None, tag)
+    assert out.tobytes() == expected
+    back = bytearray(4096)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    assert cipher.decrypt_and_verify(expected, tag, output=back) is None
+    assert bytes(back) == plaintext.tobytes()
+
+
+def test_calling_convention(device):
+    key = os.urandom(16)
+    cipher = aescl.new(key, aescl.MODE_GCM, device=device)
+    assert len(cipher.nonce) == 12  # a random 96-bit nonce by default
+    assert aescl.new(key, aescl.MODE_GCM, device=device).nonce != cipher.nonce
+    cipher.encrypt(b"abc")
+    with pytest.raises(TypeError, match="update"):
+        cipher.update(b"late")
+    with pytest.raises(TypeError):
+        cipher.decrypt(b"abc")
+    with pytest.raises(TypeError, match="verify"):
+        cipher.verify(bytes(16))
+    tag = cipher.digest()
+    assert cipher.hexdigest() == tag.hex()
+    with pytest.raises(TypeError, match="after digest"):
+        cipher.encrypt(b"more")
+
+    decrypting = aescl.new(key, aescl.MODE_GCM, nonce=cipher.nonce, device=device)
+    decrypting.decrypt(b"xyz")
+    with pytest.raises(TypeError, match="digest"):
+        decrypting.digest()
+
+    with pytest.raises(ValueError, match="mac_len"):
+        aescl.new(key, aescl.MODE_GCM, mac_len=3, device=device)
+    with pytest.raises(ValueError, match="Nonce"):
+        aescl.new(key, aescl.MODE_GCM, nonce=b"", device=device)
+    with pytest.raises(TypeError):
+        aescl.new(key, aescl.MODE_GCM, initial_value=1, device=device)
+
+
+def test_empty_message_and_aad_only(device):
+    key, nonce = os.urandom(24), os.urandom(12)
+    for aad in [b"", os.urandom(33)]:
+        theirs = AES.new(key, AES.MODE_GCM, nonce=nonce)
+        theirs.update(aad)
+        ours = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+        ours.update(aad)
+        assert ours.digest() == theirs.digest()
