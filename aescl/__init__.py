@@ -24,6 +24,15 @@ Promises of this API:
   used (after a ``seek`` back) raises :class:`KeystreamReuseError`. Reusing a
   (key, nonce) pair across objects is the caller's responsibility, as always
   with CTR.
+* GCM (``MODE_GCM``) follows pycryptodome: ``update``, ``encrypt``/``decrypt``,
+  ``digest``/``verify``, ``encrypt_and_digest``/``decrypt_and_verify``. A
+  wrong tag raises :class:`AuthenticationError` (a ``ValueError``), and
+  ``decrypt_and_verify`` then releases no plaintext. Any nonce length works;
+  ``nonce=None`` picks 12 random bytes.
+* :mod:`aescl.chunked` is the authenticated message format (C2SP
+  chunked-encryption, AES-256-GCM): ``chunked.encrypt(key, message, context)``
+  and ``chunked.decrypt``, streaming ``Writer``/``Reader``, ``decrypt_range``.
+  Every message gets a fresh random salt, hence a fresh key and nonce.
 * The kernels are table-based and therefore NOT constant-time: do not run them
   where another tenant can observe cache or shared-memory timing on the device.
 """
