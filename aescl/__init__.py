@@ -39,7 +39,7 @@ Promises of this API:
 
 from __future__ import annotations
 
-from . import chunked
+from . import chunked, fileformat
 from .devices import Device, devices, get_device
 from .errors import (
     AesclError,
@@ -48,6 +48,7 @@ from .errors import (
     DeviceNotFound,
     FormatError,
     KernelBuildError,
+    KeySourceError,
     KeystreamReuseError,
     NoPlatformError,
     PaddingError,
@@ -73,12 +74,14 @@ __all__ = [
     "FormatError",
     "GcmCipher",
     "KernelBuildError",
+    "KeySourceError",
     "KeystreamReuseError",
     "NoPlatformError",
     "PaddingError",
     "TruncatedError",
     "WrongKeyError",
     "chunked",
+    "fileformat",
     "devices",
     "get_device",
     "new",

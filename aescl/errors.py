@@ -73,3 +73,7 @@ class TruncatedError(AuthenticationError):
 
 class FormatError(AesclError, ValueError):
     """The input is not in the expected format at all (bad magic, version or layout)."""
+
+
+class KeySourceError(AesclError, ValueError):
+    """The file needs the other kind of key: a key file rather than a passphrase, or back."""

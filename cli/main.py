@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
 import aescl
-from aescl import raw
+from aescl import chunked, fileformat, raw
 from aescl.devices import NO_PLATFORM_HINT, icd_report
 from aescl.diagnostics import diagnose
 
@@ -123,11 +125,70 @@ class _JobFailed(click.ClickException):
         click.echo(f"aescl: {self.format_message()}", err=True)
 
 
-def _progress_bar(input_path: str, quiet: bool):
-    size = os.path.getsize(input_path) if input_path != STDIO and os.path.isfile(input_path) else 0
-    if quiet or not size or not sys.stderr.isatty():
-        return None
-    return click.progressbar(length=size, file=sys.stderr, label="aescl")
+class _Progress:
+    """A progress bar on stderr, shown only for a file input when stderr is a terminal.
+
+    It appears on the first update, so that a passphrase prompt comes first.
+    """
+
+    def __init__(self, input_path: str, quiet: bool) -> None:
+        is_file = input_path != STDIO and os.path.isfile(input_path)
+        self._size = os.path.getsize(input_path) if is_file else 0
+        self._enabled = bool(self._size) and not quiet and sys.stderr.isatty()
+        self._bar: Any = None
+
+    def update(self, nbytes: int) -> None:
+        if not self._enabled:
+            return
+        if self._bar is None:
+            self._bar = click.progressbar(length=self._size, file=sys.stderr, label="aescl")
+            self._bar.__enter__()
+        self._bar.update(nbytes)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+def _read_passphrase(passphrase_file: str | None, confirm: bool) -> bytes:
+    """From --passphrase-file, else $AESCL_PASSPHRASE, else a prompt on the terminal (no echo)."""
+    if passphrase_file is not None:
+        try:
+            text = Path(passphrase_file).read_bytes().rstrip(b"\r\n")
+        except OSError as exc:
+            raise Refusal(f"cannot read the passphrase file: {exc.strerror}") from None
+    elif "AESCL_PASSPHRASE" in os.environ:
+        text = os.environ["AESCL_PASSPHRASE"].encode()
+    else:
+        try:
+            with open("/dev/tty"):
+                pass
+        except OSError:
+            raise Refusal("no terminal to ask for the passphrase; use --passphrase-file "
+                          "or AESCL_PASSPHRASE") from None
+        text = click.prompt("passphrase", hide_input=True, confirmation_prompt=confirm,
+                            err=True).encode()
+    if not text:
+        raise Refusal("the passphrase is empty")
+    return text
+
+
+def _payload_options(command):
+    for option in reversed([
+        click.option("--key-file", metavar="FILE", type=click.Path(dir_okay=False),
+                     help="Key from FILE: 32 raw bytes or 64 hex digits (aescl keygen)."),
+        click.option("--passphrase", "use_passphrase", is_flag=True,
+                     help="Ask for a passphrase (no echo; twice when encrypting). "
+                          "$AESCL_PASSPHRASE is used instead when set."),
+        click.option("--passphrase-file", metavar="FILE",
+                     help="Read the passphrase from FILE (trailing newline ignored)."),
+        click.option("--batch-chunks", type=click.IntRange(1, 1 << 16),
+                     default=chunked.DEFAULT_BATCH_CHUNKS, show_default=True,
+                     help="16 KiB chunks per device launch; memory use is about "
+                          "3 x this x 16 KiB."),
+    ]):
+        command = option(command)
+    return command
 
 
 def _crypt_command(decrypt: bool):
@@ -139,12 +200,13 @@ def _crypt_command(decrypt: bool):
                   help="Output file, or - for standard output. Default: INPUT.aescl when "
                        "encrypting, INPUT without .aescl when decrypting; standard output "
                        "when reading standard input.")
+    @_payload_options
     @click.option("--raw", "raw_mode", is_flag=True,
                   help="Headerless output byte-compatible with `openssl enc`. UNAUTHENTICATED: "
                        "changes to the data go undetected.")
-    @click.option("--mode", type=click.Choice(raw.RAW_MODES), default="ctr", show_default=True,
-                  help="Raw mode cipher mode. ECB leaks patterns: equal plaintext blocks give "
-                       "equal ciphertext blocks.")
+    @click.option("--mode", type=click.Choice(raw.RAW_MODES), default=None,
+                  help="Raw mode cipher mode (default ctr). ECB leaks patterns: equal "
+                       "plaintext blocks give equal ciphertext blocks.")
     @click.option("--key", "key_hex", metavar="HEX",
                   help="Raw mode key: 32, 48 or 64 hex digits (AES-128/192/256).")
     @click.option("--iv", "iv_hex", metavar="HEX",
@@ -157,54 +219,130 @@ def _crypt_command(decrypt: bool):
                   show_default=True, help="Expand round keys on the host or on the device.")
     @click.option("-f", "--force", is_flag=True, help="Replace an existing output file.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-    def command(input_path, output_path, raw_mode, mode, key_hex, iv_hex, no_pad, device,
-                key_schedule, force, quiet):
-        if not raw_mode:
-            raise Refusal("the authenticated file format is not available in this version; "
-                          "use --raw for openssl-compatible (unauthenticated) output")
-        key = _hex_option("--key", key_hex, (16, 24, 32))
-        if key is None:
-            raise Refusal("--key is required with --raw")
-        iv = _hex_option("--iv", iv_hex, (16,))
-        if mode == "ctr" and iv is None:
-            raise Refusal("--iv is required for CTR")
-        if mode == "ecb" and iv is not None:
-            raise Refusal("--iv does not apply: ECB takes no IV")
-        if no_pad and mode != "ecb":
-            raise Refusal("--no-pad only applies to ECB")
+    def command(input_path, output_path, key_file, use_passphrase, passphrase_file,
+                batch_chunks, raw_mode, mode, key_hex, iv_hex, no_pad, device, key_schedule,
+                force, quiet, work_factor=fileformat.DEFAULT_WORK_FACTOR):
+        if raw_mode:
+            if key_file or use_passphrase or passphrase_file:
+                raise Refusal("--raw takes --key HEX; --key-file and passphrases are for the "
+                              "authenticated format")
+            job = _raw_job(decrypt, mode or "ctr", key_hex, iv_hex, no_pad, key_schedule)
+        else:
+            if mode or key_hex or iv_hex or no_pad:
+                raise Refusal("--mode, --key, --iv and --no-pad only apply with --raw")
+            job = _format_job(decrypt, key_file, use_passphrase, passphrase_file, work_factor,
+                              batch_chunks)
         output_path = output_path or default_output(input_path, decrypt)
         check_output(input_path, output_path, force)
         try:
             chosen = aescl.get_device(device)
         except aescl.DeviceNotFound as exc:
             raise Refusal(str(exc)) from None
-        bar = _progress_bar(input_path, quiet)
+        progress = _Progress(input_path, quiet)
         try:
             with open_input(input_path) as source, atomic_output(output_path) as sink:
-                if bar is None:
-                    raw.transform(source, sink, key=key, mode=mode, decrypt=decrypt, iv=iv,
-                                  pad=not no_pad, device=chosen, key_schedule=key_schedule)
-                else:
-                    with bar:
-                        raw.transform(source, sink, key=key, mode=mode, decrypt=decrypt,
-                                      iv=iv, pad=not no_pad, device=chosen,
-                                      key_schedule=key_schedule, progress=bar.update)
-        except aescl.PaddingError as exc:
-            raise _JobFailed(f"{exc}", EXIT_REJECTED) from None
+                job(source, sink, chosen, progress.update)
+            progress.close()
+        except aescl.WrongKeyError:
+            raise _JobFailed("wrong key or passphrase", EXIT_REJECTED) from None
+        except aescl.KeySourceError as exc:
+            raise _JobFailed(str(exc), EXIT_USAGE) from None
+        except (aescl.AuthenticationError, aescl.FormatError, aescl.PaddingError) as exc:
+            raise _JobFailed(str(exc), EXIT_REJECTED) from None
         except KeyboardInterrupt:
             click.echo("aescl: interrupted; no output written", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except (OSError, ValueError, aescl.AesclError) as exc:
             raise _JobFailed(str(exc).splitlines()[0], EXIT_FAILED) from None
 
+    if not decrypt:
+        command = click.option(
+            "--work-factor", type=click.IntRange(10, fileformat.MAX_WORK_FACTOR),
+            default=fileformat.DEFAULT_WORK_FACTOR, show_default=True,
+            help="Passphrase: scrypt cost as log2 N (r=8, p=1; 17 uses 128 MiB).",
+        )(command)
     command.__doc__ = (
         f"{verb.capitalize()} INPUT (default: standard input).\n\n"
-        "Only --raw is available in this version: headerless AES-CTR or AES-ECB that is "
-        "byte-compatible with `openssl enc -K ... -iv ...`. Raw output is NOT authenticated, "
-        "and ECB leaks patterns."
+        "By default the output is aescl's authenticated format (docs/format.md): "
+        "AES-256-GCM in 16 KiB chunks under a key from --key-file, or from a passphrase "
+        "through scrypt. Decryption writes nothing unless every byte authenticates "
+        "(to standard output it releases only authenticated chunks).\n\n"
+        "--raw gives headerless AES-CTR or AES-ECB, byte-compatible with "
+        "`openssl enc -K ... -iv ...`. Raw output is NOT authenticated, and ECB leaks patterns."
     )
     return main.command(name=verb)(command)
 
 
+def _raw_job(decrypt, mode, key_hex, iv_hex, no_pad, key_schedule):
+    key = _hex_option("--key", key_hex, (16, 24, 32))
+    if key is None:
+        raise Refusal("--key is required with --raw")
+    iv = _hex_option("--iv", iv_hex, (16,))
+    if mode == "ctr" and iv is None:
+        raise Refusal("--iv is required for CTR")
+    if mode == "ecb" and iv is not None:
+        raise Refusal("--iv does not apply: ECB takes no IV")
+    if no_pad and mode != "ecb":
+        raise Refusal("--no-pad only applies to ECB")
+
+    def job(source, sink, device, progress):
+        raw.transform(source, sink, key=key, mode=mode, decrypt=decrypt, iv=iv, pad=not no_pad,
+                      device=device, key_schedule=key_schedule, progress=progress)
+
+    return job
+
+
+def _format_job(decrypt, key_file, use_passphrase, passphrase_file, work_factor, batch_chunks):
+    if key_file and (use_passphrase or passphrase_file):
+        raise Refusal("choose one key: --key-file, or a passphrase")
+    key = None
+    if key_file:
+        try:
+            key = fileformat.read_key_file(key_file)
+        except OSError as exc:
+            raise Refusal(f"cannot read the key file: {exc.strerror}") from None
+        except aescl.FormatError as exc:
+            raise Refusal(str(exc)) from None
+    if decrypt:
+        def job(source, sink, device, progress):
+            fileformat.decrypt_stream(
+                source, sink, key=key, device=device, batch_chunks=batch_chunks,
+                passphrase=None if key else lambda: _read_passphrase(passphrase_file, False),
+                progress=progress,
+            )
+        return job
+    passphrase = None
+    if key is None:
+        if not (use_passphrase or passphrase_file or "AESCL_PASSPHRASE" in os.environ):
+            raise Refusal("choose a key: --passphrase, --passphrase-file FILE or --key-file FILE "
+                          "(aescl keygen -o FILE makes one)")
+        passphrase = _read_passphrase(passphrase_file, confirm=True)
+
+    def job(source, sink, device, progress):
+        fileformat.encrypt_stream(source, sink, key=key, passphrase=passphrase,
+                                  work_factor=work_factor, device=device,
+                                  batch_chunks=batch_chunks, progress=progress)
+    return job
+
+
 encrypt = _crypt_command(decrypt=False)
 decrypt = _crypt_command(decrypt=True)
+
+
+@main.command()
+@click.option("-o", "--output", "output_path", metavar="FILE", required=True,
+              help="Where to write the new key file (mode 0600).")
+@click.option("-f", "--force", is_flag=True, help="Replace an existing file.")
+def keygen(output_path: str, force: bool) -> None:
+    """Write a new random 256-bit key file (64 hex digits) for --key-file."""
+    path = Path(output_path)
+    if path.is_dir():
+        raise Refusal(f"{output_path} is a directory")
+    if path.exists() and not force:
+        raise Refusal(f"{output_path} exists; use --force to replace it")
+    try:
+        if force and path.exists():
+            path.unlink()
+        fileformat.write_new_key_file(path)
+    except OSError as exc:
+        raise _JobFailed(f"cannot write {output_path}: {exc.strerror}", EXIT_FAILED) from None

@@ -1,0 +1,190 @@
+"""The ``aescl encrypt`` file format: a small versioned header, then the chunked payload.
+
+Layout (docs/format.md#the-file-header)::
+
+    magic "aescl\\0" (6) | version 1 (1) | key source (1) | [scrypt: log2 N (1) | r (1) | p (1)
+    | salt (16)] | chunked payload (salt || commitment || chunks, AES-256-GCM)
+
+The whole header is the chunked payload's ``context``, so changing any header
+byte fails the commitment check like a wrong key does. The payload key is the
+32-byte key file, or scrypt(passphrase, salt, N, r, p).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from . import chunked
+from .devices import Device
+from .errors import FormatError, KeySourceError, TruncatedError
+
+MAGIC = b"aescl\x00"
+VERSION = 1
+KEY_FILE = 1
+PASSPHRASE = 2
+KEY_SOURCES = {KEY_FILE: "key file", PASSPHRASE: "passphrase"}
+
+SCRYPT_SALT_SIZE = 16
+DEFAULT_WORK_FACTOR = 17  # log2 N: 128 MiB of memory with r = 8, under a second
+SCRYPT_R, SCRYPT_P = 8, 1
+# What decryption accepts: a hostile header must not make scrypt exhaust memory.
+MAX_WORK_FACTOR = 22
+MAX_SCRYPT_R, MAX_SCRYPT_P = 32, 16
+MAX_SCRYPT_MEMORY = 1 << 30
+
+READ_SIZE = 1 << 20
+ProgressCallback = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Header:
+    key_source: int
+    work_factor: int = 0
+    r: int = 0
+    p: int = 0
+    salt: bytes = b""
+
+    def encode(self) -> bytes:
+        head = MAGIC + bytes([VERSION, self.key_source])
+        if self.key_source == PASSPHRASE:
+            head += bytes([self.work_factor, self.r, self.p]) + self.salt
+        return head
+
+    @classmethod
+    def new(cls, key_source: int, work_factor: int = DEFAULT_WORK_FACTOR) -> Header:
+        if key_source == KEY_FILE:
+            return cls(KEY_FILE)
+        header = cls(PASSPHRASE, work_factor, SCRYPT_R, SCRYPT_P, os.urandom(SCRYPT_SALT_SIZE))
+        header.check_scrypt()
+        return header
+
+    @classmethod
+    def read(cls, source: BinaryIO) -> Header:
+        """Parse a header, or raise :class:`FormatError` saying what is wrong."""
+        start = _read_exactly(source, len(MAGIC) + 2)
+        if start[: len(MAGIC)] != MAGIC[: len(start)]:
+            raise FormatError("not an aescl file (no aescl header)")
+        if len(start) < len(MAGIC) + 2:
+            raise TruncatedError("truncated: the header is cut short")
+        version, key_source = start[len(MAGIC)], start[len(MAGIC) + 1]
+        if version != VERSION:
+            raise FormatError(f"unsupported aescl file version {version} (this aescl reads 1)")
+        if key_source == KEY_FILE:
+            return cls(KEY_FILE)
+        if key_source != PASSPHRASE:
+            raise FormatError(f"unknown key source {key_source} in the header")
+        rest = _read_exactly(source, 3 + SCRYPT_SALT_SIZE)
+        if len(rest) < 3 + SCRYPT_SALT_SIZE:
+            raise TruncatedError("truncated: the header is cut short")
+        header = cls(PASSPHRASE, rest[0], rest[1], rest[2], rest[3:])
+        header.check_scrypt()
+        return header
+
+    def check_scrypt(self) -> None:
+        if not (1 <= self.work_factor <= MAX_WORK_FACTOR and 1 <= self.r <= MAX_SCRYPT_R
+                and 1 <= self.p <= MAX_SCRYPT_P and self.scrypt_memory <= MAX_SCRYPT_MEMORY):
+            raise FormatError(
+                f"refusing scrypt parameters log2 N={self.work_factor}, r={self.r}, p={self.p}: "
+                f"outside the accepted limits (log2 N <= {MAX_WORK_FACTOR}, r <= {MAX_SCRYPT_R}, "
+                f"p <= {MAX_SCRYPT_P}, at most 1 GiB of memory)"
+            )
+
+    @property
+    def scrypt_memory(self) -> int:
+        return 128 * self.r * (1 << self.work_factor)
+
+    def payload_key(self, key: bytes | None, passphrase: Callable[[], bytes] | None) -> bytes:
+        """The chunked payload's 32-byte key from the key file or the passphrase."""
+        if self.key_source == KEY_FILE:
+            if key is None:
+                raise KeySourceError("this file was encrypted with a key file, not a passphrase")
+            return key
+        if passphrase is None:
+            raise KeySourceError("this file was encrypted with a passphrase, not a key file")
+        return hashlib.scrypt(
+            passphrase(), salt=self.salt, n=1 << self.work_factor, r=self.r, p=self.p,
+            maxmem=2 * self.scrypt_memory + (1 << 20), dklen=chunked.KEY_SIZE,
+        )
+
+
+def _read_exactly(source: BinaryIO, size: int) -> bytes:
+    parts, total = [], 0
+    while total < size:
+        part = source.read(size - total)
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+    return b"".join(parts)
+
+
+def encrypt_stream(
+    source: BinaryIO, sink: BinaryIO, *, key: bytes | None = None,
+    passphrase: bytes | None = None, work_factor: int = DEFAULT_WORK_FACTOR,
+    device: Device | str | None = None, batch_chunks: int = chunked.DEFAULT_BATCH_CHUNKS,
+    progress: ProgressCallback | None = None,
+) -> None:
+    """Encrypt everything ``source`` yields into ``sink``, with a key or a passphrase."""
+    if (key is None) == (passphrase is None):
+        raise ValueError("give exactly one of key and passphrase")
+    header = Header.new(KEY_FILE if key is not None else PASSPHRASE, work_factor)
+    encoded = header.encode()
+    payload_key = header.payload_key(key, lambda: passphrase or b"")
+    sink.write(encoded)
+    with chunked.Writer(sink, payload_key, encoded, device=device,
+                        batch_chunks=batch_chunks) as writer:
+        while block := source.read(READ_SIZE):
+            writer.write(block)
+            if progress:
+                progress(len(block))
+
+
+def decrypt_stream(
+    source: BinaryIO, sink: BinaryIO, *, key: bytes | None = None,
+    passphrase: Callable[[], bytes] | None = None, device: Device | str | None = None,
+    batch_chunks: int = chunked.DEFAULT_BATCH_CHUNKS, progress: ProgressCallback | None = None,
+) -> None:
+    """Decrypt into ``sink``, writing only authenticated chunks; raises on any failure.
+
+    ``passphrase`` is called only if the header says the file needs one.
+    """
+    header = Header.read(source)
+    payload_key = header.payload_key(key, passphrase)
+    reader = chunked.Reader(source, payload_key, header.encode(), device=device,
+                            batch_chunks=batch_chunks)
+    while block := reader.read(batch_chunks * chunked.CHUNK_SIZE):
+        sink.write(block)
+        if progress:
+            progress(len(block) + len(block) // chunked.CHUNK_SIZE * chunked.TAG_SIZE)
+
+
+def read_key_file(path: str | Path) -> bytes:
+    """A key file's 32 bytes: raw, or 64 hex digits (surrounding whitespace ignored)."""
+    data = Path(path).read_bytes()
+    if len(data) == chunked.KEY_SIZE:
+        return data
+    text = data.strip()
+    try:
+        key = bytes.fromhex(text.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        key = b""
+    if len(text) != 2 * chunked.KEY_SIZE or len(key) != chunked.KEY_SIZE:
+        raise FormatError(f"{path} is not a key file: it must hold 32 raw bytes or 64 hex digits")
+    return key
+
+
+def write_new_key_file(path: str | Path) -> None:
+    """Create ``path`` with a new random key as 64 hex digits, readable by the owner only.
+
+    Fails if the file exists (``FileExistsError``); the key never exists with
+    wider permissions, since the file is created with mode 0600.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(os.urandom(chunked.KEY_SIZE).hex() + "\n")

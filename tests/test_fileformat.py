@@ -1,0 +1,79 @@
+"""aescl/fileformat.py: the file header, key sources and scrypt limits."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+import aescl
+from aescl import chunked, fileformat
+
+
+def _round_trip(device, **key_source) -> None:
+    message = os.urandom(chunked.CHUNK_SIZE + 5)
+    sealed = io.BytesIO()
+    fileformat.encrypt_stream(io.BytesIO(message), sealed, device=device, work_factor=10,
+                              **key_source)
+    out = io.BytesIO()
+    passphrase = key_source.get("passphrase")
+    fileformat.decrypt_stream(io.BytesIO(sealed.getvalue()), out, key=key_source.get("key"),
+                              passphrase=(lambda: passphrase) if passphrase else None,
+                              device=device)
+    assert out.getvalue() == message
+
+
+def test_round_trips_with_key_and_passphrase(device):
+    _round_trip(device, key=os.urandom(32))
+    _round_trip(device, passphrase=b"pass phrase")
+
+
+def test_header_layout_and_binding(device):
+    header = fileformat.Header.new(fileformat.PASSPHRASE, work_factor=12)
+    encoded = header.encode()
+    assert encoded[:6] == b"aescl\0" and encoded[6:8] == bytes([1, fileformat.PASSPHRASE])
+    assert encoded[8:11] == bytes([12, 8, 1]) and len(encoded) == 11 + 16
+    assert fileformat.Header.read(io.BytesIO(encoded)) == header
+    # The header is the payload's context: a changed scrypt salt is a wrong key.
+    key = os.urandom(32)
+    sealed = io.BytesIO()
+    fileformat.encrypt_stream(io.BytesIO(b"data"), sealed, key=key, device=device)
+    assert sealed.getvalue()[:8] == b"aescl\0\x01\x01"
+    with pytest.raises(aescl.WrongKeyError):
+        chunked.decrypt(key, sealed.getvalue()[8:], b"other header", device=device)
+
+
+@pytest.mark.parametrize("params", [(23, 8, 1), (20, 64, 1), (22, 32, 1), (14, 8, 17), (0, 8, 1),
+                                    (14, 0, 1)])
+def test_absurd_scrypt_parameters_are_refused_before_any_work(params):
+    encoded = b"aescl\0\x01\x02" + bytes(params) + bytes(16)
+    with pytest.raises(aescl.FormatError, match="refusing scrypt"):
+        fileformat.Header.read(io.BytesIO(encoded))
+
+
+@pytest.mark.parametrize("data, error", [
+    (b"", aescl.TruncatedError), (b"aes", aescl.TruncatedError),
+    (b"PK\x03\x04zip", aescl.FormatError), (b"aescl\0\x02\x01", aescl.FormatError),
+    (b"aescl\0\x01\x09", aescl.FormatError), (b"aescl\0\x01\x02\x0e", aescl.TruncatedError),
+])
+def test_bad_headers(data, error):
+    with pytest.raises(error):
+        fileformat.Header.read(io.BytesIO(data))
+
+
+def test_key_files(tmp_path):
+    key = os.urandom(32)
+    raw, hexed, bad = tmp_path / "raw", tmp_path / "hex", tmp_path / "bad"
+    raw.write_bytes(key)
+    hexed.write_text(key.hex().upper() + "\r\n")
+    bad.write_text("00" * 31)
+    assert fileformat.read_key_file(raw) == key
+    assert fileformat.read_key_file(hexed) == key
+    with pytest.raises(aescl.FormatError, match="64 hex digits"):
+        fileformat.read_key_file(bad)
+    made = tmp_path / "new.key"
+    fileformat.write_new_key_file(made)
+    assert len(fileformat.read_key_file(made)) == 32
+    with pytest.raises(FileExistsError):
+        fileformat.write_new_key_file(made)
