@@ -111,7 +111,8 @@ def test_refusals_leave_the_directory_as_it_was(tmp_path):
     assert "--iv" in refused(tmp_path, "encrypt", "--raw", "--key", KEY, str(data),
                              "-o", str(tmp_path / "out"))
     assert "does not end in .aescl" in refused(tmp_path, "decrypt", *raw, str(data))
-    assert "--raw" in refused(tmp_path, "encrypt", str(data), "-o", str(tmp_path / "out"))
+    assert "only apply with --raw" in refused(tmp_path, "encrypt", "--key", KEY, "--iv", IV,
+                                              str(data), "-o", str(tmp_path / "out"))
     assert "no OpenCL device matches" in refused(tmp_path, "encrypt", *raw, "--device",
                                                  "no-such-device", str(data), "-o",
                                                  str(tmp_path / "out"))
