@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ._arrays import BytesLike, input_array
+from ._streams import read_full
 from .devices import Device, resolve
 from .errors import AuthenticationError, CounterOverflowError, TruncatedError, WrongKeyError
 from .gcm import GcmEngine
@@ -328,17 +329,6 @@ class Writer:
             self._closed = True  # an aborted message stays visibly incomplete
 
 
-def _read_full(source: BinaryIO, size: int) -> bytes:
-    parts, total = [], 0
-    while total < size:
-        part = source.read(size - total)
-        if not part:
-            break
-        parts.append(part)
-        total += len(part)
-    return b"".join(parts)
-
-
 class Reader:
     """Streaming decryption from a binary file object: releases only authenticated chunks.
 
@@ -354,7 +344,7 @@ class Reader:
         device: Device | str | None = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
     ) -> None:
         self._source = source
-        chunk_key, base_nonce = _open_header(key, _read_full(source, HEADER_SIZE), context)
+        chunk_key, base_nonce = _open_header(key, read_full(source, HEADER_SIZE), context)
         self._cipher = ChunkCipher(chunk_key, base_nonce, device)
         self._batch_bytes = batch_chunks * SEALED_CHUNK_SIZE
         self._next_chunk = 0
@@ -363,7 +353,7 @@ class Reader:
         self._error: Exception | None = None
 
     def _fill(self) -> None:
-        data = _read_full(self._source, self._batch_bytes)
+        data = read_full(self._source, self._batch_bytes)
         if len(data) == self._batch_bytes:  # all full chunks; the final one comes later
             plaintext = self._cipher.open(data, self._next_chunk, final=False)
             self._next_chunk += len(data) // SEALED_CHUNK_SIZE
@@ -437,7 +427,7 @@ def _random_access(source: BinaryIO | BytesLike) -> tuple[int, Any]:
 
         def read_at(start: int, count: int) -> bytes:
             stream.seek(start)
-            return _read_full(stream, count)
+            return read_full(stream, count)
 
         return stream.seek(0, io.SEEK_END), read_at
     data = input_array(source)

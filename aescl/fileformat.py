@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import chunked
+from ._streams import read_full
 from .devices import Device
 from .errors import FormatError, KeySourceError, TruncatedError
 
@@ -67,7 +68,7 @@ class Header:
     @classmethod
     def read(cls, source: BinaryIO) -> Header:
         """Parse a header, or raise :class:`FormatError` saying what is wrong."""
-        start = _read_exactly(source, len(MAGIC) + 2)
+        start = read_full(source, len(MAGIC) + 2)
         if start[: len(MAGIC)] != MAGIC[: len(start)]:
             raise FormatError("not an aescl file (no aescl header)")
         if len(start) < len(MAGIC) + 2:
@@ -79,7 +80,7 @@ class Header:
             return cls(KEY_FILE)
         if key_source != PASSPHRASE:
             raise FormatError(f"unknown key source {key_source} in the header")
-        rest = _read_exactly(source, 3 + SCRYPT_SALT_SIZE)
+        rest = read_full(source, 3 + SCRYPT_SALT_SIZE)
         if len(rest) < 3 + SCRYPT_SALT_SIZE:
             raise TruncatedError("truncated: the header is cut short")
         header = cls(PASSPHRASE, rest[0], rest[1], rest[2], rest[3:])
@@ -111,17 +112,6 @@ class Header:
             passphrase(), salt=self.salt, n=1 << self.work_factor, r=self.r, p=self.p,
             maxmem=2 * self.scrypt_memory + (1 << 20), dklen=chunked.KEY_SIZE,
         )
-
-
-def _read_exactly(source: BinaryIO, size: int) -> bytes:
-    parts, total = [], 0
-    while total < size:
-        part = source.read(size - total)
-        if not part:
-            break
-        parts.append(part)
-        total += len(part)
-    return b"".join(parts)
 
 
 def encrypt_stream(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import BinaryIO
 
+from ._streams import read_full
 from .devices import Device
 from .errors import PaddingError
 from .keyschedule import BLOCK_SIZE
@@ -38,18 +39,6 @@ def pkcs7_unpad(data: bytes) -> bytes:
     if not 1 <= count <= BLOCK_SIZE or data[-count:] != bytes([count]) * count:
         raise PaddingError("bad padding: wrong key, or the data was not PKCS#7-padded")
     return data[:-count]
-
-
-def _read_full(source: BinaryIO, size: int) -> bytes:
-    # Pipes return short reads; keep reading so that chunks stay block-aligned.
-    parts, total = [], 0
-    while total < size:
-        part = source.read(size - total)
-        if not part:
-            break
-        parts.append(part)
-        total += len(part)
-    return b"".join(parts)
 
 
 def transform(
@@ -87,7 +76,7 @@ def transform(
     chunk_bytes = max(BLOCK_SIZE, chunk_bytes - chunk_bytes % BLOCK_SIZE)
 
     def read() -> bytes:
-        chunk = _read_full(source, chunk_bytes)
+        chunk = read_full(source, chunk_bytes)
         if progress and chunk:
             progress(len(chunk))
         return chunk

@@ -1,0 +1,21 @@
+"""Reading binary streams whole-piece at a time."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+
+def read_full(source: BinaryIO, size: int) -> bytes:
+    """Up to ``size`` bytes, fewer only at the end of the stream.
+
+    Pipes and sockets return short reads; callers need whole blocks, chunks and
+    headers, so this keeps reading until it has them or the data ends.
+    """
+    parts, total = [], 0
+    while total < size:
+        part = source.read(size - total)
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+    return b"".join(parts)
