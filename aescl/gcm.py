@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -229,6 +230,20 @@ class GcmEngine:
             (groups * self._tags_group_size,), (self._tags_group_size,),
         )
 
+    def _upload_batch(
+        self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray
+    ) -> _Batch:
+        count, slot_bytes = slots.shape
+        message_blocks = slot_bytes // BLOCK_SIZE
+        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
+        counters, lengths = self._batch_arrays(j0s, message_bytes)
+        batch = _Batch(self, count, message_blocks, blocks, counters, lengths,
+                       self._scratch(max(1, blocks) * BLOCK_SIZE),
+                       slots.reshape(-1)[: blocks * BLOCK_SIZE])
+        if blocks:
+            cl.enqueue_copy(self._runtime.queue, batch.buffer, batch.flat, is_blocking=False)
+        return batch
+
     def seal_messages(
         self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray
     ) -> np.ndarray:
@@ -237,24 +252,10 @@ class GcmEngine:
         ``slots`` is (count, slot_bytes) uint8, each message starting a row and
         zero-padded to it; ``j0s`` is (count, 16); AAD is empty.
         """
-        count, slot_bytes = slots.shape
-        message_blocks = slot_bytes // BLOCK_SIZE
-        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
-        queue = self._runtime.queue
-        counters, lengths = self._batch_arrays(j0s, message_bytes)
-        buffer = self._scratch(max(1, blocks) * BLOCK_SIZE)
-        partials = self._scratch(16 * count)
-        tags_buffer = self._scratch(16 * count)
-        flat = slots.reshape(-1)[: blocks * BLOCK_SIZE]
-        if blocks:
-            cl.enqueue_copy(queue, buffer, flat, is_blocking=False)
-            self._enqueue_ctr(buffer, blocks, message_blocks, 1, counters, lengths)
-        self._enqueue_ghash(buffer, blocks, message_blocks, count, partials)
-        self._enqueue_tags(partials, count, counters, lengths, tags_buffer)
-        tags = np.empty((count, BLOCK_SIZE), dtype=np.uint8)
-        if blocks:
-            cl.enqueue_copy(queue, flat, buffer, is_blocking=False)
-        cl.enqueue_copy(queue, tags, tags_buffer, is_blocking=True)
+        batch = self._upload_batch(slots, message_bytes, j0s)
+        batch.crypt()
+        tags = batch.tags()
+        batch.download()
         return tags
 
     def open_messages(
@@ -267,29 +268,49 @@ class GcmEngine:
         does not match, in which case ``slots`` is left as it was: no plaintext
         of the batch is released.
         """
-        count, slot_bytes = slots.shape
-        message_blocks = slot_bytes // BLOCK_SIZE
-        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
-        queue = self._runtime.queue
-        counters, lengths = self._batch_arrays(j0s, message_bytes)
-        buffer = self._scratch(max(1, blocks) * BLOCK_SIZE)
-        partials = self._scratch(16 * count)
-        tags_buffer = self._scratch(16 * count)
-        flat = slots.reshape(-1)[: blocks * BLOCK_SIZE]
-        if blocks:
-            cl.enqueue_copy(queue, buffer, flat, is_blocking=False)
-        self._enqueue_ghash(buffer, blocks, message_blocks, count, partials)
-        self._enqueue_tags(partials, count, counters, lengths, tags_buffer)
-        computed = np.empty((count, BLOCK_SIZE), dtype=np.uint8)
-        cl.enqueue_copy(queue, computed, tags_buffer, is_blocking=True)
+        batch = self._upload_batch(slots, message_bytes, j0s)
         # Every byte is compared before looking at the result (no early exit).
-        matches = np.all(computed == tags, axis=1)
+        matches = np.all(batch.tags() == tags, axis=1)
         if not matches.all():
             return int(np.argmin(matches))
-        if blocks:
-            self._enqueue_ctr(buffer, blocks, message_blocks, 1, counters, lengths)
-            cl.enqueue_copy(queue, flat, buffer, is_blocking=True)
+        batch.crypt()
+        batch.download()
         return None
+
+
+@dataclass
+class _Batch:
+    """One batch of messages resident on the device, with the steps that run on it."""
+
+    engine: GcmEngine
+    count: int
+    message_blocks: int
+    blocks: int
+    counters: Any
+    lengths: Any
+    buffer: Any
+    flat: np.ndarray  # the host bytes the buffer mirrors
+
+    def crypt(self) -> None:
+        if self.blocks:
+            self.engine._enqueue_ctr(self.buffer, self.blocks, self.message_blocks, 1,
+                                     self.counters, self.lengths)
+
+    def tags(self) -> np.ndarray:
+        """GHASH and tags of the buffer as it is now (ciphertext), read back."""
+        partials = self.engine._scratch(16 * self.count)
+        tags_buffer = self.engine._scratch(16 * self.count)
+        self.engine._enqueue_ghash(self.buffer, self.blocks, self.message_blocks, self.count,
+                                   partials)
+        self.engine._enqueue_tags(partials, self.count, self.counters, self.lengths,
+                                  tags_buffer)
+        tags = np.empty((self.count, BLOCK_SIZE), dtype=np.uint8)
+        cl.enqueue_copy(self.engine._runtime.queue, tags, tags_buffer, is_blocking=True)
+        return tags
+
+    def download(self) -> None:
+        if self.blocks:
+            cl.enqueue_copy(self.engine._runtime.queue, self.flat, self.buffer, is_blocking=True)
 
 
 class GcmCipher:
