@@ -81,6 +81,11 @@ def _check_key(key: bytes) -> None:
         raise ValueError(f"the chunked format takes a {KEY_SIZE}-byte key, not {len(key)} bytes")
 
 
+def chunk_nonce(base_nonce: bytes, index: int) -> bytes:
+    """The GCM nonce of chunk ``index``: the base nonce XOR the big-endian index."""
+    return (int.from_bytes(base_nonce, "big") ^ index).to_bytes(NONCE_SIZE, "big")
+
+
 def chunk_offset(index: int, raw: bool = False) -> int:
     """Where sealed chunk ``index`` starts in the ciphertext."""
     return (0 if raw else HEADER_SIZE) + index * SEALED_CHUNK_SIZE
@@ -114,6 +119,14 @@ class ChunkCipher:
         j0s[:, 4:NONCE_SIZE] ^= indices  # the index, big-endian, in the nonce's last 8 bytes
         j0s[:, 15] = 1
         return j0s
+
+    def device_batch(self, buffer: Any, message_bytes: int) -> Any:
+        """Chunks 0, 1, ... of a message already in a device buffer, as a GCM batch
+        (``crypt()`` seals in place, ``hash()`` computes the tags): the format's device
+        work without host transfers, for aescl.bench. The last chunk is the final one."""
+        full, rest = divmod(message_bytes, CHUNK_SIZE)
+        lengths = self._lengths(full, rest)
+        return self._engine.resident_batch(buffer, CHUNK_SIZE, lengths, self._j0s(0, len(lengths)))
 
     @staticmethod
     def _lengths(full: int, final_bytes: int | None) -> np.ndarray:

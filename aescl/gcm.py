@@ -118,27 +118,27 @@ class GcmEngine:
     def _enqueue_ctr(
         self, buffer: Any, blocks: int, message_blocks: int, first_step: int,
         j0s: Any, message_bytes: Any,
-    ) -> None:
+    ) -> Any:
         groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
         self._ctr.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks),
             np.uint32(first_step % 2**32), j0s, message_bytes, self._key_buffer,
         )
-        cl.enqueue_nd_range_kernel(
+        return cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._ctr,
             (groups * self._work_group_size,), (self._work_group_size,),
         )
 
     def _enqueue_ghash(
         self, buffer: Any, blocks: int, message_blocks: int, message_count: int, partials: Any
-    ) -> None:
+    ) -> Any:
         items = min(self._ghash_items, _ceil_power_of_two(min(message_blocks, blocks)))
         groups = min(self._max_work_groups, message_count)
         self._ghash.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks), np.uint32(message_count),
             self._h_tables(items), partials,
         )
-        cl.enqueue_nd_range_kernel(
+        return cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._ghash, (groups * items,), (items,)
         )
 
@@ -220,26 +220,37 @@ class GcmEngine:
 
     def _enqueue_tags(
         self, partials: Any, count: int, j0s: Any, lengths: Any, tags: Any
-    ) -> None:
+    ) -> Any:
         groups = min(self._max_work_groups, -(-count // self._tags_group_size))
         self._tags.set_args(
             partials, np.uint32(count), j0s, lengths, self._h_tables(1), tags, self._key_buffer
         )
-        cl.enqueue_nd_range_kernel(
+        return cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._tags,
             (groups * self._tags_group_size,), (self._tags_group_size,),
         )
+
+    def resident_batch(
+        self, buffer: Any, slot_bytes: int, message_bytes: np.ndarray, j0s: np.ndarray
+    ) -> _Batch:
+        """A batch over messages already in a device buffer, one per ``slot_bytes`` slot.
+
+        For work that stays on the device, and for measuring it (aescl.bench).
+        """
+        count = len(message_bytes)
+        message_blocks = slot_bytes // BLOCK_SIZE
+        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
+        counters, lengths = self._batch_arrays(j0s, message_bytes)
+        return _Batch(self, count, message_blocks, blocks, counters, lengths, buffer)
 
     def _upload_batch(
         self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray
     ) -> _Batch:
         count, slot_bytes = slots.shape
-        message_blocks = slot_bytes // BLOCK_SIZE
-        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
-        counters, lengths = self._batch_arrays(j0s, message_bytes)
-        batch = _Batch(self, count, message_blocks, blocks, counters, lengths,
-                       self._scratch(max(1, blocks) * BLOCK_SIZE),
-                       slots.reshape(-1)[: blocks * BLOCK_SIZE])
+        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * (slot_bytes // BLOCK_SIZE)
+        batch = self.resident_batch(self._scratch(max(1, blocks) * BLOCK_SIZE), slot_bytes,
+                                    message_bytes, j0s)
+        batch.flat = slots.reshape(-1)[: blocks * BLOCK_SIZE]
         if blocks:
             cl.enqueue_copy(self._runtime.queue, batch.buffer, batch.flat, is_blocking=False)
         return batch
@@ -289,26 +300,38 @@ class _Batch:
     counters: Any
     lengths: Any
     buffer: Any
-    flat: np.ndarray  # the host bytes the buffer mirrors
+    flat: np.ndarray | None = None  # the host bytes the buffer mirrors, if any
+    tags_buffer: Any = None
 
-    def crypt(self) -> None:
-        if self.blocks:
-            self.engine._enqueue_ctr(self.buffer, self.blocks, self.message_blocks, 1,
-                                     self.counters, self.lengths)
+    def crypt(self) -> list[Any]:
+        """Enqueue CTR over the buffer in place; returns the launch events."""
+        if not self.blocks:
+            return []
+        return [self.engine._enqueue_ctr(self.buffer, self.blocks, self.message_blocks, 1,
+                                         self.counters, self.lengths)]
+
+    def hash(self) -> list[Any]:
+        """Enqueue GHASH and the tags of the buffer as it is then (ciphertext) into
+        ``tags_buffer``; returns the launch events."""
+        partials = self.engine._scratch(16 * self.count)
+        if self.tags_buffer is None:
+            self.tags_buffer = self.engine._scratch(16 * self.count)
+        return [
+            self.engine._enqueue_ghash(self.buffer, self.blocks, self.message_blocks,
+                                       self.count, partials),
+            self.engine._enqueue_tags(partials, self.count, self.counters, self.lengths,
+                                      self.tags_buffer),
+        ]
 
     def tags(self) -> np.ndarray:
         """GHASH and tags of the buffer as it is now (ciphertext), read back."""
-        partials = self.engine._scratch(16 * self.count)
-        tags_buffer = self.engine._scratch(16 * self.count)
-        self.engine._enqueue_ghash(self.buffer, self.blocks, self.message_blocks, self.count,
-                                   partials)
-        self.engine._enqueue_tags(partials, self.count, self.counters, self.lengths,
-                                  tags_buffer)
+        self.hash()
         tags = np.empty((self.count, BLOCK_SIZE), dtype=np.uint8)
-        cl.enqueue_copy(self.engine._runtime.queue, tags, tags_buffer, is_blocking=True)
+        cl.enqueue_copy(self.engine._runtime.queue, tags, self.tags_buffer, is_blocking=True)
         return tags
 
     def download(self) -> None:
+        assert self.flat is not None
         if self.blocks:
             cl.enqueue_copy(self.engine._runtime.queue, self.flat, self.buffer, is_blocking=True)
 

@@ -21,6 +21,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -134,7 +135,11 @@ def runtime(device: Device) -> DeviceRuntime:
     rt = _runtimes.get(device.id)
     if rt is None:
         context = cl.Context([device.cl_device])
-        rt = DeviceRuntime(device, context, cl.CommandQueue(context, device.cl_device))
+        # Profiling lets aescl.bench time kernels by their events; its cost is negligible.
+        queue = cl.CommandQueue(
+            context, device.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE
+        )
+        rt = DeviceRuntime(device, context, queue)
         _runtimes[device.id] = rt
     return rt
 
@@ -212,6 +217,35 @@ def build_source(device: Device, source: str, options: str, label: str) -> Any:
     rt.programs[key] = program
     rt.build_log.append(BuildRecord(label, options, time.perf_counter() - started, from_disk))
     return program
+
+
+def time_builds(
+    device: Device, filename: str, options: str, first_launch: Callable[[Any], None]
+) -> tuple[float, float | None]:
+    """Seconds to a first result from source with no cache (cold), and from the binary
+    as the disk cache keeps it (warm).
+
+    ``first_launch(program)`` runs one small launch to completion: some runtimes
+    (PoCL) generate code only when a kernel first runs. A unique ``-D`` option makes
+    the build new to every cache, the driver's own included. The warm figure is
+    None when the runtime gives no binary.
+    """
+    rt = runtime(device)
+    source = load_source(filename)
+    # PoCL's cache hashes the compiled code, which a source comment would not change.
+    options += f" -DAESCL_COLD_BUILD_PROBE=0x{os.urandom(8).hex()}"
+    started = time.perf_counter()
+    program = cl.Program(rt.context, source).build(
+        options=options, devices=[device.cl_device], cache_dir=False
+    )
+    first_launch(program)
+    cold = time.perf_counter() - started
+    binary = program.get_info(cl.program_info.BINARIES)[0]
+    if not binary:
+        return cold, None
+    started = time.perf_counter()
+    first_launch(cl.Program(rt.context, [device.cl_device], [binary]).build(options=options))
+    return cold, time.perf_counter() - started
 
 
 def build(device: Device, filename: str, options: str) -> Any:

@@ -27,6 +27,10 @@ MODE_CTR = 6
 
 BLOCK_SIZE = keyschedule.BLOCK_SIZE
 
+# (queue, source buffer, target buffer, blocks) -> event: a mode's kernel over device-resident
+# data, for measuring it (aescl.bench) without host transfers.
+DeviceLaunch = Callable[[Any, Any, Any, int], Any]
+
 class _KernelLauncher:
     """One AES kernel bound to a device and a key, moving host arrays through it."""
 
@@ -63,13 +67,16 @@ class _KernelLauncher:
             self._buffer_bytes = nbytes
         return self._buffer
 
-    def enqueue(self, queue: Any, buffer: Any, blocks: int, extra_args: tuple[Any, ...]) -> Any:
-        """Launch the kernel in place over ``blocks`` blocks of a device buffer; returns the event.
+    def enqueue(
+        self, queue: Any, source: Any, target: Any, blocks: int, extra_args: tuple[Any, ...]
+    ) -> Any:
+        """Launch the kernel over ``blocks`` blocks of device buffers; returns the event.
 
-        ``extra_args`` are the kernel arguments after the block count (the CTR counter).
+        ``source`` and ``target`` may be the same buffer (in place). ``extra_args``
+        are the kernel arguments after the block count (the CTR counter).
         """
         groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
-        self._kernel.set_args(buffer, buffer, np.uint64(blocks), *extra_args, self._key_buffer)
+        self._kernel.set_args(source, target, np.uint64(blocks), *extra_args, self._key_buffer)
         return cl.enqueue_nd_range_kernel(
             queue, self._kernel, (groups * self._work_group_size,), (self._work_group_size,)
         )
@@ -92,7 +99,7 @@ class _KernelLauncher:
             buffer = self._device_buffer(min(step, source.nbytes))
             cl.enqueue_copy(queue, buffer, source[start:stop], is_blocking=False)
             blocks = (stop - start) // BLOCK_SIZE
-            self.enqueue(queue, buffer, blocks, slice_args(start // BLOCK_SIZE))
+            self.enqueue(queue, buffer, buffer, blocks, slice_args(start // BLOCK_SIZE))
             cl.enqueue_copy(queue, target[start:stop], buffer, is_blocking=True)
 
 
@@ -117,6 +124,12 @@ class EcbCipher:
                 self._rounds, self._key_schedule,
             )
         return self._launchers[decrypt]
+
+    def _device_launch(self, decrypt: bool) -> DeviceLaunch:
+        launcher = self._launcher(decrypt)
+        return lambda queue, source, target, blocks: launcher.enqueue(
+            queue, source, target, blocks, ()
+        )
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
         source = input_array(data)
@@ -210,6 +223,13 @@ class CtrCipher:
         return tuple(
             np.uint64(v)
             for v in (block >> 64, block & (2**64 - 1), field_mask >> 64, field_mask & (2**64 - 1))
+        )
+
+    def _device_launch(self) -> DeviceLaunch:
+        """The keystream from this object's current counter over buffers already on the device."""
+        counter = self._counter_args(self._position // BLOCK_SIZE)
+        return lambda queue, source, target, blocks: self._launcher.enqueue(
+            queue, source, target, blocks, counter
         )
 
     def _keystream_block(self, index: int) -> np.ndarray:

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli import AESCL
 
 from aescl import chunked
+from test_cli import AESCL
 
 CHUNK, SEALED = chunked.CHUNK_SIZE, chunked.SEALED_CHUNK_SIZE
 KEY_HEADER = 8  # magic, version, key source

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from test_cli import AESCL
 
 OPENSSL = shutil.which("openssl")

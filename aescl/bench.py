@@ -1,0 +1,525 @@
+"""Throughput of every mode and key size on OpenCL devices and on the host (``aescl bench``).
+
+Each (device, mode, key size, input size) gets three figures, in GB/s
+(10^9 bytes of input per second):
+
+* **kernel**: the kernel launches alone, timed by OpenCL event profiling, on
+  data already in device memory (in place);
+* **resident**: wall clock from enqueue to completion on data already in device
+  memory, input and output in separate buffers: what a caller whose data lives
+  on the device waits for, launch and synchronisation included;
+* **host->host**: one library call on a host array (``aescl.new(...).encrypt``,
+  ``chunked.encrypt_raw``), both transfers and the host's own copies included.
+
+Host baselines (pycryptodome, and OpenSSL through ``cryptography`` when it is
+installed) run the same work on one CPU thread and have only the host->host
+figure. Their output is the reference every device's output is compared with,
+so a fast but wrong kernel shows up as a mismatch, not as a record.
+
+Modes: ``ctr``, ``ecb-encrypt``, ``ecb-decrypt`` and ``gcm-chunked`` (the
+chunked format's payload, AES-256-GCM in 16 KiB chunks: CTR, GHASH and tags;
+AES-256 only, as the format defines). Input is random: table lookups on uniform
+data are served by broadcasts and would look faster than real data.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from . import __version__, chunked, keyschedule
+from .devices import Device
+from .kernels import aes_options, launch_config, runtime, time_builds
+from .modes import MODE_CTR, MODE_ECB, new
+
+MODES = ("ctr", "ecb-encrypt", "ecb-decrypt", "gcm-chunked")
+KEY_BITS = (128, 192, 256)
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+DEFAULT_SIZES = (16 * KiB, 256 * KiB, 4 * MiB, 64 * MiB, 1 * GiB)
+QUICK_SIZES = (16 * KiB, 1 * MiB, 16 * MiB)
+MEASURES = ("kernel", "resident", "host")
+MEASURE_LABELS = {"kernel": "kernel", "resident": "resident", "host": "host->host"}
+_TRANSFER_LIMIT = 256 * MiB
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to measure, and how long to keep measuring each figure."""
+
+    modes: tuple[str, ...] = MODES
+    key_bits: tuple[int, ...] = KEY_BITS
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    min_seconds: float = 0.2  # per figure, after a warm-up run; at least 3 runs
+    host_baselines: bool = True
+
+    def __post_init__(self) -> None:
+        for mode in self.modes:
+            if mode not in MODES:
+                raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
+        for bits in self.key_bits:
+            if bits not in KEY_BITS:
+                raise ValueError(f"key size must be 128, 192 or 256 bits, not {bits}")
+        for size in self.sizes:
+            if size < 16 or size % 16:
+                raise ValueError(f"sizes must be positive multiples of 16 bytes, not {size}")
+
+    def configurations(self) -> list[tuple[str, int]]:
+        """(mode, key bits) pairs; the chunked format is AES-256 only."""
+        return [(mode, bits) for mode in self.modes for bits in self.key_bits
+                if mode != "gcm-chunked" or bits == 256]
+
+
+QUICK = Settings(sizes=QUICK_SIZES, min_seconds=0.02)
+
+
+@dataclass
+class Result:
+    mode: str
+    key_bits: int
+    bytes: int
+    kernel_gb_s: float | None
+    resident_gb_s: float | None
+    host_gb_s: float | None
+    verified: bool | None  # output equal to the reference; None when there was none
+
+    def figure(self, measure: str) -> float | None:
+        return getattr(self, f"{measure}_gb_s")
+
+
+@dataclass
+class Target:
+    """One device, or one host baseline, and its results."""
+
+    id: str
+    name: str
+    backend: str  # "opencl", "pycryptodome" or "openssl"
+    type: str  # the device type, or "host"
+    driver: str | None = None
+    max_bytes: int | None = None
+    build: dict[str, Any] | None = None
+    transfer: dict[str, Any] | None = None
+    results: list[Result] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    aescl_version: str
+    date: str
+    host: dict[str, Any]
+    settings: dict[str, Any]
+    targets: list[Target]
+
+    @property
+    def mismatches(self) -> list[str]:
+        """Every (target, mode, key, size) whose output differed from the reference."""
+        return [f"{t.name}: {r.mode} AES-{r.key_bits} {format_size(r.bytes)}"
+                for t in self.targets for r in t.results if r.verified is False]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def format_size(nbytes: int) -> str:
+    for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale} {unit}"
+    return f"{nbytes} B"
+
+
+def parse_size(text: str) -> int:
+    """``16K``, ``4M``, ``1G`` (binary units) or plain bytes."""
+    text = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": KiB, "M": MiB, "G": GiB}.get(text[-1:], 1)
+    number = text[:-1] if scale > 1 else text
+    if not number.isdigit():
+        raise ValueError(f"not a size: {text!r} (use e.g. 16K, 4M, 1G)")
+    return int(number) * scale
+
+
+# ---- timing ----------------------------------------------------------------------------
+
+def _repeat(run: Callable[[], float], min_seconds: float, min_runs: int = 3,
+            max_runs: int = 100) -> float:
+    """The median of the seconds ``run`` reports, after one warm-up run."""
+    run()
+    times: list[float] = []
+    while len(times) < min_runs or (sum(times) < min_seconds and len(times) < max_runs):
+        times.append(run())
+    return statistics.median(times)
+
+
+def _wall(action: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def _event_seconds(events: Iterable[Any]) -> float:
+    total = 0.0
+    for event in events:
+        event.wait()
+        total += (event.profile.end - event.profile.start) * 1e-9
+    return total
+
+
+def _gb_s(nbytes: int, seconds: float) -> float:
+    return round(nbytes / seconds / 1e9, 3) if seconds > 0 else float("inf")
+
+
+# ---- host baselines --------------------------------------------------------------------
+
+HostRun = Callable[[np.ndarray, np.ndarray], None]  # (input, output) -> None
+
+
+@dataclass
+class _Job:
+    """One (mode, key) configuration: its key material and the expected output size."""
+
+    mode: str
+    key: bytes
+    iv: bytes  # CTR's initial counter block, or the chunked format's base nonce (12 bytes)
+
+    def output_bytes(self, size: int) -> int:
+        return chunked.sealed_size(size, raw=True) if self.mode == "gcm-chunked" else size
+
+
+def _chunks(job: _Job, data: np.ndarray) -> Iterable[tuple[bytes, np.ndarray, int]]:
+    """(nonce, plaintext, output offset) of each chunk, the short final one included."""
+    full = data.nbytes // chunked.CHUNK_SIZE
+    for index in range(full + 1):
+        piece = data[index * chunked.CHUNK_SIZE:][: chunked.CHUNK_SIZE]
+        yield (chunked.chunk_nonce(job.iv, index), piece,
+               chunked.chunk_offset(index, raw=True))
+
+
+def _pycryptodome_run(job: _Job) -> HostRun:
+    from Crypto.Cipher import AES
+
+    def run(data: np.ndarray, out: np.ndarray) -> None:
+        # pycryptodome takes memoryviews, not numpy arrays; neither copies.
+        source, target = memoryview(data), memoryview(out)
+        if job.mode == "ctr":
+            AES.new(job.key, AES.MODE_CTR, nonce=b"", initial_value=job.iv).encrypt(
+                source, target)
+        elif job.mode == "ecb-encrypt":
+            AES.new(job.key, AES.MODE_ECB).encrypt(source, target)
+        elif job.mode == "ecb-decrypt":
+            AES.new(job.key, AES.MODE_ECB).decrypt(source, target)
+        else:
+            for nonce, piece, offset in _chunks(job, data):
+                cipher = AES.new(job.key, AES.MODE_GCM, nonce=nonce)
+                cipher.encrypt(memoryview(piece), target[offset:][: piece.nbytes])
+                out[offset + piece.nbytes:][: chunked.TAG_SIZE] = np.frombuffer(
+                    cipher.digest(), np.uint8)
+    return run
+
+
+def _openssl_run(job: _Job) -> HostRun:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    def run(data: np.ndarray, out: np.ndarray) -> None:
+        if job.mode == "gcm-chunked":
+            aead = AESGCM(job.key)
+            for nonce, piece, offset in _chunks(job, data):
+                sealed = aead.encrypt(nonce, piece.tobytes(), None)
+                out[offset:][: len(sealed)] = np.frombuffer(sealed, np.uint8)
+            return
+        mode = modes.CTR(job.iv) if job.mode == "ctr" else modes.ECB()
+        cipher = Cipher(algorithms.AES(job.key), mode)
+        context = cipher.decryptor() if job.mode == "ecb-decrypt" else cipher.encryptor()
+        scratch = bytearray(data.nbytes + 15)  # update_into wants room for a block more
+        written = context.update_into(data, scratch)
+        out[:written] = np.frombuffer(scratch, np.uint8, written)
+    return run
+
+
+def _time_host(host_run: HostRun, data: np.ndarray, out: np.ndarray, min_seconds: float
+               ) -> float:
+    return _repeat(lambda: _wall(lambda: host_run(data, out)), min_seconds)
+
+
+def host_baselines() -> list[tuple[Target, Callable[[_Job], HostRun]]]:
+    """The baselines that are installed: pycryptodome, and OpenSSL through ``cryptography``."""
+    found = []
+    try:
+        import Crypto
+
+        found.append((Target("host", f"pycryptodome {Crypto.__version__} (1 thread)",
+                             "pycryptodome", "host"), _pycryptodome_run))
+    except ImportError:
+        pass
+    try:
+        from cryptography.hazmat.backends.openssl import backend
+
+        found.append((Target("host", f"{backend.openssl_version_text()} via cryptography "
+                             "(1 thread)", "openssl", "host"), _openssl_run))
+    except ImportError:
+        pass
+    return found
+
+
+# ---- devices ---------------------------------------------------------------------------
+
+def device_limit(device: Device) -> int:
+    """The largest input a device is benched with: two buffers of it fit comfortably,
+    and the host keeps room for input, output and the reference."""
+    host_memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return min(device.max_alloc_bytes, device.global_mem_bytes // 4, host_memory // 8)
+
+
+def _build_times(device: Device) -> dict[str, Any]:
+    """Build plus one launch of the AES-128 CTR kernel, cold and from the cached binary."""
+    rt = runtime(device)
+    config = launch_config(device)
+    options = aes_options(10, "host", config.tables_in_local)
+    block = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 16)
+    key_material = np.ascontiguousarray(keyschedule.kernel_key_material(bytes(16), "host", False),
+                                        dtype="<u4")
+    round_keys = cl.Buffer(rt.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                           hostbuf=key_material)
+
+    def first_launch(program: Any) -> None:
+        ctr = cl.Kernel(program, "aes_ctr_xor")
+        ctr.set_args(block, block, np.uint64(1), *[np.uint64(0)] * 4, round_keys)
+        group = (config.work_group_size,)  # code generation may depend on the group size
+        cl.enqueue_nd_range_kernel(rt.queue, ctr, group, group).wait()
+
+    cold, warm = time_builds(device, "aes_ctr.cl", options, first_launch)
+    return {"kernel": "aes_ctr.cl (AES-128), build and first launch",
+            "cold_s": round(cold, 4), "warm_s": None if warm is None else round(warm, 4)}
+
+
+def _transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
+    """Copies between a pinned (host-allocated, mapped) buffer and device memory."""
+    rt = runtime(device)
+    flags = cl.mem_flags
+    device_buffer = cl.Buffer(rt.context, flags.READ_WRITE, nbytes)
+    pinned = cl.Buffer(rt.context, flags.READ_WRITE | flags.ALLOC_HOST_PTR, nbytes)
+    host, _ = cl.enqueue_map_buffer(rt.queue, pinned, cl.map_flags.READ | cl.map_flags.WRITE,
+                                    0, (nbytes,), np.uint8)
+    host[:] = 1
+    try:
+        to_device = _repeat(lambda: _event_seconds(
+            [cl.enqueue_copy(rt.queue, device_buffer, host, is_blocking=False)]), min_seconds)
+        to_host = _repeat(lambda: _event_seconds(
+            [cl.enqueue_copy(rt.queue, host, device_buffer, is_blocking=False)]), min_seconds)
+    finally:
+        host.base.release()
+    return {"bytes": nbytes, "pinned_h2d_gb_s": _gb_s(nbytes, to_device),
+            "pinned_d2h_gb_s": _gb_s(nbytes, to_host)}
+
+
+class _DeviceJob:
+    """One configuration on one device: device-resident launches and the library call."""
+
+    def __init__(self, device: Device, job: _Job) -> None:
+        self.device = device
+        self.job = job
+        self.queue = runtime(device).queue
+
+    def resident(self, source: Any, target: Any, nbytes: int) -> Callable[[], list[Any]]:
+        """Enqueue the work on device buffers; returns a function giving its events."""
+        job = self.job
+        if job.mode == "gcm-chunked":
+            # Sealing is in place; the copy into ``target`` counts as the device memory
+            # traffic of an out-of-place call only for the resident figure.
+            batch = chunked.ChunkCipher(job.key, job.iv, self.device).device_batch(
+                target, nbytes)
+            return lambda: batch.crypt() + batch.hash()
+        if job.mode == "ctr":
+            launch = new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv,
+                         device=self.device)._device_launch()
+        else:
+            launch = new(job.key, MODE_ECB, device=self.device)._device_launch(
+                job.mode == "ecb-decrypt")
+        return lambda: [launch(self.queue, source, target, nbytes // 16)]
+
+    def host_call(self, data: np.ndarray, out: np.ndarray) -> None:
+        job = self.job
+        if job.mode == "gcm-chunked":
+            sealed = chunked.encrypt_raw(job.key, job.iv, data, device=self.device)
+            out[:] = np.frombuffer(sealed, np.uint8)
+        elif job.mode == "ctr":
+            new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv,
+                device=self.device).encrypt(data, output=out)
+        else:
+            cipher = new(job.key, MODE_ECB, device=self.device)
+            (cipher.decrypt if job.mode == "ecb-decrypt" else cipher.encrypt)(data, output=out)
+
+
+def _measure_resident(work: _DeviceJob, data: np.ndarray, min_seconds: float
+                      ) -> tuple[float, float]:
+    """Seconds of the kernel-only and the device-resident figures."""
+    size = data.nbytes
+    context = runtime(work.device).context
+    flags = cl.mem_flags
+    source = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=data)
+    target = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=data)
+    in_place = work.resident(target, target, size)
+    kernel = _repeat(lambda: _event_seconds(in_place()), min_seconds)
+    if work.job.mode == "gcm-chunked":
+        def out_of_place() -> None:  # sealing works in place: copy the input over first
+            cl.enqueue_copy(work.queue, target, source, byte_count=size)
+            _event_seconds(in_place())
+        return kernel, _repeat(lambda: _wall(out_of_place), min_seconds)
+    launch = work.resident(source, target, size)
+    return kernel, _repeat(lambda: _wall(lambda: _event_seconds(launch())), min_seconds)
+
+
+def _measure_device(device: Device, job: _Job, data: np.ndarray,
+                    reference: np.ndarray | None, min_seconds: float) -> Result:
+    work = _DeviceJob(device, job)
+    kernel, resident = _measure_resident(work, data, min_seconds)
+    out = np.empty(job.output_bytes(data.nbytes), np.uint8)
+    host = _repeat(lambda: _wall(lambda: work.host_call(data, out)), min_seconds)
+    verified = None if reference is None else bool(np.array_equal(out, reference))
+    size = data.nbytes
+    return Result(job.mode, 8 * len(job.key), size, _gb_s(size, kernel),
+                  _gb_s(size, resident), _gb_s(size, host), verified)
+
+
+# ---- the run ---------------------------------------------------------------------------
+
+def run(devices: list[Device], settings: Settings = Settings(),
+        progress: Progress = lambda message: None) -> Report:
+    """Bench ``devices`` (and the host baselines, unless turned off) as ``settings`` say."""
+    targets: list[Target] = []
+    baselines = host_baselines() if settings.host_baselines else []
+    for device in devices:
+        progress(f"{device.name}: kernel build times and transfers")
+        limit = device_limit(device)
+        largest = max([s for s in settings.sizes if s <= limit], default=min(settings.sizes))
+        targets.append(Target(
+            device.id, device.name, "opencl", device.type, device.driver_version, limit,
+            build=_build_times(device),
+            transfer=_transfer_rates(device, min(largest, _TRANSFER_LIMIT),
+                                     settings.min_seconds),
+        ))
+    targets.extend(target for target, _ in baselines)
+
+    data = np.random.default_rng().integers(0, 256, max(settings.sizes), dtype=np.uint8)
+    for mode, bits in settings.configurations():
+        job = _Job(mode, os.urandom(bits // 8), os.urandom(
+            chunked.NONCE_SIZE if mode == "gcm-chunked" else 16))
+        for size in settings.sizes:
+            piece = data[:size]
+            reference: np.ndarray | None = None
+            for target, make_run in baselines:
+                progress(f"{target.name}: {mode} AES-{bits} {format_size(size)}")
+                out = np.empty(job.output_bytes(size), np.uint8)
+                seconds = _time_host(make_run(job), piece, out, settings.min_seconds)
+                verified = None if reference is None else bool(np.array_equal(out, reference))
+                reference = out if reference is None else reference
+                target.results.append(
+                    Result(mode, bits, size, None, None, _gb_s(size, seconds), verified))
+            for device, target in zip(devices, targets, strict=False):
+                if size > (target.max_bytes or 0):
+                    continue
+                progress(f"{device.name}: {mode} AES-{bits} {format_size(size)}")
+                target.results.append(
+                    _measure_device(device, job, piece, reference, settings.min_seconds))
+    return Report(
+        aescl_version=__version__,
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        host={"python": platform.python_version(), "platform": platform.platform(),
+              "cpus": os.cpu_count(), "pyopencl": cl.VERSION_TEXT},
+        settings={"modes": list(settings.modes), "key_bits": list(settings.key_bits),
+                  "sizes": list(settings.sizes), "min_seconds": settings.min_seconds,
+                  "measures": {m: MEASURE_LABELS[m] for m in MEASURES}},
+        targets=targets,
+    )
+
+
+# ---- presentation ----------------------------------------------------------------------
+
+def table(report: Report) -> str:
+    """The report as text: one block per target, sizes across, GB/s in the cells."""
+    sizes = report.settings["sizes"]
+    lines: list[str] = []
+    for target in report.targets:
+        title = f"{target.id} {target.name}"
+        if target.backend == "opencl":
+            title += f" ({target.type}, driver {target.driver})"
+        lines.append(title)
+        if target.build:
+            warm = target.build["warm_s"]
+            lines.append(f"  kernel build, {target.build['kernel']}: cold "
+                         f"{target.build['cold_s']:.3f} s, warm "
+                         + ("n/a" if warm is None else f"{warm:.3f} s"))
+        if target.transfer:
+            t = target.transfer
+            lines.append(f"  pinned transfers of {format_size(t['bytes'])}: host->device "
+                         f"{t['pinned_h2d_gb_s']:.1f} GB/s, device->host "
+                         f"{t['pinned_d2h_gb_s']:.1f} GB/s")
+        measures = MEASURES if target.backend == "opencl" else ("host",)
+        rows = [("GB/s", "", "", *[format_size(s) for s in sizes])]
+        for mode, bits in sorted({(r.mode, r.key_bits) for r in target.results},
+                                 key=lambda k: (MODES.index(k[0]), k[1])):
+            by_size = {r.bytes: r for r in target.results
+                       if (r.mode, r.key_bits) == (mode, bits)}
+            for index, measure in enumerate(measures):
+                cells = []
+                for size in sizes:
+                    result = by_size.get(size)
+                    value = None if result is None else result.figure(measure)
+                    mark = "!" if result is not None and result.verified is False else ""
+                    cells.append("-" if value is None else f"{value:.2f}{mark}")
+                rows.append((mode if index == 0 else "", f"AES-{bits}" if index == 0 else "",
+                             MEASURE_LABELS[measure], *cells))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            cells = [cell.ljust(w) if i < 3 else cell.rjust(w)
+                     for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
+            lines.append("  " + "  ".join(cells).rstrip())
+        if target.max_bytes is not None and max(sizes) > target.max_bytes:
+            lines.append(f"  (sizes above {format_size(target.max_bytes)} skipped: "
+                         "device or host memory)")
+        lines.append("")
+    if report.mismatches:
+        lines.append("OUTPUT MISMATCH (marked !): " + "; ".join(report.mismatches))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def save_plot(report: Report, path: str) -> None:
+    """Throughput against size: one row of panels per target, one panel per measure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    targets = [t for t in report.targets if t.results]
+    figure, axes = plt.subplots(len(targets), len(MEASURES), squeeze=False,
+                                figsize=(5 * len(MEASURES), 3.6 * len(targets)))
+    for row, target in zip(axes, targets, strict=True):
+        for ax, measure in zip(row, MEASURES, strict=True):
+            ax.set_title(f"{target.name}\n{MEASURE_LABELS[measure]}", fontsize=9)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("input bytes")
+            ax.set_ylabel("GB/s")
+            for mode, bits in sorted({(r.mode, r.key_bits) for r in target.results}):
+                points = sorted((r.bytes, r.figure(measure)) for r in target.results
+                                if (r.mode, r.key_bits) == (mode, bits)
+                                and r.figure(measure) is not None)
+                if points:
+                    ax.plot(*zip(*points, strict=True), marker="o", label=f"{mode} AES-{bits}")
+            if ax.lines:
+                ax.legend(fontsize=7)
+            else:
+                ax.set_visible(False)
+    figure.suptitle(f"aescl bench {report.date}", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,63 @@
+"""``aescl bench``, run as a user runs it: a real subprocess on the PoCL device (or any)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aescl import bench
+from conftest import selected_devices
+from test_cli import run
+
+DEVICE = selected_devices()[0]
+
+
+def test_bench_json_reports_each_figure_and_writes_a_plot(tmp_path):
+    plot = tmp_path / "bench.png"
+    result = run("bench", "--device", DEVICE.id, "--quick", "--sizes", "16K,32K",
+                 "--mode", "ctr", "--mode", "gcm-chunked", "--key-bits", "256",
+                 "--json", "--plot", str(plot))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)  # stdout is the JSON alone: progress goes to stderr
+    assert "bench: " in result.stderr
+    device, *baselines = report["targets"]
+    assert device["id"] == DEVICE.id and device["backend"] == "opencl"
+    assert {b["backend"] for b in baselines} >= {"pycryptodome"}
+    assert device["build"]["cold_s"] > 0
+    rows = {(r["mode"], r["key_bits"], r["bytes"]) for r in device["results"]}
+    assert rows == {(m, 256, s) for m in ("ctr", "gcm-chunked") for s in (16384, 32768)}
+    for row in device["results"]:
+        assert row["verified"] is True
+        assert min(row["kernel_gb_s"], row["resident_gb_s"], row["host_gb_s"]) > 0
+    assert report["settings"]["measures"] == bench.MEASURE_LABELS
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_prints_a_table_and_quiet_silences_progress():
+    result = run("bench", "--device", DEVICE.id, "--quick", "--sizes", "16K",
+                 "--mode", "ecb-decrypt", "--key-bits", "192", "--no-host", "-q")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{DEVICE.id} {DEVICE.name}")
+    assert any("cold" in line and "warm" in line for line in lines)
+    first = next(i for i, line in enumerate(lines) if "ecb-decrypt" in line)
+    rows = [line.split() for line in lines[first : first + 3]]
+    assert [row[:-1] for row in rows] == [["ecb-decrypt", "AES-192", "kernel"], ["resident"],
+                                          ["host->host"]]
+    assert all(float(row[-1]) > 0 for row in rows)  # one 16 KiB column of GB/s
+    assert "pycryptodome" not in result.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--sizes", "100"), "multiples of 16"),
+    (("--sizes", "12X"), "not a size"),
+    (("--device", "no-such-device"), "no OpenCL device matches"),
+    (("--mode", "gcm-chunked", "--key-bits", "128"), "nothing to bench"),
+])
+def test_bench_refuses_bad_requests_in_one_line(args, message):
+    result = run("bench", "--quick", "-q", *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert result.stdout == ""
