@@ -129,6 +129,13 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """A report as ``to_dict`` (``aescl bench --json``) wrote it, to print or plot again."""
+        targets = [Target(**{**t, "results": [Result(**r) for r in t["results"]]})
+                   for t in data["targets"]]
+        return cls(**{**data, "targets": targets})
+
 
 def format_size(nbytes: int) -> str:
     for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):

@@ -376,9 +376,11 @@ def _size_list(ctx, param, value: str | None) -> tuple[int, ...] | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--plot", "plot_path", metavar="FILE.png", type=click.Path(dir_okay=False),
               help="Also draw throughput against size to FILE.png (needs aescl[plot]).")
+@click.option("--load", "load_path", metavar="FILE.json", type=click.File("r"),
+              help="Measure nothing: print (and --plot) a report saved with --json.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host, as_json,
-                  plot_path, quiet) -> None:
+                  plot_path, load_path, quiet) -> None:
     """Measure throughput on each device and on the host, in GB/s.
 
     Three figures per device, mode, key size and input size: kernel (OpenCL
@@ -394,6 +396,24 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
             import matplotlib  # noqa: F401
         except ImportError:
             raise Refusal("--plot needs matplotlib: pip install 'aescl[plot]'") from None
+    if load_path is not None:
+        try:
+            report = bench.Report.from_dict(json.load(load_path))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise Refusal(f"{load_path.name} is not an aescl bench --json report ({exc})") from None
+    else:
+        report = _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, quiet)
+    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else bench.table(report),
+               nl=not as_json)
+    if plot_path:
+        bench.save_plot(report, plot_path)
+    if report.mismatches:
+        raise _JobFailed("output differs from the reference: " + "; ".join(report.mismatches),
+                         EXIT_FAILED)
+
+
+def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, quiet
+               ) -> bench.Report:
     base = bench.QUICK if quick else bench.Settings()
     try:
         settings = bench.Settings(
@@ -410,16 +430,9 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
     chosen = _bench_devices(device_specs)
     progress = _BenchProgress(quiet)
     try:
-        report = bench.run(chosen, settings, progress=progress)
+        return bench.run(chosen, settings, progress=progress)
     finally:
         progress.close()
-    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else bench.table(report),
-               nl=not as_json)
-    if plot_path:
-        bench.save_plot(report, plot_path)
-    if report.mismatches:
-        raise _JobFailed("output differs from the reference: " + "; ".join(report.mismatches),
-                         EXIT_FAILED)
 
 
 def _bench_devices(specs: tuple[str, ...]) -> list[aescl.Device]:

@@ -33,6 +33,23 @@ def test_bench_json_reports_each_figure_and_writes_a_plot(tmp_path):
     assert report["settings"]["measures"] == bench.MEASURE_LABELS
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+    # A saved report prints and plots again without measuring.
+    saved = tmp_path / "bench.json"
+    saved.write_text(result.stdout)
+    again = run("bench", "--load", str(saved), "--json", "--plot", str(tmp_path / "again.png"))
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == report and again.stderr == ""
+    assert (tmp_path / "again.png").read_bytes()[:4] == b"\x89PNG"
+    table = run("bench", "--load", str(saved))
+    assert table.returncode == 0 and "host->host" in table.stdout and DEVICE.name in table.stdout
+
+
+def test_a_file_that_is_not_a_report_is_refused(tmp_path):
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text('{"targets": 3}')
+    result = run("bench", "--load", str(bogus))
+    assert result.returncode == 2 and "is not an aescl bench --json report" in result.stderr
+
 
 def test_bench_prints_a_table_and_quiet_silences_progress():
     result = run("bench", "--device", DEVICE.id, "--quick", "--sizes", "16K",
