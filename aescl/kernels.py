@@ -21,6 +21,7 @@ import os
 import re
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -113,6 +114,7 @@ class BuildRecord:
     options: str
     seconds: float
     from_disk_cache: bool
+    compiler_log: str = ""  # what a successful build said, if anything
 
 
 @dataclass
@@ -203,7 +205,28 @@ def build_source(device: Device, source: str, options: str, label: str) -> Any:
     cached_path = kernel_cache_dir() / f"{key}.bin"
     program = _load_cached_binary(rt, cached_path, options) if disk_cache_enabled() else None
     from_disk = program is not None
+    compiler_log = ""
     if program is None:
+        program, compiler_log = _compile(device, source, options, label)
+        if disk_cache_enabled():
+            _store_binary(program, cached_path)
+    rt.programs[key] = program
+    rt.build_log.append(
+        BuildRecord(label, options, time.perf_counter() - started, from_disk, compiler_log)
+    )
+    return program
+
+
+def _compile(device: Device, source: str, options: str, label: str) -> tuple[Any, str]:
+    """Compile from source; returns the program and what the compiler said.
+
+    A successful build's log is kept rather than shown: pyopencl turns any log
+    into a CompilerWarning, and NVIDIA's compiler remarks on every aescl kernel
+    that kernels are not inlined, which tells a user nothing.
+    """
+    rt = runtime(device)
+    with warnings.catch_warnings(record=True) as remarks:
+        warnings.simplefilter("always", cl.CompilerWarning)
         try:
             program = cl.Program(rt.context, source).build(
                 options=options, devices=[device.cl_device], cache_dir=False
@@ -212,11 +235,12 @@ def build_source(device: Device, source: str, options: str, label: str) -> Any:
             raise KernelBuildError(
                 f"building {label} ({options}) for {device.name} failed", str(exc)
             ) from None
-        if disk_cache_enabled():
-            _store_binary(program, cached_path)
-    rt.programs[key] = program
-    rt.build_log.append(BuildRecord(label, options, time.perf_counter() - started, from_disk))
-    return program
+    for remark in remarks:
+        if not issubclass(remark.category, cl.CompilerWarning):
+            warnings.warn_explicit(remark.message, remark.category, remark.filename,
+                                   remark.lineno)
+    log = program.get_build_info(device.cl_device, cl.program_build_info.LOG)
+    return program, log.strip()
 
 
 def time_builds(
@@ -235,9 +259,7 @@ def time_builds(
     # PoCL's cache hashes the compiled code, which a source comment would not change.
     options += f" -DAESCL_COLD_BUILD_PROBE=0x{os.urandom(8).hex()}"
     started = time.perf_counter()
-    program = cl.Program(rt.context, source).build(
-        options=options, devices=[device.cl_device], cache_dir=False
-    )
+    program, _ = _compile(device, source, options, filename)
     first_launch(program)
     cold = time.perf_counter() - started
     binary = program.get_info(cl.program_info.BINARIES)[0]

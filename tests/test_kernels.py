@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+
+import pyopencl as cl
 import pytest
 
 import aescl
@@ -106,3 +109,13 @@ def test_launch_settings_follow_the_device_kind():
 def test_an_unknown_key_schedule_is_refused():
     with pytest.raises(ValueError, match="key_schedule"):
         kernels.aes_options(10, "gpu", True)
+
+
+def test_a_successful_builds_remarks_are_kept_not_shown(device):
+    source = '#warning "aescl remark probe"\n__kernel void probe(__global int *x) { x[0] = 1; }\n'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning that escapes fails the test
+        program, log = kernels._compile(device, source, "", "probe.cl")
+    assert program.get_info(cl.program_info.KERNEL_NAMES).strip(";") == "probe"
+    if device.vendor in ("pocl", "oclgrind"):  # clang-based: reports #warning in the log
+        assert "aescl remark probe" in log
