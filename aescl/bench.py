@@ -531,5 +531,5 @@ def save_plot(report: Report, path: str) -> None:
                 ax.set_visible(False)
     figure.suptitle(f"aescl bench {report.date}", fontsize=10)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=80)
     plt.close(figure)

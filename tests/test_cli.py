@@ -10,7 +10,8 @@ from pathlib import Path
 
 import aescl
 
-AESCL = shutil.which("aescl", path=str(Path(sys.executable).parent)) or "aescl"
+# An absolute path: the pty tests exec it directly, without a PATH search.
+AESCL = shutil.which("aescl", path=str(Path(sys.executable).parent)) or shutil.which("aescl")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -106,8 +106,11 @@ def test_passphrase_from_environment_and_file(tmp_path, keyed):
 def _run_on_terminal(args: list[str], answers: list[bytes]) -> tuple[int, bytes]:
     """Run aescl with a real controlling terminal, answering each prompt in turn."""
     pid, terminal = pty.fork()
-    if pid == 0:
-        os.execv(AESCL, [AESCL, *args])
+    if pid == 0:  # the child: become aescl, and never return into pytest
+        try:
+            os.execv(AESCL, [AESCL, *args])
+        finally:
+            os._exit(127)
     seen, deadline = b"", time.monotonic() + 120
     pending = list(answers)
     while time.monotonic() < deadline:
