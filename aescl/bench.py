@@ -292,7 +292,7 @@ def _build_times(device: Device) -> dict[str, Any]:
     """Build plus one launch of the AES-128 CTR kernel, cold and from the cached binary."""
     rt = runtime(device)
     config = launch_config(device)
-    options = aes_options(10, "host", config.tables_in_local)
+    options = aes_options(10, "host", config)
     block = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 16)
     key_material = np.ascontiguousarray(keyschedule.kernel_key_material(bytes(16), "host", False),
                                         dtype="<u4")

@@ -54,7 +54,7 @@ class GcmEngine:
     def __init__(self, key: bytes, device: Device, key_schedule: str) -> None:
         rounds = keyschedule.rounds_for_key(key)
         config = launch_config(device)
-        options = aes_options(rounds, key_schedule, config.tables_in_local)
+        options = aes_options(rounds, key_schedule, config)
         self._runtime = runtime(device)
         self._ctr = kernel(device, "aes_gcm.cl", options, "gcm_ctr_xor")
         self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash")

@@ -38,6 +38,9 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILI
 
 # Room the AES tables and round keys take in __local memory, with margin.
 _LOCAL_BYTES_NEEDED = 4096
+# __local memory kept free beside the round-table copies (S-box, round keys, GHASH).
+_LOCAL_BYTES_BESIDE_TABLES = 8192
+_MAX_TABLE_LANES = 32  # the number of shared-memory banks on NVIDIA and AMD GPUs
 
 
 def kernel_dir() -> Path:
@@ -68,24 +71,42 @@ class LaunchConfig:
     work_group_size: int
     max_work_groups: int
     tables_in_local: bool
+    table_lanes: int = 1  # copies of the round table in __local (AES_TABLE_LANES)
+
+
+def table_lanes(local_mem_bytes: int, work_group_size: int) -> int:
+    """The most round-table copies that fit beside the rest of __local memory: a
+    power of two, at most one per bank (32) and per work-item of a group.
+
+    ``$AESCL_TABLE_LANES`` overrides it (rounded down to what fits), so that
+    ``aescl bench`` can compare layouts on one device.
+    """
+    fit = max(1, (local_mem_bytes - _LOCAL_BYTES_BESIDE_TABLES) // 1024)
+    lanes = min(_MAX_TABLE_LANES, work_group_size, fit)
+    override = os.environ.get("AESCL_TABLE_LANES", "").strip()
+    if override:
+        lanes = min(max(1, int(override)), fit, work_group_size)
+    return 1 << (lanes.bit_length() - 1)
 
 
 def launch_config(device: Device) -> LaunchConfig:
     """Work-group size, grid size and table placement for a device.
 
     GPUs stage the tables in __local memory: __constant memory serves one
-    address per cycle, and table lookups diverge across a warp. CPU runtimes
-    implement __local as ordinary memory, so the copy would only cost time.
-    The simulator gets small groups, so that short test inputs still cover
-    several groups, grid-stride steps and partial groups.
+    address per cycle, and table lookups diverge across a warp. There, one
+    copy of the round table per bank removes bank conflicts (aes_core.cl,
+    AES_TABLE_LANES). CPU runtimes implement __local as ordinary memory, so
+    the copy would only cost time. The simulator gets small groups, so that
+    short test inputs still cover several groups, grid-stride steps and
+    partial groups, and as many table copies as its groups and memory allow.
     """
     local_ok = device.local_mem_bytes >= _LOCAL_BYTES_NEEDED
-    if device.type == "simulator":
-        return LaunchConfig(min(16, device.max_work_group_size), 3, local_ok)
-    if device.type == "gpu":
-        return LaunchConfig(
-            min(256, device.max_work_group_size), device.compute_units * 16, local_ok
-        )
+    if device.type in ("simulator", "gpu"):
+        simulator = device.type == "simulator"
+        group = min(16 if simulator else 256, device.max_work_group_size)
+        groups = 3 if simulator else device.compute_units * 16
+        lanes = table_lanes(device.local_mem_bytes, group) if local_ok else 1
+        return LaunchConfig(group, groups, local_ok, lanes)
     return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False)
 
 
@@ -97,12 +118,13 @@ def check_key_schedule(key_schedule: str) -> None:
         raise ValueError(f"key_schedule must be 'host' or 'device', not {key_schedule!r}")
 
 
-def aes_options(rounds: int, key_schedule: str, tables_in_local: bool) -> str:
+def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
     """The ``-D`` options that aes_core.cl reads."""
     check_key_schedule(key_schedule)
     return (
         f"-DAES_ROUNDS={rounds} -DAES_KEY_SCHEDULE_DEVICE={int(key_schedule == 'device')}"
-        f" -DAES_TABLES_IN_LOCAL={int(tables_in_local)}"
+        f" -DAES_TABLES_IN_LOCAL={int(config.tables_in_local)}"
+        f" -DAES_TABLE_LANES={config.table_lanes if config.tables_in_local else 1}"
     )
 
 

@@ -44,7 +44,7 @@ class _KernelLauncher:
         key_schedule: str,
     ) -> None:
         config = launch_config(device)
-        options = aes_options(rounds, key_schedule, config.tables_in_local)
+        options = aes_options(rounds, key_schedule, config)
         self._runtime = runtime(device)
         self._kernel = kernel(device, filename, options, kernel_name)
         kernel_limit = self._kernel.get_work_group_info(

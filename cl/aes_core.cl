@@ -20,6 +20,16 @@
  *   AES_TABLES_IN_LOCAL     1: each work-group copies the tables into __local
  *                           memory (GPUs: constant memory serialises divergent
  *                           lookups). 0: lookups read __constant memory (CPUs).
+ *   AES_TABLE_LANES         copies of the round table in __local memory, a power
+ *                           of two (1 without AES_TABLES_IN_LOCAL). Entry x of
+ *                           copy l sits at word x * LANES + l, and work-item l
+ *                           of each LANES-wide slice of the group reads copy l.
+ *                           With LANES equal to the number of banks (32, where a
+ *                           bank is address mod 32 in words), every work-item of
+ *                           a warp reads its own bank, so 32 random lookups take
+ *                           one shared-memory cycle instead of the several that
+ *                           bank conflicts cost with one copy (Tezcan 2021). The
+ *                           final decryption round's byte S-box stays one copy.
  *
  * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
  * barrier whenever they write __local memory, so every work-item of the group
@@ -38,7 +48,14 @@
 #define AES_TABLE_SPACE __local
 #else
 #define AES_TABLE_SPACE __constant
+#if AES_TABLE_LANES != 1
+#error "AES_TABLE_LANES > 1 needs AES_TABLES_IN_LOCAL"
 #endif
+#endif
+
+/* Entry x of a round table, seen through a pointer already offset to this
+ * work-item's copy (AES_DECLARE_ROUND_TABLE). */
+#define AES_T(t, x) ((t)[(x) * AES_TABLE_LANES])
 
 #if AES_KEY_SCHEDULE_DEVICE
 #define AES_KEY_SPACE __local
@@ -117,10 +134,12 @@ inline void aes_expand_decrypt_key(__local uint *rk, __constant const uint *key)
 
 /* ---- Per-work-group setup ---------------------------------------------------- */
 
+/* Consecutive work-items write consecutive words: LANES copies of one entry,
+ * then the next entry. */
 inline void aes_stage_uint_table(__local uint *dst, __constant const uint *src)
 {
-    for (uint i = get_local_id(0); i < 256u; i += get_local_size(0))
-        dst[i] = src[i];
+    for (uint i = get_local_id(0); i < 256u * AES_TABLE_LANES; i += get_local_size(0))
+        dst[i] = src[i / AES_TABLE_LANES];
 }
 
 inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *src)
@@ -130,12 +149,17 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 }
 
 #if AES_TABLES_IN_LOCAL
-#define AES_DECLARE_TABLE(type, name, source) \
-    __local type name[256];                   \
-    aes_stage_##type##_table(name, source)
+/* `name` points at this work-item's copy, so AES_T(name, x) reads entry x of it. */
+#define AES_DECLARE_ROUND_TABLE(name, source)                              \
+    __local uint name##_copies[256 * AES_TABLE_LANES];                     \
+    aes_stage_uint_table(name##_copies, source);                           \
+    __local const uint *name = name##_copies + (get_local_id(0) & (AES_TABLE_LANES - 1))
+#define AES_DECLARE_SBOX(name, source)                                     \
+    __local uchar name[256];                                               \
+    aes_stage_uchar_table(name, source)
 #else
-#define AES_DECLARE_TABLE(type, name, source) \
-    __constant const type *name = source
+#define AES_DECLARE_ROUND_TABLE(name, source) __constant const uint *name = source
+#define AES_DECLARE_SBOX(name, source) __constant const uchar *name = source
 #endif
 
 #if AES_KEY_SCHEDULE_DEVICE
@@ -156,14 +180,14 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 
 /* Declares `te` (encryption table) and `rk` (round keys) in the kernel's scope. */
 #define AES_ENCRYPT_SETUP(key_material)                                   \
-    AES_DECLARE_TABLE(uint, te, aes_te0);                                 \
+    AES_DECLARE_ROUND_TABLE(te, aes_te0);                                 \
     AES_DECLARE_ROUND_KEYS(rk, key_material, aes_expand_key);             \
     AES_SETUP_BARRIER()
 
 /* Declares `td`, `inv_sbox` and `rk` (inverse-cipher round keys). */
 #define AES_DECRYPT_SETUP(key_material)                                   \
-    AES_DECLARE_TABLE(uint, td, aes_td0);                                 \
-    AES_DECLARE_TABLE(uchar, inv_sbox, aes_inv_sbox);                     \
+    AES_DECLARE_ROUND_TABLE(td, aes_td0);                                 \
+    AES_DECLARE_SBOX(inv_sbox, aes_inv_sbox);                             \
     AES_DECLARE_ROUND_KEYS(rk, key_material, aes_expand_decrypt_key);     \
     AES_SETUP_BARRIER()
 
@@ -173,15 +197,16 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
  * T3[d.row3] ^ key, with Tn = rotate(T0, 8n). Encryption passes the columns
  * j, j+1, j+2, j+3 (ShiftRows); decryption j, j+3, j+2, j+1 (InvShiftRows). */
 #define AES_ROUND_COLUMN(t, a, b, c, d, k)                                 \
-    ((t)[aes_byte(a, 0)] ^ rotate((t)[aes_byte(b, 1)], 8u)                 \
-     ^ rotate((t)[aes_byte(c, 2)], 16u) ^ rotate((t)[(d) >> 24], 24u) ^ (k))
+    (AES_T(t, aes_byte(a, 0)) ^ rotate(AES_T(t, aes_byte(b, 1)), 8u)       \
+     ^ rotate(AES_T(t, aes_byte(c, 2)), 16u) ^ rotate(AES_T(t, (d) >> 24), 24u) ^ (k))
 
 /* Final encryption round: S-box only. Row r of aes_te0 is S[x] for r = 1, 2,
  * so each byte is masked out of the table entry in place. */
 #define AES_FINAL_ENC_COLUMN(t, a, b, c, d, k)                             \
-    ((((t)[aes_byte(a, 0)] >> 8) & 0xffu) | ((t)[aes_byte(b, 1)] & 0xff00u) \
-     | ((t)[aes_byte(c, 2)] & 0xff0000u)                                   \
-     | (((t)[(d) >> 24] << 16) & 0xff000000u)) ^ (k)
+    (((AES_T(t, aes_byte(a, 0)) >> 8) & 0xffu)                             \
+     | (AES_T(t, aes_byte(b, 1)) & 0xff00u)                                \
+     | (AES_T(t, aes_byte(c, 2)) & 0xff0000u)                              \
+     | ((AES_T(t, (d) >> 24) << 16) & 0xff000000u)) ^ (k)
 
 #define AES_FINAL_DEC_COLUMN(s, a, b, c, d, k)                             \
     ((uint)(s)[aes_byte(a, 0)] | ((uint)(s)[aes_byte(b, 1)] << 8)          \

@@ -92,7 +92,7 @@ def test_the_host_chunked_baseline_is_the_format(device):
 
 
 def test_cold_and_warm_builds_both_reach_a_result(device):
-    options = aes_options(10, "host", launch_config(device).tables_in_local)
+    options = aes_options(10, "host", launch_config(device))
     launched = []
     cold, warm = time_builds(device, "aes_ctr.cl", options, launched.append)
     assert cold > 0 and (warm is None or warm > 0)

@@ -34,7 +34,7 @@ def _fresh_runtime(device):
     return kernels.runtime(device)
 
 
-OPTIONS = "-DAES_ROUNDS=10 -DAES_KEY_SCHEDULE_DEVICE=0 -DAES_TABLES_IN_LOCAL=0"
+OPTIONS = "-DAES_ROUNDS=10 -DAES_KEY_SCHEDULE_DEVICE=0 -DAES_TABLES_IN_LOCAL=0 -DAES_TABLE_LANES=1"
 
 
 def test_programs_are_cached_on_disk_and_reused(device, tmp_path, monkeypatch):
@@ -96,6 +96,7 @@ def test_launch_settings_follow_the_device_kind():
     cpu = kernels.launch_config(fake("1:0", "CPU", "pocl", "cpu", units=16))
     sim = kernels.launch_config(fake("2:0", "Oclgrind", "oclgrind", "simulator"))
     assert gpu.tables_in_local and not cpu.tables_in_local
+    assert gpu.table_lanes == 32 and cpu.table_lanes == 1
     assert gpu.work_group_size == 256 and gpu.max_work_groups == 132 * 16
     assert sim.work_group_size <= 16
     tiny = type(fake("3:0", "old", "amd", "gpu"))(
@@ -106,9 +107,24 @@ def test_launch_settings_follow_the_device_kind():
     assert not small.tables_in_local and small.work_group_size == 64
 
 
+@pytest.mark.parametrize("local_bytes,group,override,lanes", [
+    (65536, 256, "", 32),     # one copy per bank
+    (49152, 256, "", 32),     # NVIDIA's 48 KiB: 32 KiB of copies fit
+    (32768, 16, "", 16),      # no more copies than work-items in a group
+    (32768, 256, "", 16),     # 24 KiB left for copies: the power of two below
+    (4096, 256, "", 1),
+    (65536, 256, "1", 1),     # $AESCL_TABLE_LANES picks a layout to compare
+    (65536, 256, "8", 8),
+    (65536, 256, "64", 32),   # but never more than fits
+])
+def test_table_copies_fit_local_memory(monkeypatch, local_bytes, group, override, lanes):
+    monkeypatch.setenv("AESCL_TABLE_LANES", override)
+    assert kernels.table_lanes(local_bytes, group) == lanes
+
+
 def test_an_unknown_key_schedule_is_refused():
     with pytest.raises(ValueError, match="key_schedule"):
-        kernels.aes_options(10, "gpu", True)
+        kernels.aes_options(10, "gpu", kernels.LaunchConfig(256, 1, True))
 
 
 def test_a_successful_builds_remarks_are_kept_not_shown(device):
