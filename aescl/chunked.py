@@ -133,10 +133,12 @@ class ChunkCipher:
         lengths = [CHUNK_SIZE] * full + ([] if final_bytes is None else [final_bytes])
         return np.array(lengths, dtype=np.uint64)
 
-    def seal(self, plaintext: BytesLike, first: int, final: bool) -> bytes:
+    def seal(self, plaintext: BytesLike, first: int, final: bool) -> np.ndarray:
         """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short final one.
 
-        Without ``final`` the plaintext must be whole chunks.
+        Without ``final`` the plaintext must be whole chunks. Returns the sealed
+        chunks as a uint8 array, which every writer and ``bytes.join`` accept:
+        converting to ``bytes`` here would cost a copy as slow as the device work.
         """
         source = input_array(plaintext)
         full, rest = divmod(source.nbytes, CHUNK_SIZE)
@@ -144,7 +146,7 @@ class ChunkCipher:
             raise ValueError("only the final chunk may be shorter than 16384 bytes")
         count = full + int(final)
         if not count:
-            return b""
+            return np.empty(0, np.uint8)
         slots = np.zeros((count, CHUNK_SIZE), dtype=np.uint8)
         slots.reshape(-1)[: source.nbytes] = source
         lengths = self._lengths(full, rest if final else None)
@@ -156,13 +158,14 @@ class ChunkCipher:
         if final:
             out[full * SEALED_CHUNK_SIZE :][:rest] = slots[full, :rest]
             out[-TAG_SIZE:] = tags[full]
-        return out.tobytes()
+        return out
 
-    def open(self, ciphertext: BytesLike, first: int, final: bool) -> bytes:
+    def open(self, ciphertext: BytesLike, first: int, final: bool) -> np.ndarray:
         """Authenticate and decrypt sealed chunks starting at chunk ``first``.
 
-        Raises :class:`AuthenticationError` naming the first chunk that fails;
-        then no plaintext of this run is returned.
+        Returns the plaintext as a uint8 array (see :meth:`seal`). Raises
+        :class:`AuthenticationError` naming the first chunk that fails; then no
+        plaintext of this run is returned.
         """
         source = input_array(ciphertext)
         full, rest = divmod(source.nbytes, SEALED_CHUNK_SIZE)
@@ -172,7 +175,7 @@ class ChunkCipher:
             raise ValueError("only the final sealed chunk may be shorter than 16400 bytes")
         count = full + int(final)
         if not count:
-            return b""
+            return np.empty(0, np.uint8)
         text_bytes = rest - TAG_SIZE if final else 0
         slots = np.zeros((count, CHUNK_SIZE), dtype=np.uint8)
         tags = np.empty((count, TAG_SIZE), dtype=np.uint8)
@@ -192,7 +195,7 @@ class ChunkCipher:
             raise AuthenticationError(
                 f"chunk {index} failed authentication: the data was {cause}", chunk=index
             )
-        return slots.reshape(-1)[: full * CHUNK_SIZE + text_bytes].tobytes()
+        return slots.reshape(-1)[: full * CHUNK_SIZE + text_bytes]
 
 
 def _random_salt(salt: bytes | None) -> bytes:
@@ -375,7 +378,7 @@ class Reader:
         else:
             plaintext = self._cipher.open(data, self._next_chunk, final=True)
             self._finished = True
-        self._plaintext += plaintext
+        self._plaintext += memoryview(plaintext)  # not `+= array`: numpy would add them
 
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` bytes of authenticated plaintext (all of it if negative)."""
@@ -388,7 +391,8 @@ class Reader:
             self._error = exc
             raise
         count = len(self._plaintext) if size < 0 else min(size, len(self._plaintext))
-        out = bytes(self._plaintext[:count])
+        with memoryview(self._plaintext) as view:
+            out = bytes(view[:count])  # one copy; slicing the bytearray would add another
         del self._plaintext[:count]
         return out
 
@@ -430,7 +434,7 @@ def decrypt_range(
         sealed, first, final=last == final_index
     )
     start = offset - first * CHUNK_SIZE
-    return plaintext[start : start + length]
+    return plaintext[start : start + length].tobytes()
 
 
 def _random_access(source: BinaryIO | BytesLike) -> tuple[int, Any]:
