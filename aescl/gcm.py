@@ -237,18 +237,16 @@ class GcmEngine:
 
         For work that stays on the device, and for measuring it (aescl.bench).
         """
-        count = len(message_bytes)
         message_blocks = slot_bytes // BLOCK_SIZE
-        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * message_blocks
         counters, lengths = self._batch_arrays(j0s, message_bytes)
-        return _Batch(self, count, message_blocks, blocks, counters, lengths, buffer)
+        return _Batch(self, len(message_bytes), message_blocks,
+                      _batch_blocks(slot_bytes, message_bytes), counters, lengths, buffer)
 
     def _upload_batch(
         self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray
     ) -> _Batch:
-        count, slot_bytes = slots.shape
-        blocks = -(-int(message_bytes[-1]) // BLOCK_SIZE) + (count - 1) * (slot_bytes // BLOCK_SIZE)
-        batch = self.resident_batch(self._scratch(max(1, blocks) * BLOCK_SIZE), slot_bytes,
+        blocks = _batch_blocks(slots.shape[1], message_bytes)
+        batch = self.resident_batch(self._scratch(max(1, blocks) * BLOCK_SIZE), slots.shape[1],
                                     message_bytes, j0s)
         batch.flat = slots.reshape(-1)[: blocks * BLOCK_SIZE]
         if blocks:
@@ -289,6 +287,13 @@ class GcmEngine:
         return None
 
 
+def _batch_blocks(slot_bytes: int, message_bytes: np.ndarray) -> int:
+    """Blocks from the first slot to the end of the last message (which may be short)."""
+    return (len(message_bytes) - 1) * (slot_bytes // BLOCK_SIZE) + -(
+        -int(message_bytes[-1]) // BLOCK_SIZE
+    )
+
+
 @dataclass
 class _Batch:
     """One batch of messages resident on the device, with the steps that run on it."""
@@ -302,6 +307,7 @@ class _Batch:
     buffer: Any
     flat: np.ndarray | None = None  # the host bytes the buffer mirrors, if any
     tags_buffer: Any = None
+    partials: Any = None
 
     def crypt(self) -> list[Any]:
         """Enqueue CTR over the buffer in place; returns the launch events."""
@@ -313,13 +319,13 @@ class _Batch:
     def hash(self) -> list[Any]:
         """Enqueue GHASH and the tags of the buffer as it is then (ciphertext) into
         ``tags_buffer``; returns the launch events."""
-        partials = self.engine._scratch(16 * self.count)
-        if self.tags_buffer is None:
+        if self.tags_buffer is None:  # allocated once: a batch may be hashed repeatedly
+            self.partials = self.engine._scratch(16 * self.count)
             self.tags_buffer = self.engine._scratch(16 * self.count)
         return [
             self.engine._enqueue_ghash(self.buffer, self.blocks, self.message_blocks,
-                                       self.count, partials),
-            self.engine._enqueue_tags(partials, self.count, self.counters, self.lengths,
+                                       self.count, self.partials),
+            self.engine._enqueue_tags(self.partials, self.count, self.counters, self.lengths,
                                       self.tags_buffer),
         ]
 

@@ -85,6 +85,8 @@ def table_lanes(local_mem_bytes: int, work_group_size: int) -> int:
     lanes = min(_MAX_TABLE_LANES, work_group_size, fit)
     override = os.environ.get("AESCL_TABLE_LANES", "").strip()
     if override:
+        if not override.isdigit():
+            raise ValueError(f"AESCL_TABLE_LANES must be a whole number, not {override!r}")
         lanes = min(max(1, int(override)), fit, work_group_size)
     return 1 << (lanes.bit_length() - 1)
 
@@ -124,7 +126,7 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
     return (
         f"-DAES_ROUNDS={rounds} -DAES_KEY_SCHEDULE_DEVICE={int(key_schedule == 'device')}"
         f" -DAES_TABLES_IN_LOCAL={int(config.tables_in_local)}"
-        f" -DAES_TABLE_LANES={config.table_lanes if config.tables_in_local else 1}"
+        f" -DAES_TABLE_LANES={config.table_lanes}"
     )
 
 
