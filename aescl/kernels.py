@@ -72,6 +72,7 @@ class LaunchConfig:
     max_work_groups: int
     tables_in_local: bool
     table_lanes: int = 1  # copies of the round table in __local (AES_TABLE_LANES)
+    byte_permute: bool = False  # NVIDIA's PRMT through inline PTX (AES_BYTE_PERMUTE)
 
 
 def table_lanes(local_mem_bytes: int, work_group_size: int) -> int:
@@ -108,7 +109,8 @@ def launch_config(device: Device) -> LaunchConfig:
         group = min(16 if simulator else 256, device.max_work_group_size)
         groups = 3 if simulator else device.compute_units * 16
         lanes = table_lanes(device.local_mem_bytes, group) if local_ok else 1
-        return LaunchConfig(group, groups, local_ok, lanes)
+        nvidia_gpu = device.vendor == "nvidia" and not simulator
+        return LaunchConfig(group, groups, local_ok, lanes, byte_permute=nvidia_gpu)
     return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False)
 
 
@@ -127,6 +129,7 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f"-DAES_ROUNDS={rounds} -DAES_KEY_SCHEDULE_DEVICE={int(key_schedule == 'device')}"
         f" -DAES_TABLES_IN_LOCAL={int(config.tables_in_local)}"
         f" -DAES_TABLE_LANES={config.table_lanes}"
+        f" -DAES_BYTE_PERMUTE={int(config.byte_permute)}"
     )
 
 

@@ -11,7 +11,7 @@
  * have InvMixColumns applied (host: keyschedule.decryption_round_keys).
  * The lookups depend on secret data, so this core is NOT constant-time.
  *
- * -D options (all required, set by aescl/kernels.py):
+ * -D options (set by aescl/kernels.py; all but AES_BYTE_PERMUTE required):
  *   AES_ROUNDS              10, 12 or 14 (AES-128/192/256); the round loop is
  *                           unrolled at compile time.
  *   AES_KEY_SCHEDULE_DEVICE 0: the key argument holds the expanded round keys.
@@ -30,6 +30,10 @@
  *                           one shared-memory cycle instead of the several that
  *                           bank conflicts cost with one copy (Tezcan 2021). The
  *                           final decryption round's byte S-box stays one copy.
+ *   AES_BYTE_PERMUTE        1 on NVIDIA GPUs: byte extraction through inline PTX
+ *                           (aes_vendor.h). The lookups then cost one integer
+ *                           and one multiply-add instruction each, not two
+ *                           integer ones (aes_entry_offset).
  *
  * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
  * barrier whenever they write __local memory, so every work-item of the group
@@ -53,9 +57,52 @@
 #endif
 #endif
 
-/* Entry x of a round table, seen through a pointer already offset to this
- * work-item's copy (AES_DECLARE_ROUND_TABLE). */
-#define AES_T(t, x) ((t)[(x) * AES_TABLE_LANES])
+/* log2 of the bytes between consecutive entries of one table copy (4 * LANES). */
+#if AES_TABLE_LANES == 1
+#define AES_ENTRY_SHIFT 2
+#elif AES_TABLE_LANES == 2
+#define AES_ENTRY_SHIFT 3
+#elif AES_TABLE_LANES == 4
+#define AES_ENTRY_SHIFT 4
+#elif AES_TABLE_LANES == 8
+#define AES_ENTRY_SHIFT 5
+#elif AES_TABLE_LANES == 16
+#define AES_ENTRY_SHIFT 6
+#elif AES_TABLE_LANES == 32
+#define AES_ENTRY_SHIFT 7
+#else
+#error "AES_TABLE_LANES must be a power of two from 1 to 32"
+#endif
+
+/* Byte offset, from the table base, of the entry that byte `row` of word indexes
+ * in this work-item's copy (copy_bytes = aes_copy_bytes()). Either form leaves
+ * the table base to the load instruction's own operand.
+ * Portable: the byte is moved straight into place (bits AES_ENTRY_SHIFT and up)
+ * with one shift, and one mask-and-OR adds the copy: two integer instructions.
+ * AES_BYTE_PERMUTE: extract, then multiply-add, which moves half of that work
+ * off NVIDIA's integer pipe (aes_vendor.h). */
+inline uint aes_entry_offset(uint word, uint row, uint copy_bytes)
+{
+#if AES_BYTE_PERMUTE
+    return aes_extract_byte(word, row) * (4u * AES_TABLE_LANES) + copy_bytes;
+#else
+    const int shift = 8 * (int)row - AES_ENTRY_SHIFT;
+    const uint moved = shift > 0 ? word >> (uint)shift : word << (uint)-shift;
+    return (moved & (0xffu << AES_ENTRY_SHIFT)) | copy_bytes;
+#endif
+}
+
+/* Byte offset of this work-item's copy within a table entry (AES_TABLE_LANES). */
+inline uint aes_copy_bytes(void)
+{
+    return (AES_TABLE_LANES > 1) ? (uint)(get_local_id(0) & (AES_TABLE_LANES - 1)) * 4u : 0u;
+}
+
+/* The round-table entry indexed by byte `row` of `word`, from this work-item's copy
+ * of table t (copy_bytes = aes_copy_bytes()). */
+#define AES_T(t, word, row, copy_bytes)                                    \
+    (*(AES_TABLE_SPACE const uint *)((AES_TABLE_SPACE const uchar *)(t)     \
+                                     + aes_entry_offset(word, row, copy_bytes)))
 
 #if AES_KEY_SCHEDULE_DEVICE
 #define AES_KEY_SPACE __local
@@ -63,21 +110,16 @@
 #define AES_KEY_SPACE __constant
 #endif
 
-inline uint aes_byte(uint word, uint row)
-{
-    return (word >> (8u * row)) & 0xffu;
-}
-
 /* ---- Key expansion on the device (AES_KEY_SCHEDULE_DEVICE=1) ---------------- */
 
 /* SubWord; the S-box is row 1 of aes_te0, read from __constant because the
  * expansion runs before (and independently of) any staging into __local. */
 inline uint aes_sub_word(uint w)
 {
-    return ((aes_te0[aes_byte(w, 0)] >> 8) & 0xffu)
-         | (aes_te0[aes_byte(w, 1)] & 0xff00u)
-         | ((aes_te0[aes_byte(w, 2)] << 8) & 0xff0000u)
-         | ((aes_te0[aes_byte(w, 3)] << 16) & 0xff000000u);
+    return ((aes_te0[aes_extract_byte(w, 0)] >> 8) & 0xffu)
+         | (aes_te0[aes_extract_byte(w, 1)] & 0xff00u)
+         | ((aes_te0[aes_extract_byte(w, 2)] << 8) & 0xff0000u)
+         | ((aes_te0[aes_extract_byte(w, 3)] << 16) & 0xff000000u);
 }
 
 /* Multiply each of the four bytes of a word by x in GF(2^8). */
@@ -149,11 +191,10 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 }
 
 #if AES_TABLES_IN_LOCAL
-/* `name` points at this work-item's copy, so AES_T(name, x) reads entry x of it. */
 #define AES_DECLARE_ROUND_TABLE(name, source)                              \
     __local uint name##_copies[256 * AES_TABLE_LANES];                     \
     aes_stage_uint_table(name##_copies, source);                           \
-    __local const uint *name = name##_copies + (get_local_id(0) & (AES_TABLE_LANES - 1))
+    __local const uint *name = name##_copies
 #define AES_DECLARE_SBOX(name, source)                                     \
     __local uchar name[256];                                               \
     aes_stage_uchar_table(name, source)
@@ -195,54 +236,57 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 
 /* One output column of a full round: T0[a.row0] ^ T1[b.row1] ^ T2[c.row2] ^
  * T3[d.row3] ^ key, with Tn = rotate(T0, 8n). Encryption passes the columns
- * j, j+1, j+2, j+3 (ShiftRows); decryption j, j+3, j+2, j+1 (InvShiftRows). */
-#define AES_ROUND_COLUMN(t, a, b, c, d, k)                                 \
-    (AES_T(t, aes_byte(a, 0)) ^ rotate(AES_T(t, aes_byte(b, 1)), 8u)       \
-     ^ rotate(AES_T(t, aes_byte(c, 2)), 16u) ^ rotate(AES_T(t, (d) >> 24), 24u) ^ (k))
+ * j, j+1, j+2, j+3 (ShiftRows); decryption j, j+3, j+2, j+1 (InvShiftRows).
+ * `copy` is the work-item's copy offset, aes_copy_bytes(). */
+#define AES_ROUND_COLUMN(t, a, b, c, d, k, copy)                           \
+    (AES_T(t, a, 0, copy) ^ rotate(AES_T(t, b, 1, copy), 8u)               \
+     ^ rotate(AES_T(t, c, 2, copy), 16u) ^ rotate(AES_T(t, d, 3, copy), 24u) ^ (k))
 
 /* Final encryption round: S-box only. Row r of aes_te0 is S[x] for r = 1, 2,
  * so each byte is masked out of the table entry in place. */
-#define AES_FINAL_ENC_COLUMN(t, a, b, c, d, k)                             \
-    (((AES_T(t, aes_byte(a, 0)) >> 8) & 0xffu)                             \
-     | (AES_T(t, aes_byte(b, 1)) & 0xff00u)                                \
-     | (AES_T(t, aes_byte(c, 2)) & 0xff0000u)                              \
-     | ((AES_T(t, (d) >> 24) << 16) & 0xff000000u)) ^ (k)
+#define AES_FINAL_ENC_COLUMN(t, a, b, c, d, k, copy)                       \
+    (((AES_T(t, a, 0, copy) >> 8) & 0xffu)                                 \
+     | (AES_T(t, b, 1, copy) & 0xff00u)                                    \
+     | (AES_T(t, c, 2, copy) & 0xff0000u)                                  \
+     | ((AES_T(t, d, 3, copy) << 16) & 0xff000000u)) ^ (k)
 
 #define AES_FINAL_DEC_COLUMN(s, a, b, c, d, k)                             \
-    ((uint)(s)[aes_byte(a, 0)] | ((uint)(s)[aes_byte(b, 1)] << 8)          \
-     | ((uint)(s)[aes_byte(c, 2)] << 16) | ((uint)(s)[(d) >> 24] << 24)) ^ (k)
+    ((uint)(s)[aes_extract_byte(a, 0)] | ((uint)(s)[aes_extract_byte(b, 1)] << 8)          \
+     | ((uint)(s)[aes_extract_byte(c, 2)] << 16) | ((uint)(s)[(d) >> 24] << 24)) ^ (k)
 
 inline uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
                                AES_TABLE_SPACE const uint *te)
 {
+    const uint copy = aes_copy_bytes();
     s ^= (uint4)(rk[0], rk[1], rk[2], rk[3]);
     AES_UNROLL
     for (int r = 1; r < AES_ROUNDS; ++r) {
         const AES_KEY_SPACE uint *k = rk + 4 * r;
-        s = (uint4)(AES_ROUND_COLUMN(te, s.x, s.y, s.z, s.w, k[0]),
-                    AES_ROUND_COLUMN(te, s.y, s.z, s.w, s.x, k[1]),
-                    AES_ROUND_COLUMN(te, s.z, s.w, s.x, s.y, k[2]),
-                    AES_ROUND_COLUMN(te, s.w, s.x, s.y, s.z, k[3]));
+        s = (uint4)(AES_ROUND_COLUMN(te, s.x, s.y, s.z, s.w, k[0], copy),
+                    AES_ROUND_COLUMN(te, s.y, s.z, s.w, s.x, k[1], copy),
+                    AES_ROUND_COLUMN(te, s.z, s.w, s.x, s.y, k[2], copy),
+                    AES_ROUND_COLUMN(te, s.w, s.x, s.y, s.z, k[3], copy));
     }
     const AES_KEY_SPACE uint *k = rk + 4 * AES_ROUNDS;
-    return (uint4)(AES_FINAL_ENC_COLUMN(te, s.x, s.y, s.z, s.w, k[0]),
-                   AES_FINAL_ENC_COLUMN(te, s.y, s.z, s.w, s.x, k[1]),
-                   AES_FINAL_ENC_COLUMN(te, s.z, s.w, s.x, s.y, k[2]),
-                   AES_FINAL_ENC_COLUMN(te, s.w, s.x, s.y, s.z, k[3]));
+    return (uint4)(AES_FINAL_ENC_COLUMN(te, s.x, s.y, s.z, s.w, k[0], copy),
+                   AES_FINAL_ENC_COLUMN(te, s.y, s.z, s.w, s.x, k[1], copy),
+                   AES_FINAL_ENC_COLUMN(te, s.z, s.w, s.x, s.y, k[2], copy),
+                   AES_FINAL_ENC_COLUMN(te, s.w, s.x, s.y, s.z, k[3], copy));
 }
 
 inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
                                AES_TABLE_SPACE const uint *td,
                                AES_TABLE_SPACE const uchar *inv_sbox)
 {
+    const uint copy = aes_copy_bytes();
     s ^= (uint4)(rk[0], rk[1], rk[2], rk[3]);
     AES_UNROLL
     for (int r = 1; r < AES_ROUNDS; ++r) {
         const AES_KEY_SPACE uint *k = rk + 4 * r;
-        s = (uint4)(AES_ROUND_COLUMN(td, s.x, s.w, s.z, s.y, k[0]),
-                    AES_ROUND_COLUMN(td, s.y, s.x, s.w, s.z, k[1]),
-                    AES_ROUND_COLUMN(td, s.z, s.y, s.x, s.w, k[2]),
-                    AES_ROUND_COLUMN(td, s.w, s.z, s.y, s.x, k[3]));
+        s = (uint4)(AES_ROUND_COLUMN(td, s.x, s.w, s.z, s.y, k[0], copy),
+                    AES_ROUND_COLUMN(td, s.y, s.x, s.w, s.z, k[1], copy),
+                    AES_ROUND_COLUMN(td, s.z, s.y, s.x, s.w, k[2], copy),
+                    AES_ROUND_COLUMN(td, s.w, s.z, s.y, s.x, k[3], copy));
     }
     const AES_KEY_SPACE uint *k = rk + 4 * AES_ROUNDS;
     return (uint4)(AES_FINAL_DEC_COLUMN(inv_sbox, s.x, s.w, s.z, s.y, k[0]),

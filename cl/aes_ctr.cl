@@ -13,7 +13,7 @@
  * guarantees that no launch passes the point where a counter would repeat.
  *
  * Mapping: grid-stride loop, as in aes_ecb.cl.
- * -D options: AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, AES_TABLES_IN_LOCAL (aes_core.cl).
+ * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
  */
 #include "aes_core.cl"
 

@@ -9,7 +9,7 @@
  * (G = global size). Any global size works, and items past the end of the data
  * still reach the setup barrier.
  *
- * -D options: AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, AES_TABLES_IN_LOCAL (aes_core.cl).
+ * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
  */
 #include "aes_core.cl"
 

@@ -13,7 +13,7 @@
  * AAD and partial blocks itself for the streaming API (aescl/gcm.py).
  *
  * Indices are 32-bit: the host keeps each launch under 2^32 blocks.
- * -D options: AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, AES_TABLES_IN_LOCAL (aes_core.cl).
+ * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
  */
 #include "aes_core.cl"
 #include "ghash.cl"

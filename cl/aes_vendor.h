@@ -13,6 +13,37 @@
  * NVIDIA's all accept the pragma; others ignore it. */
 #define AES_UNROLL _Pragma("unroll")
 
+/* aes_extract_byte(word, row): byte `row` (0..3) of word, zero-extended.
+ * With -DAES_BYTE_PERMUTE=1 (NVIDIA GPUs, set by aescl/kernels.py) rows 0..2 are
+ * one PRMT (byte permute) in inline PTX. The compiler cannot see through it, so it
+ * keeps the table-offset arithmetic that follows as one multiply-add (IMAD),
+ * which NVIDIA runs on the floating-point pipe, instead of folding it into shifts
+ * and masks on the integer pipe that the rotates and XORs already saturate
+ * (aes_core.cl, aes_entry_offset). */
+#ifndef AES_BYTE_PERMUTE
+#define AES_BYTE_PERMUTE 0
+#endif
+#if AES_BYTE_PERMUTE
+inline uint aes_extract_byte(uint word, uint row)
+{
+    uint byte;
+    if (row == 0u)
+        asm("prmt.b32 %0, %1, 0, 0x4440;" : "=r"(byte) : "r"(word));
+    else if (row == 1u)
+        asm("prmt.b32 %0, %1, 0, 0x4441;" : "=r"(byte) : "r"(word));
+    else if (row == 2u)
+        asm("prmt.b32 %0, %1, 0, 0x4442;" : "=r"(byte) : "r"(word));
+    else
+        byte = word >> 24;
+    return byte;
+}
+#else
+inline uint aes_extract_byte(uint word, uint row)
+{
+    return (word >> (8u * row)) & 0xffu;
+}
+#endif
+
 inline uint aes_bswap32(uint x)
 {
     return as_uint(as_uchar4(x).s3210);

@@ -97,6 +97,11 @@ def test_launch_settings_follow_the_device_kind():
     sim = kernels.launch_config(fake("2:0", "Oclgrind", "oclgrind", "simulator"))
     assert gpu.tables_in_local and not cpu.tables_in_local
     assert gpu.table_lanes == 32 and cpu.table_lanes == 1
+    # Inline PTX only where NVIDIA's compiler reads it; everyone else takes the portable form.
+    amd = kernels.launch_config(fake("3:0", "GPU", "amd", "gpu", units=60))
+    assert gpu.byte_permute and not (cpu.byte_permute or sim.byte_permute or amd.byte_permute)
+    assert "-DAES_BYTE_PERMUTE=1" in kernels.aes_options(10, "host", gpu)
+    assert "-DAES_BYTE_PERMUTE=0" in kernels.aes_options(10, "host", amd)
     assert gpu.work_group_size == 256 and gpu.max_work_groups == 132 * 16
     assert sim.work_group_size <= 16
     tiny = type(fake("3:0", "old", "amd", "gpu"))(
