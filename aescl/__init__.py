@@ -33,6 +33,9 @@ Promises of this API:
   chunked-encryption, AES-256-GCM): ``chunked.encrypt(key, message, context)``
   and ``chunked.decrypt``, streaming ``Writer``/``Reader``, ``decrypt_range``.
   Every message gets a fresh random salt, hence a fresh key and nonce.
+* Host data streams through the device in overlapped pieces (upload, kernels
+  and download at once). ``aescl.pinned_empty(n, device)`` allocates
+  page-locked memory: input and ``output=`` there skip the host staging copy.
 * The kernels are table-based and therefore NOT constant-time: do not run them
   where another tenant can observe cache or shared-memory timing on the device.
 """
@@ -56,7 +59,7 @@ from .errors import (
     WrongKeyError,
 )
 from .gcm import MODE_GCM, GcmCipher
-from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, new
+from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, new, pinned_empty
 
 __version__ = "0.1.0"
 
@@ -85,4 +88,5 @@ __all__ = [
     "devices",
     "get_device",
     "new",
+    "pinned_empty",
 ]

@@ -39,15 +39,16 @@ import pyopencl as cl
 from . import __version__, chunked, keyschedule
 from .devices import Device
 from .kernels import aes_options, launch_config, runtime, time_builds
-from .modes import MODE_CTR, MODE_ECB, new
+from .modes import MODE_CTR, MODE_ECB, new, pinned_empty
 
 MODES = ("ctr", "ecb-encrypt", "ecb-decrypt", "gcm-chunked")
 KEY_BITS = (128, 192, 256)
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 DEFAULT_SIZES = (16 * KiB, 256 * KiB, 4 * MiB, 64 * MiB, 1 * GiB)
 QUICK_SIZES = (16 * KiB, 1 * MiB, 16 * MiB)
-MEASURES = ("kernel", "resident", "host")
-MEASURE_LABELS = {"kernel": "kernel", "resident": "resident", "host": "host->host"}
+MEASURES = ("kernel", "resident", "host", "pinned")
+MEASURE_LABELS = {"kernel": "kernel", "resident": "resident", "host": "host->host",
+                  "pinned": "pinned->pinned"}
 _TRANSFER_LIMIT = 256 * MiB
 
 Progress = Callable[[str], None]
@@ -92,6 +93,7 @@ class Result:
     resident_gb_s: float | None
     host_gb_s: float | None
     verified: bool | None  # output equal to the reference; None when there was none
+    pinned_gb_s: float | None = None  # host->host with input and output in pinned memory
 
     def figure(self, measure: str) -> float | None:
         return getattr(self, f"{measure}_gb_s")
@@ -388,15 +390,25 @@ def _measure_resident(work: _DeviceJob, data: np.ndarray, min_seconds: float
 
 
 def _measure_device(device: Device, job: _Job, data: np.ndarray,
-                    reference: np.ndarray | None, min_seconds: float) -> Result:
+                    reference: np.ndarray | None, min_seconds: float,
+                    pinned: tuple[np.ndarray, np.ndarray]) -> Result:
+    """The four figures of one configuration. ``pinned`` is (input, output) page-locked
+    memory (aescl.pinned_empty) at least as large as the largest size."""
     work = _DeviceJob(device, job)
     kernel, resident = _measure_resident(work, data, min_seconds)
-    out = np.empty(job.output_bytes(data.nbytes), np.uint8)
-    host = _repeat(lambda: _wall(lambda: work.host_call(data, out)), min_seconds)
-    verified = None if reference is None else bool(np.array_equal(out, reference))
-    size = data.nbytes
+    size, out_bytes = data.nbytes, job.output_bytes(data.nbytes)
+    outputs = [np.empty(out_bytes, np.uint8)]
+    host = _repeat(lambda: _wall(lambda: work.host_call(data, outputs[0])), min_seconds)
+    pinned_in, pinned_out = pinned[0][:size], pinned[1][:out_bytes]
+    pinned_in[:] = data
+    outputs.append(pinned_out)
+    pinned_seconds = _repeat(lambda: _wall(lambda: work.host_call(pinned_in, pinned_out)),
+                             min_seconds)
+    verified = None if reference is None else all(
+        np.array_equal(out, reference) for out in outputs)
     return Result(job.mode, 8 * len(job.key), size, _gb_s(size, kernel),
-                  _gb_s(size, resident), _gb_s(size, host), verified)
+                  _gb_s(size, resident), _gb_s(size, host), verified,
+                  _gb_s(size, pinned_seconds))
 
 
 # ---- the run ---------------------------------------------------------------------------
@@ -419,6 +431,12 @@ def run(devices: list[Device], settings: Settings = Settings(),
     targets.extend(target for target, _ in baselines)
 
     data = np.random.default_rng().integers(0, 256, max(settings.sizes), dtype=np.uint8)
+    pinned: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for device, target in zip(devices, targets, strict=False):
+        largest = max([s for s in settings.sizes if s <= (target.max_bytes or 0)], default=0)
+        output_slack = largest // chunked.CHUNK_SIZE * chunked.TAG_SIZE + chunked.TAG_SIZE
+        pinned[device.id] = (pinned_empty(largest, device),
+                             pinned_empty(largest + output_slack, device))
     for mode, bits in settings.configurations():
         job = _Job(mode, os.urandom(bits // 8), os.urandom(
             chunked.NONCE_SIZE if mode == "gcm-chunked" else 16))
@@ -438,8 +456,8 @@ def run(devices: list[Device], settings: Settings = Settings(),
                 if size > (target.max_bytes or 0):
                     continue
                 progress(f"{device.name}: {mode} AES-{bits} {format_size(size)}")
-                target.results.append(
-                    _measure_device(device, job, piece, reference, settings.min_seconds))
+                target.results.append(_measure_device(
+                    device, job, piece, reference, settings.min_seconds, pinned[device.id]))
     return Report(
         aescl_version=__version__,
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

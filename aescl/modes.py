@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import keyschedule
+from . import _pipeline, keyschedule
 from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
+from ._pipeline import PIECE_BYTES, Piece, pipeline
 from .devices import Device, resolve
 from .errors import CounterOverflowError, KeystreamReuseError
 from .gcm import MODE_GCM, GcmCipher
@@ -57,15 +58,8 @@ class _KernelLauncher:
             cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
             hostbuf=np.ascontiguousarray(key_material, dtype="<u4"),
         )
-        self.slice_bytes = default_slice_bytes(device)
-        self._buffer: Any = None
-        self._buffer_bytes = 0
-
-    def _device_buffer(self, nbytes: int) -> Any:
-        if nbytes > self._buffer_bytes:
-            self._buffer = cl.Buffer(self._runtime.context, cl.mem_flags.READ_WRITE, nbytes)
-            self._buffer_bytes = nbytes
-        return self._buffer
+        self._device = device
+        self.piece_bytes = min(PIECE_BYTES, default_slice_bytes(device))
 
     def enqueue(
         self, queue: Any, source: Any, target: Any, blocks: int, extra_args: tuple[Any, ...]
@@ -87,20 +81,24 @@ class _KernelLauncher:
         target: np.ndarray,
         slice_args: Callable[[int], tuple[Any, ...]] = lambda first_block: (),
     ) -> None:
-        """Process whole blocks from ``source`` into ``target`` (may be the same memory).
+        """Process whole blocks from ``source`` into ``target`` (may be the same memory),
+        through the device's overlapped pipeline (aescl._pipeline).
 
         ``slice_args(first_block)`` gives the kernel arguments that depend on the
-        slice's position (the CTR counter), placed after the block count.
+        piece's position (the CTR counter), placed after the block count.
         """
-        queue = self._runtime.queue
-        step = self.slice_bytes - self.slice_bytes % BLOCK_SIZE
-        for start in range(0, source.nbytes, step):
+        step = self.piece_bytes - self.piece_bytes % BLOCK_SIZE
+
+        def piece(start: int) -> Piece:
             stop = min(source.nbytes, start + step)
-            buffer = self._device_buffer(min(step, source.nbytes))
-            cl.enqueue_copy(queue, buffer, source[start:stop], is_blocking=False)
-            blocks = (stop - start) // BLOCK_SIZE
-            self.enqueue(queue, buffer, buffer, blocks, slice_args(start // BLOCK_SIZE))
-            cl.enqueue_copy(queue, target[start:stop], buffer, is_blocking=True)
+            blocks, args = (stop - start) // BLOCK_SIZE, slice_args(start // BLOCK_SIZE)
+            return Piece.through(
+                self._device, source[start:stop], target[start:stop],
+                lambda queue, device_in, device_out: self.enqueue(
+                    queue, device_in, device_out, blocks, args),
+            )
+
+        pipeline(self._device).run(piece(start) for start in range(0, source.nbytes, step))
 
 
 class EcbCipher:
@@ -285,6 +283,18 @@ class CtrCipher:
     def decrypt(self, ciphertext: BytesLike, output: Any = None) -> bytes | None:
         """Decrypt, continuing the keystream. Returns bytes, or None when ``output`` is given."""
         return self._process(ciphertext, output, "decrypt")
+
+
+def pinned_empty(nbytes: int, device: Device | str | None = None) -> np.ndarray:
+    """A uint8 array of ``nbytes`` in page-locked host memory for ``device``.
+
+    Cipher calls whose input and ``output=`` lie in such arrays move data straight
+    between them and the device at the full PCIe rate; ordinary arrays go through
+    the library's own pinned staging buffers, one host copy each way.
+    """
+    if nbytes < 0:
+        raise ValueError("nbytes must not be negative")
+    return _pipeline.pinned_empty(nbytes, resolve(device))
 
 
 def new(

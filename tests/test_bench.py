@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import aescl
 from aescl import bench, chunked
 from aescl.kernels import aes_options, launch_config, time_builds
 
@@ -70,10 +71,11 @@ def test_a_wrong_device_output_is_reported_as_a_mismatch(device):
     job = bench._Job("ctr", bytes(16), bytes(16))
     right = np.empty_like(data)
     bench._pycryptodome_run(job)(data, right)
-    assert bench._measure_device(device, job, data, right, 0).verified is True
+    pinned = (aescl.pinned_empty(4096, device), aescl.pinned_empty(4096, device))
+    assert bench._measure_device(device, job, data, right, 0, pinned).verified is True
     wrong = right.copy()
     wrong[1234] ^= 1
-    result = bench._measure_device(device, job, data, wrong, 0)
+    result = bench._measure_device(device, job, data, wrong, 0, pinned)
     assert result.verified is False
     report = bench.Report("0", "now", {}, {"sizes": [4096]},
                           [bench.Target(device.id, device.name, "opencl", device.type,

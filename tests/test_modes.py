@@ -191,7 +191,7 @@ def test_slicing_gives_identical_output(device, mode):
                            device=device)
         launcher = cipher._launcher
         expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=2**64 - 20).encrypt(data)
-    launcher.slice_bytes = 16 * 37
+    launcher.piece_bytes = 16 * 37  # 28 pieces: every pipeline slot is reused
     assert cipher.encrypt(data) == expected
 
 

@@ -1,0 +1,261 @@
+"""Overlapped streaming of host data through a device, with pinned staging (private).
+
+Host data moves through the device in pieces, and every piece passes five stages:
+
+1. load: the host copies the piece into a pinned staging buffer (a host-allocated
+   OpenCL buffer, mapped), or reads a file straight into it;
+2. upload: DMA from pinned memory to the device (pageable memory would make the
+   driver stage it again, at a third of the speed);
+3. compute: the mode's kernels;
+4. download: DMA into a second pinned staging buffer;
+5. store: the host copies the result out, or writes it to a file.
+
+Pieces overlap. While the device computes piece b, it downloads piece b-1 (a second
+queue, so that both DMA directions run at once), and the host loads piece b+1 and
+stores piece b-2. Host copies are split across a few threads, because one core
+copies at a fraction of the PCIe rate. Memory that :func:`pinned_empty` allocated
+is pinned already: pieces in it skip the staging copies entirely.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from .devices import Device
+from .kernels import DeviceRuntime, runtime
+
+PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
+SLOTS = 4  # pieces in flight: loading, on the device (2), storing
+_COPY_PART_BYTES = 4 << 20  # below this a host copy is not worth splitting
+_HOST_THREADS = max(1, min(8, os.cpu_count() or 1))
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _host_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_HOST_THREADS, thread_name_prefix="aescl-host")
+        return _pool
+
+
+# ---- Pinned host memory ------------------------------------------------------------
+
+# device id -> {id(root array): (first address, end address)} of live pinned arrays
+_pinned_ranges: dict[str, dict[int, tuple[int, int]]] = {}
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+def pinned_empty(nbytes: int, device: Device) -> np.ndarray:
+    """A uint8 array of ``nbytes`` in page-locked host memory that ``device``'s DMA
+    engines read and write directly. Data in it moves at the full PCIe rate."""
+    rt = runtime(device)
+    buffer = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
+                       max(1, nbytes))
+    mapped, _ = cl.enqueue_map_buffer(
+        rt.queue, buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0, (max(1, nbytes),), np.uint8,
+        is_blocking=True,
+    )
+    array = mapped[:nbytes]
+    ranges = _pinned_ranges.setdefault(device.id, {})
+    start = _address(mapped)
+    ranges[id(mapped)] = (start, start + mapped.nbytes)
+    weakref.finalize(mapped, ranges.pop, id(mapped), None)
+    return array
+
+
+def is_pinned(array: np.ndarray, device: Device) -> bool:
+    """Whether all of ``array`` lies in memory :func:`pinned_empty` allocated for ``device``."""
+    start = _address(array)
+    end = start + array.nbytes
+    return any(lo <= start and end <= hi for lo, hi in _pinned_ranges.get(device.id, {}).values())
+
+
+# ---- Host copies -----------------------------------------------------------------------
+
+
+def _copy_parts(target: np.ndarray, source: np.ndarray) -> list[Callable[[], None]]:
+    """``target[:] = source`` as a few independent copies for the host threads
+    (numpy releases the GIL while it copies)."""
+    parts = max(1, min(_HOST_THREADS, source.nbytes // _COPY_PART_BYTES))
+    bounds = [source.nbytes * i // parts for i in range(parts + 1)]
+    return [
+        (lambda lo=lo, hi=hi: np.copyto(target[lo:hi], source[lo:hi]))
+        for lo, hi in zip(bounds, bounds[1:], strict=False)
+    ]
+
+
+# ---- Pieces and the pipeline --------------------------------------------------------------
+
+# (queue, device input buffer, device output buffer) -> the event of the last command
+Launch = Callable[[Any, Any, Any], Any]
+# a host action on a pinned staging view: fill it (load) or consume it (store)
+HostAction = Callable[[np.ndarray], list[Callable[[], None]]]
+
+
+@dataclass
+class Piece:
+    """One piece of work: where its input comes from, its kernels, where its output goes.
+
+    Input is either ``upload_from`` (pinned memory, uploaded directly) or ``load``,
+    which returns the host tasks that fill a pinned staging view of ``in_bytes``.
+    Output is ``download_to`` (pinned memory) or ``store``, which returns the host
+    tasks that consume a pinned view of ``out_bytes`` (``out_bytes`` may be 0).
+    """
+
+    in_bytes: int
+    out_bytes: int
+    launch: Launch
+    load: HostAction | None = None
+    upload_from: np.ndarray | None = None
+    store: HostAction | None = None
+    download_to: np.ndarray | None = None
+
+    @classmethod
+    def through(cls, device: Device, source: np.ndarray, target: np.ndarray,
+                launch: Launch) -> Piece:
+        """A piece from one host array to another of the same size, staged as needed."""
+        piece = cls(source.nbytes, target.nbytes, launch)
+        if is_pinned(source, device):
+            piece.upload_from = source
+        else:
+            piece.load = lambda staging: _copy_parts(staging, source)
+        if is_pinned(target, device):
+            piece.download_to = target
+        else:
+            piece.store = lambda staging: _copy_parts(target, staging)
+        return piece
+
+
+class _Slot:
+    """Device buffers and pinned staging for one piece in flight, grown on demand."""
+
+    def __init__(self) -> None:
+        self.device_in: Any = None
+        self.device_out: Any = None
+        self.device_bytes = (0, 0)
+        self.staging: dict[str, np.ndarray] = {}
+
+
+@dataclass
+class _InFlight:
+    piece: Piece
+    slot: _Slot
+    download: Any  # event, or None when the piece has no output
+
+
+class Pipeline:
+    """Streams pieces through one device. Not thread-safe: one user at a time, like the
+    runtime's queue. Kernels go on an upload-and-compute queue, downloads on a second."""
+
+    def __init__(self, device: Device) -> None:
+        self._device = device
+        self._rt: DeviceRuntime = runtime(device)
+        context, cl_device = self._rt.context, device.cl_device
+        self._compute_queue = cl.CommandQueue(context, cl_device)
+        self._download_queue = cl.CommandQueue(context, cl_device)
+        self._slots = [_Slot() for _ in range(SLOTS)]
+
+    def _device_buffers(self, slot: _Slot, piece: Piece) -> tuple[Any, Any]:
+        need = (max(1, piece.in_bytes), max(1, piece.out_bytes))
+        if need[0] > slot.device_bytes[0] or need[1] > slot.device_bytes[1]:
+            size = (max(need[0], slot.device_bytes[0]), max(need[1], slot.device_bytes[1]))
+            flags = cl.mem_flags.READ_WRITE
+            slot.device_in = cl.Buffer(self._rt.context, flags, size[0])
+            slot.device_out = cl.Buffer(self._rt.context, flags, size[1])
+            slot.device_bytes = size
+        return slot.device_in, slot.device_out
+
+    def _staging(self, slot: _Slot, which: str, nbytes: int) -> np.ndarray:
+        array = slot.staging.get(which)
+        if array is None or array.nbytes < nbytes:
+            array = pinned_empty(max(nbytes, PIECE_BYTES // 4), self._device)
+            slot.staging[which] = array
+        return array[:nbytes]
+
+    def _enqueue(self, piece: Piece, slot: _Slot) -> _InFlight:
+        device_in, device_out = self._device_buffers(slot, piece)
+        queue = self._compute_queue
+        if piece.in_bytes:
+            source = piece.upload_from
+            if source is None:
+                source = self._staging(slot, "in", piece.in_bytes)
+            cl.enqueue_copy(queue, device_in, source, is_blocking=False)
+        done = piece.launch(queue, device_in, device_out)
+        download = None
+        if piece.out_bytes:
+            target = piece.download_to
+            if target is None:
+                target = self._staging(slot, "out", piece.out_bytes)
+            download = cl.enqueue_copy(self._download_queue, target, device_out,
+                                       is_blocking=False, wait_for=[done])
+        queue.flush()
+        self._download_queue.flush()
+        return _InFlight(piece, slot, download)
+
+    def _store_tasks(self, flight: _InFlight) -> list[Callable[[], None]]:
+        if flight.download is not None:
+            flight.download.wait()
+        if flight.piece.store is None:
+            return []
+        return flight.piece.store(self._staging(flight.slot, "out", flight.piece.out_bytes))
+
+    def run(self, pieces: Iterable[Piece]) -> None:
+        """Process every piece; returns when all outputs are stored.
+
+        An exception from a host task stops the stream after the pieces in flight
+        have drained, and is raised here.
+        """
+        pool = _host_pool()
+        in_flight: deque[_InFlight] = deque()
+        try:
+            for index, piece in enumerate(pieces):
+                slot = self._slots[index % SLOTS]
+                tasks: list[Callable[[], None]] = []
+                if piece.load is not None and piece.in_bytes:
+                    tasks += piece.load(self._staging(slot, "in", piece.in_bytes))
+                if len(in_flight) == SLOTS - 2:  # keep two pieces on the device
+                    tasks += self._store_tasks(in_flight.popleft())
+                _run_all(pool, tasks)
+                in_flight.append(self._enqueue(piece, slot))
+            while in_flight:
+                _run_all(pool, self._store_tasks(in_flight.popleft()))
+        finally:
+            for flight in in_flight:  # after an error: nothing may still write into staging
+                if flight.download is not None:
+                    flight.download.wait()
+            self._compute_queue.finish()
+
+
+def _run_all(pool: ThreadPoolExecutor, tasks: list[Callable[[], None]]) -> None:
+    if len(tasks) == 1:
+        tasks[0]()
+        return
+    futures: list[Future[None]] = [pool.submit(task) for task in tasks]
+    for future in futures:
+        future.result()
+
+
+_pipelines: dict[str, Pipeline] = {}
+
+
+def pipeline(device: Device) -> Pipeline:
+    """The device's pipeline, created once per process (its buffers are reused)."""
+    if device.id not in _pipelines:
+        _pipelines[device.id] = Pipeline(device)
+    return _pipelines[device.id]

@@ -1,0 +1,95 @@
+"""aescl/_pipeline.py: overlapped pieces through the device, pinned and pageable host memory."""
+
+import os
+
+import numpy as np
+import pytest
+from Crypto.Cipher import AES
+
+import aescl
+from aescl import _pipeline
+from aescl._pipeline import Piece, is_pinned, pinned_empty, pipeline
+
+
+def _ctr(key, device):
+    return aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=bytes(16), device=device)
+
+
+def test_pinned_memory_is_recognised_with_its_slices(device):
+    pinned = aescl.pinned_empty(4096, device)
+    assert pinned.dtype == np.uint8 and pinned.nbytes == 4096
+    assert is_pinned(pinned, device) and is_pinned(pinned[100:200], device)
+    assert not is_pinned(np.empty(4096, np.uint8), device)
+    with pytest.raises(ValueError, match="negative"):
+        aescl.pinned_empty(-1, device)
+
+
+@pytest.mark.parametrize("source_pinned,target_pinned", [
+    (False, False), (True, False), (False, True), (True, True)])
+def test_ctr_through_pinned_and_pageable_memory(device, monkeypatch, source_pinned,
+                                                target_pinned):
+    # Many small pieces, so that every slot is reused and pieces overlap.
+    monkeypatch.setattr(_pipeline, "_COPY_PART_BYTES", 512)
+    key = os.urandom(16)
+    data = np.frombuffer(os.urandom(16 * 3000), np.uint8)
+    source = pinned_empty(data.nbytes, device) if source_pinned else np.empty_like(data)
+    source[:] = data
+    target = pinned_empty(data.nbytes, device) if target_pinned else np.empty_like(data)
+    cipher = _ctr(key, device)
+    cipher._launcher.piece_bytes = 16 * 211
+    cipher.encrypt(source, output=target)
+    reference = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=bytes(16))
+    expected = reference.encrypt(data.tobytes())
+    assert target.tobytes() == expected
+    assert source.tobytes() == data.tobytes()  # the input is left alone
+
+
+def test_pieces_may_have_no_output(device):
+    seen = []
+
+    def launch(queue, device_in, device_out):
+        return _pipeline.cl.enqueue_marker(queue)
+
+    pieces = [Piece(16, 0, launch, load=lambda staging: [lambda: seen.append(staging.nbytes)])
+              for _ in range(7)]
+    pipeline(device).run(pieces)
+    assert seen == [16] * 7
+
+
+def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
+    data = np.frombuffer(os.urandom(16 * 64), np.uint8)
+    stored = []
+
+    def store(staging, index):
+        def task():
+            if index == 3:
+                raise OSError("disk full")
+            stored.append(index)
+        return [task]
+
+    cipher = _ctr(os.urandom(16), device)
+    launcher = cipher._launcher
+    pieces = [
+        Piece(16 * 8, 16 * 8,
+              lambda q, i, o: launcher.enqueue(q, i, o, 8, cipher._counter_args(0)),
+              load=lambda staging, lo=lo: _pipeline._copy_parts(staging, data[lo:lo + 128]),
+              store=lambda staging, index=index: store(staging, index))
+        for index, lo in enumerate(range(0, data.nbytes, 128))
+    ]
+    with pytest.raises(OSError, match="disk full"):
+        pipeline(device).run(pieces)
+    assert stored == [0, 1, 2]
+    # The pipeline is usable again afterwards.
+    assert _ctr(b"k" * 16, device).encrypt(bytes(64)) == AES.new(
+        b"k" * 16, AES.MODE_CTR, nonce=b"", initial_value=bytes(16)).encrypt(bytes(64))
+
+
+def test_host_copies_split_into_parts(monkeypatch):
+    monkeypatch.setattr(_pipeline, "_COPY_PART_BYTES", 100)
+    source = np.arange(1000, dtype=np.uint32).view(np.uint8)
+    target = np.zeros_like(source)
+    parts = _pipeline._copy_parts(target, source)
+    assert 1 < len(parts) <= _pipeline._HOST_THREADS
+    for part in parts:
+        part()
+    assert np.array_equal(source, target)
