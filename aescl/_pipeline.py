@@ -10,11 +10,12 @@ Host data moves through the device in pieces, and every piece passes five stages
 4. download: DMA into a second pinned staging buffer;
 5. store: the host copies the result out, or writes it to a file.
 
-Pieces overlap. While the device computes piece b, it downloads piece b-1 (a second
-queue, so that both DMA directions run at once), and the host loads piece b+1 and
-stores piece b-2. Host copies are split across a few threads, because one core
-copies at a fraction of the PCIe rate. Memory that :func:`pinned_empty` allocated
-is pinned already: pieces in it skip the staging copies entirely.
+Pieces overlap. While the device uploads and computes one piece, it downloads an
+earlier one (a second queue, so that both DMA directions run at once), and the
+host loads the next piece and stores the oldest; up to SLOTS pieces are in flight.
+Host copies are split across a few threads, because one core copies at a fraction
+of the PCIe rate. Memory that :func:`pinned_empty` allocated is pinned already:
+pieces in it skip the staging copies entirely.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from .devices import Device
 from .kernels import DeviceRuntime, runtime
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
-SLOTS = 4  # pieces in flight: loading, on the device (2), storing
+SLOTS = 6  # pieces in flight: loading, on the device (4), storing
 _COPY_PART_BYTES = 4 << 20  # below this a host copy is not worth splitting
-_HOST_THREADS = max(1, min(8, os.cpu_count() or 1))
+_HOST_THREADS = max(1, min(16, os.cpu_count() or 1))
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -89,7 +90,7 @@ def is_pinned(array: np.ndarray, device: Device) -> bool:
 # ---- Host copies -----------------------------------------------------------------------
 
 
-def _copy_parts(target: np.ndarray, source: np.ndarray) -> list[Callable[[], None]]:
+def copy_parts(target: np.ndarray, source: np.ndarray) -> list[Callable[[], None]]:
     """``target[:] = source`` as a few independent copies for the host threads
     (numpy releases the GIL while it copies)."""
     parts = max(1, min(_HOST_THREADS, source.nbytes // _COPY_PART_BYTES))
@@ -129,17 +130,22 @@ class Piece:
     @classmethod
     def through(cls, device: Device, source: np.ndarray, target: np.ndarray,
                 launch: Launch) -> Piece:
-        """A piece from one host array to another of the same size, staged as needed."""
+        """A piece from one host array to another (the device output is all of
+        ``target``), staged as needed."""
         piece = cls(source.nbytes, target.nbytes, launch)
-        if is_pinned(source, device):
-            piece.upload_from = source
-        else:
-            piece.load = lambda staging: _copy_parts(staging, source)
+        piece.read_from(device, source)
         if is_pinned(target, device):
             piece.download_to = target
         else:
-            piece.store = lambda staging: _copy_parts(target, staging)
+            piece.store = lambda staging: copy_parts(target, staging)
         return piece
+
+    def read_from(self, device: Device, source: np.ndarray) -> None:
+        """Take the input from a host array: directly if it is pinned, else staged."""
+        if is_pinned(source, device):
+            self.upload_from = source
+        else:
+            self.load = lambda staging: copy_parts(staging, source)
 
 
 class _Slot:
@@ -161,14 +167,15 @@ class _InFlight:
 
 class Pipeline:
     """Streams pieces through one device. Not thread-safe: one user at a time, like the
-    runtime's queue. Kernels go on an upload-and-compute queue, downloads on a second."""
+    runtime's queue. Uploads and kernels go on the runtime's queue, downloads on a second."""
 
     def __init__(self, device: Device) -> None:
         self._device = device
-        self._rt: DeviceRuntime = runtime(device)
-        context, cl_device = self._rt.context, device.cl_device
-        self._compute_queue = cl.CommandQueue(context, cl_device)
-        self._download_queue = cl.CommandQueue(context, cl_device)
+        self.runtime: DeviceRuntime = runtime(device)
+        # Uploads and kernels share the runtime's queue, which the modes' kernels
+        # (GCM's among them) are enqueued on; in-order, it orders each upload first.
+        self._compute_queue = self.runtime.queue
+        self._download_queue = cl.CommandQueue(self.runtime.context, device.cl_device)
         self._slots = [_Slot() for _ in range(SLOTS)]
 
     def _device_buffers(self, slot: _Slot, piece: Piece) -> tuple[Any, Any]:
@@ -176,8 +183,8 @@ class Pipeline:
         if need[0] > slot.device_bytes[0] or need[1] > slot.device_bytes[1]:
             size = (max(need[0], slot.device_bytes[0]), max(need[1], slot.device_bytes[1]))
             flags = cl.mem_flags.READ_WRITE
-            slot.device_in = cl.Buffer(self._rt.context, flags, size[0])
-            slot.device_out = cl.Buffer(self._rt.context, flags, size[1])
+            slot.device_in = cl.Buffer(self.runtime.context, flags, size[0])
+            slot.device_out = cl.Buffer(self.runtime.context, flags, size[1])
             slot.device_bytes = size
         return slot.device_in, slot.device_out
 
@@ -229,7 +236,7 @@ class Pipeline:
                 tasks: list[Callable[[], None]] = []
                 if piece.load is not None and piece.in_bytes:
                     tasks += piece.load(self._staging(slot, "in", piece.in_bytes))
-                if len(in_flight) == SLOTS - 2:  # keep two pieces on the device
+                if len(in_flight) == SLOTS - 2:  # the rest stay queued on the device
                     tasks += self._store_tasks(in_flight.popleft())
                 _run_all(pool, tasks)
                 in_flight.append(self._enqueue(piece, slot))
@@ -255,7 +262,8 @@ _pipelines: dict[str, Pipeline] = {}
 
 
 def pipeline(device: Device) -> Pipeline:
-    """The device's pipeline, created once per process (its buffers are reused)."""
-    if device.id not in _pipelines:
-        _pipelines[device.id] = Pipeline(device)
-    return _pipelines[device.id]
+    """The device's pipeline, created once per runtime (its buffers are reused)."""
+    existing = _pipelines.get(device.id)
+    if existing is None or existing.runtime is not runtime(device):
+        existing = _pipelines[device.id] = Pipeline(device)
+    return existing

@@ -360,8 +360,7 @@ class _DeviceJob:
     def host_call(self, data: np.ndarray, out: np.ndarray) -> None:
         job = self.job
         if job.mode == "gcm-chunked":
-            sealed = chunked.encrypt_raw(job.key, job.iv, data, device=self.device)
-            out[:] = np.frombuffer(sealed, np.uint8)
+            chunked.encrypt_raw(job.key, job.iv, data, device=self.device, output=out)
         elif job.mode == "ctr":
             new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv,
                 device=self.device).encrypt(data, output=out)

@@ -18,7 +18,10 @@ missing short final chunk as truncation, and fails on anything after it.
 
 Many chunks go to the device per launch (``batch_chunks``, 1024 = 16 MiB by
 default): the GCM kernels take one chunk per message slot and compute the tags
-on the device (:meth:`aescl.gcm.GcmEngine.seal_messages`).
+on the device (:meth:`aescl.gcm.GcmEngine.seal_messages`). Runs of full chunks
+stream through the device's overlapped pipeline (aescl._pipeline), and the
+device also converts between the sealed layout and its slots
+(cl/chunk_layout.cl), so the host touches each byte once.
 """
 
 from __future__ import annotations
@@ -27,15 +30,25 @@ import hashlib
 import hmac
 import io
 import os
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import numpy as np
+import pyopencl as cl
 
-from ._arrays import BytesLike, input_array
+from ._arrays import BytesLike, finish, input_array, output_array
+from ._pipeline import Launch, Piece, copy_parts, pipeline
 from ._streams import read_full
 from .devices import Device, resolve
-from .errors import AuthenticationError, CounterOverflowError, TruncatedError, WrongKeyError
+from .errors import (
+    AuthenticationError,
+    CounterOverflowError,
+    FormatError,
+    TruncatedError,
+    WrongKeyError,
+)
 from .gcm import GcmEngine
+from .kernels import kernel, launch_config
 
 KEY_SIZE = 32
 SALT_SIZE = 24
@@ -107,7 +120,8 @@ class ChunkCipher:
         _check_key(key)
         if len(base_nonce) != NONCE_SIZE:
             raise ValueError(f"the base nonce must be {NONCE_SIZE} bytes, not {len(base_nonce)}")
-        self._engine = GcmEngine(bytes(key), resolve(device), "host")
+        self._device = resolve(device)
+        self._engine = GcmEngine(bytes(key), self._device, "host")
         self._base_nonce = np.frombuffer(bytes(base_nonce), dtype=np.uint8)
 
     def _j0s(self, first: int, count: int) -> np.ndarray:
@@ -132,6 +146,126 @@ class ChunkCipher:
     def _lengths(full: int, final_bytes: int | None) -> np.ndarray:
         lengths = [CHUNK_SIZE] * full + ([] if final_bytes is None else [final_bytes])
         return np.array(lengths, dtype=np.uint64)
+
+    # ---- runs of full chunks through the pipeline -------------------------------------
+
+    def _enqueue_layout(self, queue: Any, name: str, args: tuple[Any, ...], count: int) -> Any:
+        layout = kernel(self._device, "chunk_layout.cl", "", name)
+        config = launch_config(self._device)
+        group = config.work_group_size
+        groups = min(config.max_work_groups, -(-count * (SEALED_CHUNK_SIZE // 16) // group))
+        layout.set_args(*args, np.uint32(count))
+        return cl.enqueue_nd_range_kernel(queue, layout, (groups * group,), (group,))
+
+    def _seal_launch(self, first: int, count: int) -> Launch:
+        """Device work of sealing full chunks: plaintext slots in, sealed layout out."""
+        lengths, j0s = self._lengths(count, None), self._j0s(first, count)
+
+        def launch(queue: Any, slots: Any, sealed: Any) -> Any:
+            batch = self._engine.resident_batch(slots, CHUNK_SIZE, lengths, j0s)
+            batch.crypt()
+            batch.hash()
+            return self._enqueue_layout(queue, "chunks_pack",
+                                        (slots, batch.tags_buffer, sealed), count)
+        return launch
+
+    def _open_launch(self, first: int, count: int) -> Launch:
+        """Device work of opening full chunks: sealed layout in; out, the plaintext slots,
+        then the computed tags, then the received tags (see :meth:`_checked`)."""
+        lengths, j0s = self._lengths(count, None), self._j0s(first, count)
+
+        def launch(queue: Any, sealed: Any, out: Any) -> Any:
+            text_blocks = count * (CHUNK_SIZE // 16)
+            self._enqueue_layout(queue, "chunks_unpack",
+                                 (sealed, out, np.uint32(text_blocks + count)), count)
+            batch = self._engine.resident_batch(out, CHUNK_SIZE, lengths, j0s)
+            batch.hash()  # over the ciphertext, before it is decrypted in place
+            cl.enqueue_copy(queue, out, batch.tags_buffer, byte_count=TAG_SIZE * count,
+                            dst_offset=16 * text_blocks)
+            return batch.crypt()[-1]
+        return launch
+
+    @staticmethod
+    def _checked(result: np.ndarray, first: int, count: int) -> np.ndarray:
+        """The plaintext of an opened run, after every tag in it matched; else raises."""
+        text = count * CHUNK_SIZE
+        tags = result[text:].reshape(2, count, TAG_SIZE)
+        matches = np.all(tags[0] == tags[1], axis=1)  # every byte compared, no early exit
+        if not matches.all():
+            index = first + int(np.argmin(matches))
+            raise AuthenticationError(
+                f"chunk {index} failed authentication: the data was modified", chunk=index)
+        return result[:text]
+
+    def _pieces(self, first: int, count: int, batch_chunks: int, opening: bool
+                ) -> list[tuple[int, int, Launch]]:
+        """(first chunk, chunks, launch) for runs of at most ``batch_chunks``."""
+        make = self._open_launch if opening else self._seal_launch
+        return [(start, min(batch_chunks, first + count - start),
+                 make(start, min(batch_chunks, first + count - start)))
+                for start in range(first, first + count, batch_chunks)]
+
+    def seal_full(self, plaintext: np.ndarray, sealed: np.ndarray, first: int,
+                  batch_chunks: int = DEFAULT_BATCH_CHUNKS) -> None:
+        """Seal whole chunks ``first, ...`` of ``plaintext`` into ``sealed`` (16400 bytes
+        each). Either array may be pinned memory (aescl.pinned_empty)."""
+        count = plaintext.nbytes // CHUNK_SIZE
+        pieces = []
+        for start, chunks, launch in self._pieces(first, count, batch_chunks, opening=False):
+            offset = start - first
+            pieces.append(Piece.through(
+                self._device, plaintext[offset * CHUNK_SIZE :][: chunks * CHUNK_SIZE],
+                sealed[offset * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE], launch))
+        pipeline(self._device).run(pieces)
+
+    def open_full(self, sealed: np.ndarray, plaintext: np.ndarray, first: int,
+                  batch_chunks: int = DEFAULT_BATCH_CHUNKS) -> None:
+        """Open whole sealed chunks into ``plaintext``. Each run's plaintext is copied out
+        only after all of its tags matched; a failure raises AuthenticationError, and
+        the runs before it have been written."""
+        count = sealed.nbytes // SEALED_CHUNK_SIZE
+        pieces = []
+        for start, chunks, launch in self._pieces(first, count, batch_chunks, opening=True):
+            offset = start - first
+            target = plaintext[offset * CHUNK_SIZE :][: chunks * CHUNK_SIZE]
+            piece = Piece(chunks * SEALED_CHUNK_SIZE, chunks * (CHUNK_SIZE + 2 * TAG_SIZE),
+                          launch)
+            piece.read_from(
+                self._device, sealed[offset * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE])
+            piece.store = lambda result, target=target, start=start, chunks=chunks: copy_parts(
+                target, self._checked(result, start, chunks))
+            pieces.append(piece)
+        pipeline(self._device).run(pieces)
+
+    def seal_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
+                  batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+                  progress: Callable[[int], None] | None = None) -> None:
+        """Seal ``count`` full chunks read from ``source`` into ``sink``: reads land in
+        pinned staging and writes leave from it, overlapped with the device."""
+        def piece(chunks: int, launch: Launch) -> Piece:
+            def store(sealed: np.ndarray) -> list[Callable[[], None]]:
+                return [lambda: _write_all(sink, sealed, progress, chunks * CHUNK_SIZE)]
+            return Piece(chunks * CHUNK_SIZE, chunks * SEALED_CHUNK_SIZE, launch,
+                         load=_reader(source), store=store)
+
+        pipeline(self._device).run(
+            piece(chunks, launch)
+            for _, chunks, launch in self._pieces(first, count, batch_chunks, opening=False))
+
+    def open_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
+                  batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+                  progress: Callable[[int], None] | None = None) -> None:
+        """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
+        run only after all of its tags matched."""
+        def piece(start: int, chunks: int, launch: Launch) -> Piece:
+            def store(result: np.ndarray) -> list[Callable[[], None]]:
+                text = self._checked(result, start, chunks)
+                return [lambda: _write_all(sink, text, progress, chunks * SEALED_CHUNK_SIZE)]
+            return Piece(chunks * SEALED_CHUNK_SIZE, chunks * (CHUNK_SIZE + 2 * TAG_SIZE),
+                         launch, load=_reader(source), store=store)
+
+        pipeline(self._device).run(
+            piece(*run) for run in self._pieces(first, count, batch_chunks, opening=True))
 
     def seal(self, plaintext: BytesLike, first: int, final: bool) -> np.ndarray:
         """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short final one.
@@ -198,6 +332,30 @@ class ChunkCipher:
         return slots.reshape(-1)[: full * CHUNK_SIZE + text_bytes]
 
 
+def _read_exactly(source: BinaryIO, staging: np.ndarray) -> None:
+    """Fill ``staging`` from ``source``; the size was known in advance, so less data
+    means the file shrank while it was read."""
+    view, done = memoryview(staging), 0
+    while done < len(view):
+        got = source.readinto(view[done:])  # type: ignore[attr-defined]
+        if not got:
+            raise TruncatedError("truncated: the input ended early (did it change while "
+                                 "being read?)")
+        done += got
+
+
+def _reader(source: BinaryIO) -> Callable[[np.ndarray], list[Callable[[], None]]]:
+    """A pipeline load action that fills the staging view from ``source``."""
+    return lambda staging: [lambda: _read_exactly(source, staging)]
+
+
+def _write_all(sink: BinaryIO, data: np.ndarray, progress: Callable[[int], None] | None,
+               consumed: int) -> None:
+    sink.write(memoryview(data))  # buffered binary files write everything or raise
+    if progress:
+        progress(consumed)
+
+
 def _random_salt(salt: bytes | None) -> bytes:
     # `salt=` exists for tests and test vectors only: a salt must never repeat for a key.
     return os.urandom(SALT_SIZE) if salt is None else bytes(salt)
@@ -213,48 +371,68 @@ def _open_header(key: bytes, header: bytes, context: bytes) -> tuple[bytes, byte
     return chunk_key, base_nonce
 
 
-def _seal_all(cipher: ChunkCipher, message: np.ndarray, batch_chunks: int) -> bytes:
-    batch = batch_chunks * CHUNK_SIZE
-    parts, first = [], 0
-    # Full batches while more than a batch remains; the rest ends with the final chunk.
-    while message.nbytes - first * CHUNK_SIZE > batch:
-        parts.append(cipher.seal(message[first * CHUNK_SIZE :][:batch], first, final=False))
-        first += batch_chunks
-    parts.append(cipher.seal(message[first * CHUNK_SIZE :], first, final=True))
-    return b"".join(parts)
+def _seal_all(cipher: ChunkCipher, message: np.ndarray, batch_chunks: int,
+              sealed: np.ndarray) -> None:
+    full = message.nbytes // CHUNK_SIZE
+    cipher.seal_full(message[: full * CHUNK_SIZE], sealed[: full * SEALED_CHUNK_SIZE], 0,
+                     batch_chunks)
+    sealed[full * SEALED_CHUNK_SIZE :] = cipher.seal(message[full * CHUNK_SIZE :], full,
+                                                     final=True)
 
 
-def _open_all(cipher: ChunkCipher, body: np.ndarray, batch_chunks: int) -> bytes:
-    batch = batch_chunks * SEALED_CHUNK_SIZE
-    parts, first = [], 0
-    while body.nbytes - first * SEALED_CHUNK_SIZE > batch:
-        parts.append(cipher.open(body[first * SEALED_CHUNK_SIZE :][:batch], first, final=False))
-        first += batch_chunks
-    rest = body[first * SEALED_CHUNK_SIZE :]
-    if rest.nbytes % SEALED_CHUNK_SIZE == 0:  # nothing, or only full chunks: no final chunk
+def _opened_size(body_bytes: int) -> int:
+    """The plaintext size of a body, or TruncatedError when it cannot end in a final chunk."""
+    full, rest = divmod(body_bytes, SEALED_CHUNK_SIZE)
+    if rest == 0:  # nothing, or only full chunks: no final chunk
         raise TruncatedError("truncated: the final chunk is missing")
-    parts.append(cipher.open(rest, first, final=True))
-    return b"".join(parts)
+    if rest < TAG_SIZE:
+        raise TruncatedError(f"truncated: chunk {full} is cut short")
+    return full * CHUNK_SIZE + rest - TAG_SIZE
+
+
+def _open_all(cipher: ChunkCipher, body: np.ndarray, batch_chunks: int,
+              plaintext: np.ndarray) -> None:
+    full = body.nbytes // SEALED_CHUNK_SIZE
+    try:
+        cipher.open_full(body[: full * SEALED_CHUNK_SIZE], plaintext[: full * CHUNK_SIZE], 0,
+                         batch_chunks)
+        plaintext[full * CHUNK_SIZE :] = cipher.open(body[full * SEALED_CHUNK_SIZE :], full,
+                                                     final=True)
+    except Exception:
+        plaintext[:] = 0  # runs that passed stay unreleased when a later one fails
+        raise
 
 
 def encrypt_raw(
     key: bytes, base_nonce: bytes, message: BytesLike, *, device: Device | str | None = None,
-    batch_chunks: int = DEFAULT_BATCH_CHUNKS,
-) -> bytes:
+    batch_chunks: int = DEFAULT_BATCH_CHUNKS, output: Any = None,
+) -> bytes | None:
     """Raw mode (the spec's appendix): chunks under a caller's key and base nonce, no header.
 
     The caller must derive ``key`` and ``base_nonce`` uniformly at random and never
-    reuse them; this is a building block for protocols and test vectors.
+    reuse them; this is a building block for protocols and test vectors. With
+    ``output`` (``sealed_size(len(message), raw=True)`` bytes, pinned memory from
+    :func:`aescl.pinned_empty` is fastest) the result goes there and None is returned.
     """
-    return _seal_all(ChunkCipher(key, base_nonce, device), input_array(message), batch_chunks)
+    source = input_array(message)
+    size = sealed_size(source.nbytes, raw=True)
+    sealed = np.empty(size, np.uint8) if output is None else output_array(output, size)
+    _seal_all(ChunkCipher(key, base_nonce, device), source, batch_chunks, sealed)
+    return finish(sealed, output)
 
 
 def decrypt_raw(
     key: bytes, base_nonce: bytes, ciphertext: BytesLike, *,
     device: Device | str | None = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
-) -> bytes:
-    """Raw mode decryption: every chunk authenticated, truncation detected."""
-    return _open_all(ChunkCipher(key, base_nonce, device), input_array(ciphertext), batch_chunks)
+    output: Any = None,
+) -> bytes | None:
+    """Raw mode decryption: every chunk authenticated, truncation detected. On failure
+    nothing is returned, and an ``output`` buffer is left zeroed."""
+    body = input_array(ciphertext)
+    size = _opened_size(body.nbytes)
+    plaintext = np.empty(size, np.uint8) if output is None else output_array(output, size)
+    _open_all(ChunkCipher(key, base_nonce, device), body, batch_chunks, plaintext)
+    return finish(plaintext, output)
 
 
 def encrypt(
@@ -269,6 +447,7 @@ def encrypt(
     salt = _random_salt(salt)
     chunk_key, base_nonce, commitment = derive(key, salt, context)
     body = encrypt_raw(chunk_key, base_nonce, message, device=device, batch_chunks=batch_chunks)
+    assert body is not None
     return salt + commitment + body
 
 
@@ -284,9 +463,11 @@ def decrypt(
     """
     data = input_array(ciphertext)
     chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)
-    return decrypt_raw(
+    plaintext = decrypt_raw(
         chunk_key, base_nonce, data[HEADER_SIZE:], device=device, batch_chunks=batch_chunks
     )
+    assert plaintext is not None
+    return plaintext
 
 
 class Writer:
@@ -307,6 +488,7 @@ class Writer:
         chunk_key, base_nonce, commitment = derive(key, salt, context)
         self._cipher = ChunkCipher(chunk_key, base_nonce, device)
         self._sink = sink
+        self._batch_chunks = batch_chunks
         self._batch_bytes = batch_chunks * CHUNK_SIZE
         self._buffer = bytearray()
         self._next_chunk = 0
@@ -327,6 +509,31 @@ class Writer:
             del self._buffer[: self._batch_bytes]
             self._next_chunk += self._batch_bytes // CHUNK_SIZE
         return len(view)
+
+    def write_file(self, source: BinaryIO, length: int,
+                   progress: Callable[[int], None] | None = None) -> None:
+        """Encrypt exactly ``length`` bytes read from ``source`` (a file whose size is
+        known): whole chunks stream through the device's pipeline straight from and
+        to the files; the rest stays buffered for :meth:`close`."""
+        if self._closed:
+            raise ValueError("write to a closed Writer")
+        if self._buffer:  # chunk boundaries are not where the file starts
+            while length and (block := read_full(source, min(length, self._batch_bytes))):
+                self.write(block)
+                length -= len(block)
+            return
+        full = length // CHUNK_SIZE
+        self._cipher.seal_file(source, self._sink, self._next_chunk, full, self._batch_chunks,
+                               progress)
+        self._next_chunk += full
+        self.bytes_in += full * CHUNK_SIZE
+        rest = read_full(source, length - full * CHUNK_SIZE)
+        if len(rest) < length - full * CHUNK_SIZE:
+            raise TruncatedError("truncated: the input ended early (did it change while "
+                                 "being read?)")
+        self.write(rest)
+        if progress:
+            progress(len(rest))
 
     def close(self) -> None:
         """Seal what is buffered, ending with the final short chunk. Idempotent."""
@@ -362,6 +569,7 @@ class Reader:
         self._source = source
         chunk_key, base_nonce = _open_header(key, read_full(source, HEADER_SIZE), context)
         self._cipher = ChunkCipher(chunk_key, base_nonce, device)
+        self._batch_chunks = batch_chunks
         self._batch_bytes = batch_chunks * SEALED_CHUNK_SIZE
         self._next_chunk = 0
         self._plaintext = bytearray()
@@ -395,6 +603,35 @@ class Reader:
             out = bytes(view[:count])  # one copy; slicing the bytearray would add another
         del self._plaintext[:count]
         return out
+
+    def read_file(self, sink: BinaryIO, body_bytes: int,
+                  progress: Callable[[int], None] | None = None) -> None:
+        """Decrypt the whole message into ``sink`` when the sealed chunks that follow the
+        header are ``body_bytes`` long (a file whose size is known). Whole chunks stream
+        through the device's pipeline; each run is written only after all of its tags
+        matched, and the final chunk is authenticated last."""
+        if self._error is not None:
+            raise self._error
+        if self._next_chunk or self._plaintext or self._finished:
+            raise ValueError("read_file must be the first read")
+        try:
+            _opened_size(body_bytes)
+            full, rest = divmod(body_bytes, SEALED_CHUNK_SIZE)
+            self._cipher.open_file(self._source, sink, 0, full, self._batch_chunks, progress)
+            self._next_chunk = full
+            final = read_full(self._source, rest)
+            if len(final) < rest:
+                raise TruncatedError("truncated: the input ended early (did it change while "
+                                     "being read?)")
+            if self._source.read(1):
+                raise FormatError("the input grew while it was being read")
+            sink.write(memoryview(self._cipher.open(final, full, final=True)))
+            self._finished = True
+            if progress:
+                progress(rest)
+        except Exception as exc:
+            self._error = exc
+            raise
 
     def __enter__(self) -> Reader:
         return self

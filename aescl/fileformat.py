@@ -13,6 +13,7 @@ byte fails the commitment check like a wrong key does. The payload key is the
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 from collections.abc import Callable
@@ -129,7 +130,11 @@ def encrypt_stream(
     sink.write(encoded)
     with chunked.Writer(sink, payload_key, encoded, device=device,
                         batch_chunks=batch_chunks) as writer:
-        while block := source.read(READ_SIZE):
+        length = _remaining_file_bytes(source)
+        if length is not None:  # a regular file: straight through the device's pipeline
+            sink.flush()
+            writer.write_file(source, length, progress)
+        while block := source.read(READ_SIZE):  # a pipe, or a file that grew
             writer.write(block)
             if progress:
                 progress(len(block))
@@ -148,10 +153,26 @@ def decrypt_stream(
     payload_key = header.payload_key(key, passphrase)
     reader = chunked.Reader(source, payload_key, header.encode(), device=device,
                             batch_chunks=batch_chunks)
+    length = _remaining_file_bytes(source)
+    if length is not None:  # a regular file: straight through the device's pipeline
+        reader.read_file(sink, length, progress)
+        return
     while block := reader.read(batch_chunks * chunked.CHUNK_SIZE):
         sink.write(block)
         if progress:
             progress(len(block) + len(block) // chunked.CHUNK_SIZE * chunked.TAG_SIZE)
+
+
+def _remaining_file_bytes(source: BinaryIO) -> int | None:
+    """Bytes from the current position to the end, if ``source`` is a regular file."""
+    try:
+        status = os.fstat(source.fileno())
+        position = source.tell()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return max(0, status.st_size - position)
 
 
 def read_key_file(path: str | Path) -> bytes:

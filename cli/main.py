@@ -185,8 +185,9 @@ def _payload_options(command):
                      help="Read the passphrase from FILE (trailing newline ignored)."),
         click.option("--batch-chunks", type=click.IntRange(1, 1 << 16),
                      default=chunked.DEFAULT_BATCH_CHUNKS, show_default=True,
-                     help="16 KiB chunks per device launch; memory use is about "
-                          "3 x this x 16 KiB."),
+                     help="16 KiB chunks per device launch; up to 6 launches are in "
+                          "flight, using about 12 x this x 16 KiB of pinned host memory "
+                          "and as much on the device."),
     ]):
         command = option(command)
     return command

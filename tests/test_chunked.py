@@ -187,3 +187,69 @@ def test_limits_and_bad_arguments(device, key):
         chunked.encrypt(os.urandom(16), b"", device=device)
     with pytest.raises(ValueError, match="final chunk"):
         cipher.seal(bytes(100), first=0, final=False)
+
+
+def test_the_pipeline_paths_with_pinned_memory_and_output_buffers(device, key):
+    chunk_key, base_nonce = os.urandom(32), os.urandom(12)
+    message = os.urandom(9 * CHUNK + 77)
+    expected = reference.encrypt_raw(chunk_key, base_nonce, message)
+    pinned_in = aescl.pinned_empty(len(message), device)
+    pinned_in[:] = memoryview(message)
+    pinned_out = aescl.pinned_empty(len(expected), device)
+    assert chunked.encrypt_raw(chunk_key, base_nonce, pinned_in, device=device, batch_chunks=2,
+                               output=pinned_out) is None
+    assert pinned_out.tobytes() == expected
+    plaintext = bytearray(len(message))
+    chunked.decrypt_raw(chunk_key, base_nonce, pinned_out, device=device, batch_chunks=2,
+                        output=plaintext)
+    assert plaintext == message
+
+    # Chunk 5 modified: runs 0-1 and 2-3 passed, but a failure leaves the output zeroed.
+    tampered = bytearray(expected)
+    tampered[5 * SEALED + 3] ^= 1
+    plaintext = bytearray(b"\xff" * len(message))
+    with pytest.raises(aescl.AuthenticationError, match="chunk 5"):
+        chunked.decrypt_raw(chunk_key, base_nonce, bytes(tampered), device=device,
+                            batch_chunks=2, output=plaintext)
+    assert plaintext == bytes(len(message))
+    with pytest.raises(ValueError, match="output must be"):
+        chunked.encrypt_raw(chunk_key, base_nonce, message, device=device,
+                            output=bytearray(len(message)))
+
+
+def test_files_stream_through_the_pipeline(device, key, tmp_path):
+    # 13 runs of 2 chunks: more than the pipeline's slots, so every slot is reused.
+    message = os.urandom(26 * CHUNK + 5)
+    plain = tmp_path / "plain"
+    plain.write_bytes(message)
+    sealed_path = tmp_path / "sealed"
+    seen = []
+    with open(plain, "rb") as source, open(sealed_path, "wb") as sink:
+        with chunked.Writer(sink, key, b"ctx", device=device, batch_chunks=2) as writer:
+            writer.write_file(source, len(message), seen.append)
+    assert sum(seen) == len(message)
+    sealed = sealed_path.read_bytes()
+    assert chunked.decrypt(key, sealed, b"ctx", device=device) == message
+
+    out = io.BytesIO()
+    with open(sealed_path, "rb") as source:
+        reader = chunked.Reader(source, key, b"ctx", device=device, batch_chunks=2)
+        reader.read_file(out, len(sealed) - chunked.HEADER_SIZE)
+    assert out.getvalue() == message
+
+    # A modified chunk 7: runs before it are written, then the error; and it stays failed.
+    sealed_path.write_bytes(_flip(sealed, 56 + 7 * SEALED + 1))
+    out = io.BytesIO()
+    with open(sealed_path, "rb") as source:
+        reader = chunked.Reader(source, key, b"ctx", device=device, batch_chunks=2)
+        with pytest.raises(aescl.AuthenticationError, match="chunk 7"):
+            reader.read_file(out, len(sealed) - chunked.HEADER_SIZE)
+        with pytest.raises(aescl.AuthenticationError, match="chunk 7"):
+            reader.read(1)
+    assert out.getvalue() == message[: 6 * CHUNK]
+
+    # A file that is shorter than its size said (it shrank while being read).
+    with open(plain, "rb") as source, chunked.Writer(io.BytesIO(), key, device=device,
+                                                       batch_chunks=2) as writer:
+        with pytest.raises(aescl.TruncatedError, match="ended early"):
+            writer.write_file(source, len(message) + CHUNK)

@@ -72,7 +72,7 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
     pieces = [
         Piece(16 * 8, 16 * 8,
               lambda q, i, o: launcher.enqueue(q, i, o, 8, cipher._counter_args(0)),
-              load=lambda staging, lo=lo: _pipeline._copy_parts(staging, data[lo:lo + 128]),
+              load=lambda staging, lo=lo: _pipeline.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index: store(staging, index))
         for index, lo in enumerate(range(0, data.nbytes, 128))
     ]
@@ -88,7 +88,7 @@ def test_host_copies_split_into_parts(monkeypatch):
     monkeypatch.setattr(_pipeline, "_COPY_PART_BYTES", 100)
     source = np.arange(1000, dtype=np.uint32).view(np.uint8)
     target = np.zeros_like(source)
-    parts = _pipeline._copy_parts(target, source)
+    parts = _pipeline.copy_parts(target, source)
     assert 1 < len(parts) <= _pipeline._HOST_THREADS
     for part in parts:
         part()
