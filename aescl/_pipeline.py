@@ -20,19 +20,22 @@ pieces in it skip the staging copies entirely.
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyopencl as cl
 
 from .devices import Device
+from .errors import TruncatedError
 from .kernels import DeviceRuntime, runtime
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
@@ -90,15 +93,100 @@ def is_pinned(array: np.ndarray, device: Device) -> bool:
 # ---- Host copies -----------------------------------------------------------------------
 
 
+def _parts(nbytes: int) -> list[tuple[int, int]]:
+    """(start, stop) of the parts one host transfer of ``nbytes`` is split into."""
+    count = max(1, min(_HOST_THREADS, nbytes // _COPY_PART_BYTES))
+    bounds = [nbytes * i // count for i in range(count + 1)]
+    return list(zip(bounds, bounds[1:], strict=False))
+
+
 def copy_parts(target: np.ndarray, source: np.ndarray) -> list[Callable[[], None]]:
     """``target[:] = source`` as a few independent copies for the host threads
     (numpy releases the GIL while it copies)."""
-    parts = max(1, min(_HOST_THREADS, source.nbytes // _COPY_PART_BYTES))
-    bounds = [source.nbytes * i // parts for i in range(parts + 1)]
     return [
         (lambda lo=lo, hi=hi: np.copyto(target[lo:hi], source[lo:hi]))
-        for lo, hi in zip(bounds, bounds[1:], strict=False)
+        for lo, hi in _parts(source.nbytes)
     ]
+
+
+def _file_position(stream: BinaryIO) -> tuple[int, int] | None:
+    """(descriptor, position) of a regular file, which threads may read or write at
+    offsets; None for pipes, terminals and in-memory streams."""
+    try:
+        fd = stream.fileno()
+        if not (stat.S_ISREG(os.fstat(fd).st_mode) and stream.seekable()):
+            return None
+        return fd, stream.tell()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def _read_exactly(read: Callable[[memoryview, int], int], view: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(view):
+        got = read(view[done:], offset + done)
+        if not got:
+            raise TruncatedError("truncated: the input ended early (did it change while "
+                                 "being read?)")
+        done += got
+
+
+class FileSource:
+    """Consecutive pieces of a file as pipeline loads. A regular file is read by
+    several threads at once (positional reads); any other stream in order."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._file = _file_position(stream)
+        self._position = self._file[1] if self._file else 0
+
+    def load(self, nbytes: int) -> HostAction:
+        if self._file is None:
+            def read(view: memoryview, _: int) -> int:
+                return self._stream.readinto(view)  # type: ignore[attr-defined]
+            return lambda staging: [lambda: _read_exactly(read, memoryview(staging), 0)]
+        fd, offset = self._file[0], self._position
+        self._position += nbytes
+
+        def pread(view: memoryview, at: int) -> int:
+            return os.preadv(fd, [view], at)
+        return lambda staging: [
+            (lambda lo=lo, hi=hi: _read_exactly(pread, memoryview(staging)[lo:hi], offset + lo))
+            for lo, hi in _parts(nbytes)
+        ]
+
+    def close(self) -> None:
+        """Leave the stream just after what the loads read."""
+        if self._file is not None:
+            self._stream.seek(self._position)
+
+
+class FileSink:
+    """Consecutive pieces written to a file as pipeline stores. A regular file is
+    written by several threads at once (positional writes); any other stream in order."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        stream.flush()
+        self._stream = stream
+        self._file = _file_position(stream)
+        self._position = self._file[1] if self._file else 0
+
+    def store(self, data: np.ndarray) -> list[Callable[[], None]]:
+        if self._file is None:
+            return [lambda: self._stream.write(memoryview(data))]
+        fd, offset = self._file[0], self._position
+        self._position += data.nbytes
+
+        def write(lo: int, hi: int) -> None:
+            view = memoryview(data)[lo:hi]
+            while view:
+                view = view[os.pwrite(fd, view, offset + lo + (hi - lo - len(view))):]
+        return [(lambda lo=lo, hi=hi: write(lo, hi)) for lo, hi in _parts(data.nbytes)]
+
+    def close(self) -> None:
+        """Leave the stream just after what the stores wrote."""
+        if self._file is not None:
+            self._stream.seek(self._position)
 
 
 # ---- Pieces and the pipeline --------------------------------------------------------------

@@ -37,7 +37,7 @@ import numpy as np
 import pyopencl as cl
 
 from ._arrays import BytesLike, finish, input_array, output_array
-from ._pipeline import Launch, Piece, copy_parts, pipeline
+from ._pipeline import FileSink, FileSource, Launch, Piece, copy_parts, pipeline
 from ._streams import read_full
 from .devices import Device, resolve
 from .errors import (
@@ -242,30 +242,42 @@ class ChunkCipher:
                   progress: Callable[[int], None] | None = None) -> None:
         """Seal ``count`` full chunks read from ``source`` into ``sink``: reads land in
         pinned staging and writes leave from it, overlapped with the device."""
+        reads, writes = FileSource(source), FileSink(sink)
+
         def piece(chunks: int, launch: Launch) -> Piece:
             def store(sealed: np.ndarray) -> list[Callable[[], None]]:
-                return [lambda: _write_all(sink, sealed, progress, chunks * CHUNK_SIZE)]
+                if progress:
+                    progress(chunks * CHUNK_SIZE)
+                return writes.store(sealed)
             return Piece(chunks * CHUNK_SIZE, chunks * SEALED_CHUNK_SIZE, launch,
-                         load=_reader(source), store=store)
+                         load=reads.load(chunks * CHUNK_SIZE), store=store)
 
         pipeline(self._device).run(
             piece(chunks, launch)
             for _, chunks, launch in self._pieces(first, count, batch_chunks, opening=False))
+        reads.close()
+        writes.close()
 
     def open_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
                   batch_chunks: int = DEFAULT_BATCH_CHUNKS,
                   progress: Callable[[int], None] | None = None) -> None:
         """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
         run only after all of its tags matched."""
+        reads, writes = FileSource(source), FileSink(sink)
+
         def piece(start: int, chunks: int, launch: Launch) -> Piece:
             def store(result: np.ndarray) -> list[Callable[[], None]]:
                 text = self._checked(result, start, chunks)
-                return [lambda: _write_all(sink, text, progress, chunks * SEALED_CHUNK_SIZE)]
+                if progress:
+                    progress(chunks * SEALED_CHUNK_SIZE)
+                return writes.store(text)
             return Piece(chunks * SEALED_CHUNK_SIZE, chunks * (CHUNK_SIZE + 2 * TAG_SIZE),
-                         launch, load=_reader(source), store=store)
+                         launch, load=reads.load(chunks * SEALED_CHUNK_SIZE), store=store)
 
         pipeline(self._device).run(
             piece(*run) for run in self._pieces(first, count, batch_chunks, opening=True))
+        reads.close()
+        writes.close()
 
     def seal(self, plaintext: BytesLike, first: int, final: bool) -> np.ndarray:
         """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short final one.
@@ -330,30 +342,6 @@ class ChunkCipher:
                 f"chunk {index} failed authentication: the data was {cause}", chunk=index
             )
         return slots.reshape(-1)[: full * CHUNK_SIZE + text_bytes]
-
-
-def _read_exactly(source: BinaryIO, staging: np.ndarray) -> None:
-    """Fill ``staging`` from ``source``; the size was known in advance, so less data
-    means the file shrank while it was read."""
-    view, done = memoryview(staging), 0
-    while done < len(view):
-        got = source.readinto(view[done:])  # type: ignore[attr-defined]
-        if not got:
-            raise TruncatedError("truncated: the input ended early (did it change while "
-                                 "being read?)")
-        done += got
-
-
-def _reader(source: BinaryIO) -> Callable[[np.ndarray], list[Callable[[], None]]]:
-    """A pipeline load action that fills the staging view from ``source``."""
-    return lambda staging: [lambda: _read_exactly(source, staging)]
-
-
-def _write_all(sink: BinaryIO, data: np.ndarray, progress: Callable[[int], None] | None,
-               consumed: int) -> None:
-    sink.write(memoryview(data))  # buffered binary files write everything or raise
-    if progress:
-        progress(consumed)
 
 
 def _random_salt(salt: bytes | None) -> bytes:

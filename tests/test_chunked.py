@@ -15,7 +15,7 @@ import pytest
 
 import aescl
 import chunked_reference as reference
-from aescl import chunked
+from aescl import _pipeline, chunked
 
 CHUNK = chunked.CHUNK_SIZE
 SEALED = chunked.SEALED_CHUNK_SIZE
@@ -217,8 +217,10 @@ def test_the_pipeline_paths_with_pinned_memory_and_output_buffers(device, key):
                             output=bytearray(len(message)))
 
 
-def test_files_stream_through_the_pipeline(device, key, tmp_path):
-    # 13 runs of 2 chunks: more than the pipeline's slots, so every slot is reused.
+def test_files_stream_through_the_pipeline(device, key, tmp_path, monkeypatch):
+    # 13 runs of 2 chunks: more than the pipeline's slots, so every slot is reused;
+    # and each run's file reads and writes split across threads at their offsets.
+    monkeypatch.setattr(_pipeline, "_COPY_PART_BYTES", 4096)
     message = os.urandom(26 * CHUNK + 5)
     plain = tmp_path / "plain"
     plain.write_bytes(message)
@@ -231,11 +233,12 @@ def test_files_stream_through_the_pipeline(device, key, tmp_path):
     sealed = sealed_path.read_bytes()
     assert chunked.decrypt(key, sealed, b"ctx", device=device) == message
 
-    out = io.BytesIO()
-    with open(sealed_path, "rb") as source:
+    with open(sealed_path, "rb") as source, open(tmp_path / "opened", "wb") as sink:
+        sink.write(b"prefix")
         reader = chunked.Reader(source, key, b"ctx", device=device, batch_chunks=2)
-        reader.read_file(out, len(sealed) - chunked.HEADER_SIZE)
-    assert out.getvalue() == message
+        reader.read_file(sink, len(sealed) - chunked.HEADER_SIZE)
+        sink.write(b"suffix")  # the stream is left after what the pipeline wrote
+    assert (tmp_path / "opened").read_bytes() == b"prefix" + message + b"suffix"
 
     # A modified chunk 7: runs before it are written, then the error; and it stays failed.
     sealed_path.write_bytes(_flip(sealed, 56 + 7 * SEALED + 1))
