@@ -133,7 +133,8 @@ def _read_exactly(read: Callable[[memoryview, int], int], view: memoryview, offs
 
 class FileSource:
     """Consecutive pieces of a file as pipeline loads. A regular file is read by
-    several threads at once (positional reads); any other stream in order."""
+    several threads at once (positional reads of the page cache scale with cores);
+    any other stream in order."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
@@ -162,8 +163,9 @@ class FileSource:
 
 
 class FileSink:
-    """Consecutive pieces written to a file as pipeline stores. A regular file is
-    written by several threads at once (positional writes); any other stream in order."""
+    """Consecutive pieces written to a file as pipeline stores, each in one positional
+    write on a regular file (threads would not help: Linux serialises writes to one
+    file on its inode lock), in order on any other stream."""
 
     def __init__(self, stream: BinaryIO) -> None:
         stream.flush()
@@ -177,11 +179,11 @@ class FileSink:
         fd, offset = self._file[0], self._position
         self._position += data.nbytes
 
-        def write(lo: int, hi: int) -> None:
-            view = memoryview(data)[lo:hi]
+        def write() -> None:
+            view = memoryview(data)
             while view:
-                view = view[os.pwrite(fd, view, offset + lo + (hi - lo - len(view))):]
-        return [(lambda lo=lo, hi=hi: write(lo, hi)) for lo, hi in _parts(data.nbytes)]
+                view = view[os.pwrite(fd, view, offset + data.nbytes - len(view)):]
+        return [write]
 
     def close(self) -> None:
         """Leave the stream just after what the stores wrote."""
