@@ -281,7 +281,7 @@ class Pipeline:
     def _staging(self, slot: _Slot, which: str, nbytes: int) -> np.ndarray:
         array = slot.staging.get(which)
         if array is None or array.nbytes < nbytes:
-            array = pinned_empty(max(nbytes, PIECE_BYTES // 4), self._device)
+            array = pinned_empty(nbytes, self._device)  # pinned memory is RSS: no slack
             slot.staging[which] = array
         return array[:nbytes]
 
