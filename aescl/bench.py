@@ -1,6 +1,6 @@
 """Throughput of every mode and key size on OpenCL devices and on the host (``aescl bench``).
 
-Each (device, mode, key size, input size) gets three figures, in GB/s
+Each (device, mode, key size, input size) gets four figures, in GB/s
 (10^9 bytes of input per second):
 
 * **kernel**: the kernel launches alone, timed by OpenCL event profiling, on
@@ -9,7 +9,10 @@ Each (device, mode, key size, input size) gets three figures, in GB/s
   memory, input and output in separate buffers: what a caller whose data lives
   on the device waits for, launch and synchronisation included;
 * **host->host**: one library call on a host array (``aescl.new(...).encrypt``,
-  ``chunked.encrypt_raw``), both transfers and the host's own copies included.
+  ``chunked.encrypt_raw``), both transfers and the host's own copies included;
+* **pinned->pinned**: the same call with input and output in page-locked memory
+  from ``aescl.pinned_empty``, which the DMA engines reach without staging
+  copies. Set it beside the pinned transfer rates of the same run.
 
 Host baselines (pycryptodome, and OpenSSL through ``cryptography`` when it is
 installed) run the same work on one CPU thread and have only the host->host

@@ -384,10 +384,11 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
                   plot_path, load_path, quiet) -> None:
     """Measure throughput on each device and on the host, in GB/s.
 
-    Three figures per device, mode, key size and input size: kernel (OpenCL
+    Four figures per device, mode, key size and input size: kernel (OpenCL
     event profiling, data in device memory), resident (enqueue to completion,
-    data in device memory, separate output buffer) and host->host (one library
-    call on host memory, both transfers included). Host baselines run the same
+    data in device memory, separate output buffer), host->host (one library
+    call on host memory, both transfers included) and pinned->pinned (the same
+    with page-locked input and output). Host baselines run the same
     work on one CPU thread; every device's output is checked against theirs.
     Also reports cold and warm kernel build times and pinned transfer rates.
     Exit status 1 if any output differs from the reference.
