@@ -30,7 +30,7 @@ import hashlib
 import hmac
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -197,85 +197,82 @@ class ChunkCipher:
                 f"chunk {index} failed authentication: the data was modified", chunk=index)
         return result[:text]
 
-    def _pieces(self, first: int, count: int, batch_chunks: int, opening: bool
-                ) -> list[tuple[int, int, Launch]]:
-        """(first chunk, chunks, launch) for runs of at most ``batch_chunks``."""
-        make = self._open_launch if opening else self._seal_launch
-        return [(start, min(batch_chunks, first + count - start),
-                 make(start, min(batch_chunks, first + count - start)))
-                for start in range(first, first + count, batch_chunks)]
+    def _runs(self, first: int, count: int, batch_chunks: int, opening: bool
+              ) -> Iterator[tuple[int, int, Piece]]:
+        """Runs of at most ``batch_chunks`` full chunks from chunk ``first`` on, as
+        (chunks before the run, chunks in it, a pipeline piece with its launch and
+        sizes); the caller attaches the piece's input and output. An opening piece's
+        output is the plaintext, then the computed and the received tags."""
+        for start in range(first, first + count, batch_chunks):
+            chunks = min(batch_chunks, first + count - start)
+            if opening:
+                piece = Piece(chunks * SEALED_CHUNK_SIZE, chunks * (CHUNK_SIZE + 2 * TAG_SIZE),
+                              self._open_launch(start, chunks))
+            else:
+                piece = Piece(chunks * CHUNK_SIZE, chunks * SEALED_CHUNK_SIZE,
+                              self._seal_launch(start, chunks))
+            yield start - first, chunks, piece
 
     def seal_full(self, plaintext: np.ndarray, sealed: np.ndarray, first: int,
                   batch_chunks: int = DEFAULT_BATCH_CHUNKS) -> None:
         """Seal whole chunks ``first, ...`` of ``plaintext`` into ``sealed`` (16400 bytes
         each). Either array may be pinned memory (aescl.pinned_empty)."""
+        def piece(done: int, chunks: int, piece: Piece) -> Piece:
+            return Piece.through(
+                self._device, plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE],
+                sealed[done * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE], piece.launch)
+
         count = plaintext.nbytes // CHUNK_SIZE
-        pieces = []
-        for start, chunks, launch in self._pieces(first, count, batch_chunks, opening=False):
-            offset = start - first
-            pieces.append(Piece.through(
-                self._device, plaintext[offset * CHUNK_SIZE :][: chunks * CHUNK_SIZE],
-                sealed[offset * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE], launch))
-        pipeline(self._device).run(pieces)
+        pipeline(self._device).run(
+            piece(*run) for run in self._runs(first, count, batch_chunks, opening=False))
 
     def open_full(self, sealed: np.ndarray, plaintext: np.ndarray, first: int,
                   batch_chunks: int = DEFAULT_BATCH_CHUNKS) -> None:
         """Open whole sealed chunks into ``plaintext``. Each run's plaintext is copied out
         only after all of its tags matched; a failure raises AuthenticationError, and
         the runs before it have been written."""
-        count = sealed.nbytes // SEALED_CHUNK_SIZE
-        pieces = []
-        for start, chunks, launch in self._pieces(first, count, batch_chunks, opening=True):
-            offset = start - first
-            target = plaintext[offset * CHUNK_SIZE :][: chunks * CHUNK_SIZE]
-            piece = Piece(chunks * SEALED_CHUNK_SIZE, chunks * (CHUNK_SIZE + 2 * TAG_SIZE),
-                          launch)
+        def piece(done: int, chunks: int, piece: Piece) -> Piece:
+            target = plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE]
             piece.read_from(
-                self._device, sealed[offset * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE])
-            piece.store = lambda result, target=target, start=start, chunks=chunks: copy_parts(
-                target, self._checked(result, start, chunks))
-            pieces.append(piece)
-        pipeline(self._device).run(pieces)
+                self._device, sealed[done * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE])
+            piece.store = lambda result: copy_parts(
+                target, self._checked(result, first + done, chunks))
+            return piece
+
+        count = sealed.nbytes // SEALED_CHUNK_SIZE
+        pipeline(self._device).run(
+            piece(*run) for run in self._runs(first, count, batch_chunks, opening=True))
 
     def seal_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
                   batch_chunks: int = DEFAULT_BATCH_CHUNKS,
                   progress: Callable[[int], None] | None = None) -> None:
         """Seal ``count`` full chunks read from ``source`` into ``sink``: reads land in
         pinned staging and writes leave from it, overlapped with the device."""
-        reads, writes = FileSource(source), FileSink(sink)
-
-        def piece(chunks: int, launch: Launch) -> Piece:
-            def store(sealed: np.ndarray) -> list[Callable[[], None]]:
-                if progress:
-                    progress(chunks * CHUNK_SIZE)
-                return writes.store(sealed)
-            return Piece(chunks * CHUNK_SIZE, chunks * SEALED_CHUNK_SIZE, launch,
-                         load=reads.load(chunks * CHUNK_SIZE), store=store)
-
-        pipeline(self._device).run(
-            piece(chunks, launch)
-            for _, chunks, launch in self._pieces(first, count, batch_chunks, opening=False))
-        reads.close()
-        writes.close()
+        self._file_runs(source, sink, first, count, batch_chunks, progress, opening=False)
 
     def open_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
                   batch_chunks: int = DEFAULT_BATCH_CHUNKS,
                   progress: Callable[[int], None] | None = None) -> None:
         """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
         run only after all of its tags matched."""
+        self._file_runs(source, sink, first, count, batch_chunks, progress, opening=True)
+
+    def _file_runs(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
+                   batch_chunks: int, progress: Callable[[int], None] | None,
+                   opening: bool) -> None:
         reads, writes = FileSource(source), FileSink(sink)
 
-        def piece(start: int, chunks: int, launch: Launch) -> Piece:
+        def piece(done: int, chunks: int, piece: Piece) -> Piece:
             def store(result: np.ndarray) -> list[Callable[[], None]]:
-                text = self._checked(result, start, chunks)
+                data = self._checked(result, first + done, chunks) if opening else result
                 if progress:
-                    progress(chunks * SEALED_CHUNK_SIZE)
-                return writes.store(text)
-            return Piece(chunks * SEALED_CHUNK_SIZE, chunks * (CHUNK_SIZE + 2 * TAG_SIZE),
-                         launch, load=reads.load(chunks * SEALED_CHUNK_SIZE), store=store)
+                    progress(piece.in_bytes)
+                return writes.store(data)
+            piece.load, piece.store = reads.load(piece.in_bytes), store
+            return piece
 
         pipeline(self._device).run(
-            piece(*run) for run in self._pieces(first, count, batch_chunks, opening=True))
+            piece(*run) for run in self._runs(first, count, batch_chunks, opening))
         reads.close()
         writes.close()
 
