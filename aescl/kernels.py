@@ -73,6 +73,7 @@ class LaunchConfig:
     tables_in_local: bool
     table_lanes: int = 1  # copies of the round table in __local (AES_TABLE_LANES)
     byte_permute: bool = False  # NVIDIA's PRMT through inline PTX (AES_BYTE_PERMUTE)
+    hardware_rounds: bool = False  # the CPU's AES instructions if it has them
 
 
 def table_lanes(local_mem_bytes: int, work_group_size: int) -> int:
@@ -102,6 +103,8 @@ def launch_config(device: Device) -> LaunchConfig:
     the copy would only cost time. The simulator gets small groups, so that
     short test inputs still cover several groups, grid-stride steps and
     partial groups, and as many table copies as its groups and memory allow.
+    CPUs ask for their AES instructions (hardware_rounds_wanted), which x86
+    CPUs with AES-NI grant: several GB/s per core against about 0.2 for tables.
     """
     local_ok = device.local_mem_bytes >= _LOCAL_BYTES_NEEDED
     if device.type in ("simulator", "gpu"):
@@ -111,7 +114,20 @@ def launch_config(device: Device) -> LaunchConfig:
         lanes = table_lanes(device.local_mem_bytes, group) if local_ok else 1
         nvidia_gpu = device.vendor == "nvidia" and not simulator
         return LaunchConfig(group, groups, local_ok, lanes, byte_permute=nvidia_gpu)
-    return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False)
+    return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
+                        hardware_rounds=hardware_rounds_wanted())
+
+
+def hardware_rounds_wanted() -> bool:
+    """Whether CPU devices ask for the AES instructions (aes_vendor.h).
+
+    ``$AESCL_HARDWARE_ROUNDS=0`` keeps them on the T-table rounds, so that the
+    portable core can be tested and compared on a CPU that has the instructions.
+    """
+    value = os.environ.get("AESCL_HARDWARE_ROUNDS", "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"AESCL_HARDWARE_ROUNDS must be 0 or 1, not {value!r}")
+    return value != "0"
 
 
 KEY_SCHEDULES = ("host", "device")
@@ -130,7 +146,22 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DAES_TABLES_IN_LOCAL={int(config.tables_in_local)}"
         f" -DAES_TABLE_LANES={config.table_lanes}"
         f" -DAES_BYTE_PERMUTE={int(config.byte_permute)}"
+        f" -DAES_HARDWARE_ROUNDS={int(config.hardware_rounds)}"
     )
+
+
+CORE_VARIANTS = {0: "t-tables", 1: "x86-aes-ni"}
+
+
+def core_variant(device: Device, options: str) -> str:
+    """Which rounds aes_core.cl compiles to on a device with these options
+    (CORE_VARIANTS): AES_HARDWARE_ROUNDS is a request the compiler may not grant."""
+    rt = runtime(device)
+    found = cl.Buffer(rt.context, cl.mem_flags.WRITE_ONLY, 4)
+    kernel(device, "aes_variant.cl", options, "aes_core_variant")(rt.queue, (1,), (1,), found)
+    value = bytearray(4)
+    cl.enqueue_copy(rt.queue, value, found)
+    return CORE_VARIANTS[int.from_bytes(value, "little")]
 
 
 @dataclass(frozen=True)

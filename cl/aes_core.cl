@@ -9,9 +9,12 @@
  * byte rotations of it, which costs one rotate per lookup instead of 3 KiB more
  * of fast memory. Decryption uses the equivalent inverse cipher, whose round keys
  * have InvMixColumns applied (host: keyschedule.decryption_round_keys).
- * The lookups depend on secret data, so this core is NOT constant-time.
+ * The lookups depend on secret data, so these table rounds are NOT constant-time.
+ * On x86 CPUs the rounds are the AES instructions instead (AES_HARDWARE_ROUNDS),
+ * which are constant-time.
  *
- * -D options (set by aescl/kernels.py; all but AES_BYTE_PERMUTE required):
+ * -D options (set by aescl/kernels.py; all but AES_BYTE_PERMUTE and
+ *             AES_HARDWARE_ROUNDS required):
  *   AES_ROUNDS              10, 12 or 14 (AES-128/192/256); the round loop is
  *                           unrolled at compile time.
  *   AES_KEY_SCHEDULE_DEVICE 0: the key argument holds the expanded round keys.
@@ -34,6 +37,9 @@
  *                           (aes_vendor.h). The lookups then cost one integer
  *                           and one multiply-add instruction each, not two
  *                           integer ones (aes_entry_offset).
+ *   AES_HARDWARE_ROUNDS     1 on CPU devices: the rounds are x86 AES-NI
+ *                           instructions where the compiler offers them
+ *                           (aes_vendor.h; AES_CORE_VARIANT says which ran).
  *
  * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
  * barrier whenever they write __local memory, so every work-item of the group
@@ -254,6 +260,32 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
     ((uint)(s)[aes_extract_byte(a, 0)] | ((uint)(s)[aes_extract_byte(b, 1)] << 8)          \
      | ((uint)(s)[aes_extract_byte(c, 2)] << 16) | ((uint)(s)[(d) >> 24] << 24)) ^ (k)
 
+#if AES_X86_AESNI
+/* The round key of round r as the uint4 the instructions take. */
+#define AES_ROUND_KEY(rk, r) \
+    ((uint4)((rk)[4 * (r)], (rk)[4 * (r) + 1], (rk)[4 * (r) + 2], (rk)[4 * (r) + 3]))
+
+inline uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *te)
+{
+    s ^= AES_ROUND_KEY(rk, 0);
+    AES_UNROLL
+    for (int r = 1; r < AES_ROUNDS; ++r)
+        s = aes_x86_encrypt_round(s, AES_ROUND_KEY(rk, r));
+    return aes_x86_encrypt_last_round(s, AES_ROUND_KEY(rk, AES_ROUNDS));
+}
+
+inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *td,
+                               AES_TABLE_SPACE const uchar *inv_sbox)
+{
+    s ^= AES_ROUND_KEY(rk, 0);
+    AES_UNROLL
+    for (int r = 1; r < AES_ROUNDS; ++r)
+        s = aes_x86_decrypt_round(s, AES_ROUND_KEY(rk, r));
+    return aes_x86_decrypt_last_round(s, AES_ROUND_KEY(rk, AES_ROUNDS));
+}
+#else
 inline uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
                                AES_TABLE_SPACE const uint *te)
 {
@@ -294,5 +326,7 @@ inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
                    AES_FINAL_DEC_COLUMN(inv_sbox, s.z, s.y, s.x, s.w, k[2]),
                    AES_FINAL_DEC_COLUMN(inv_sbox, s.w, s.z, s.y, s.x, k[3]));
 }
+
+#endif /* AES_X86_AESNI */
 
 #endif /* AES_CORE_CL */

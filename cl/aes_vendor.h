@@ -44,6 +44,43 @@ inline uint aes_extract_byte(uint word, uint row)
 }
 #endif
 
+/* AES instructions of the CPU (x86 AES-NI) through clang's builtins.
+ * -DAES_HARDWARE_ROUNDS=1 (set by aescl/kernels.py for CPU devices) asks for
+ * them; they are used only where the compiler targets x86-64 with the AES
+ * feature, which defines __AES__. Elsewhere the T-table rounds stay, so the
+ * request is safe on any CPU runtime. AESENC/AESDEC take the state and round
+ * key as 16 bytes in memory order, which on a little-endian device is exactly
+ * the core's uint4 of columns, and AESDEC expects the round keys of the
+ * equivalent inverse cipher, which is what the core already uses. The
+ * instructions run in constant time: this path has no table lookups.
+ * AES_CORE_VARIANT says which rounds were compiled (aescl reads it back). */
+#ifndef AES_HARDWARE_ROUNDS
+#define AES_HARDWARE_ROUNDS 0
+#endif
+#if AES_HARDWARE_ROUNDS && defined(__clang__) && defined(__x86_64__) && defined(__AES__)
+#define AES_X86_AESNI 1
+#define AES_CORE_VARIANT 1u
+inline uint4 aes_x86_encrypt_round(uint4 s, uint4 k)
+{
+    return as_uint4(__builtin_ia32_aesenc128(as_long2(s), as_long2(k)));
+}
+inline uint4 aes_x86_encrypt_last_round(uint4 s, uint4 k)
+{
+    return as_uint4(__builtin_ia32_aesenclast128(as_long2(s), as_long2(k)));
+}
+inline uint4 aes_x86_decrypt_round(uint4 s, uint4 k)
+{
+    return as_uint4(__builtin_ia32_aesdec128(as_long2(s), as_long2(k)));
+}
+inline uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
+{
+    return as_uint4(__builtin_ia32_aesdeclast128(as_long2(s), as_long2(k)));
+}
+#else
+#define AES_X86_AESNI 0
+#define AES_CORE_VARIANT 0u
+#endif
+
 inline uint aes_bswap32(uint x)
 {
     return as_uint(as_uchar4(x).s3210);

@@ -110,6 +110,18 @@ def test_launch_settings_follow_the_device_kind():
     )
     small = kernels.launch_config(tiny)
     assert not small.tables_in_local and small.work_group_size == 64
+    # CPUs ask for their AES instructions (tests/test_core_variants.py); GPUs have none.
+    assert cpu.hardware_rounds and not (gpu.hardware_rounds or sim.hardware_rounds)
+    assert "-DAES_HARDWARE_ROUNDS=1" in kernels.aes_options(10, "host", cpu)
+
+
+def test_the_hardware_rounds_request_can_be_turned_off(monkeypatch):
+    cpu = fake("1:0", "CPU", "pocl", "cpu", units=16)
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+    assert "-DAES_HARDWARE_ROUNDS=0" in kernels.aes_options(10, "host", kernels.launch_config(cpu))
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "yes")
+    with pytest.raises(ValueError, match="AESCL_HARDWARE_ROUNDS must be 0 or 1"):
+        kernels.launch_config(cpu)
 
 
 @pytest.mark.parametrize("local_bytes,group,override,lanes", [

@@ -1,0 +1,12 @@
+/* aes_variant.cl: which rounds aes_core.cl compiled to with a set of options, so
+ * that aescl can report it and its tests can check that a request took effect.
+ *   0: T-table rounds (portable)
+ *   1: x86 AES-NI instructions (AES_HARDWARE_ROUNDS on an x86 CPU with AES)
+ * -D options: those of aes_core.cl.
+ */
+#include "aes_core.cl"
+
+__kernel void aes_core_variant(__global uint *variant)
+{
+    variant[0] = AES_CORE_VARIANT;
+}

@@ -1,0 +1,95 @@
+"""The two round implementations of cl/aes_core.cl, and which one a device gets.
+
+CPU devices ask for the AES instructions (AES_HARDWARE_ROUNDS); x86 CPUs with
+AES-NI grant it, so on such a machine the rest of the suite runs them on PoCL.
+The T-table rounds stay covered on the same CPU here, with
+``$AESCL_HARDWARE_ROUNDS=0``, and everywhere on GPUs and the simulator.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import pytest
+from Crypto.Cipher import AES
+
+import aescl
+from aescl import kernels
+from vectors import load
+
+
+def _variant(device: aescl.Device, rounds: int = 10, key_schedule: str = "host") -> str:
+    options = kernels.aes_options(rounds, key_schedule, kernels.launch_config(device))
+    return kernels.core_variant(device, options)
+
+
+def _host_cpu_has_aes_ni() -> bool:
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return False
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    flags = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
+    return "aes" in flags.split()
+
+
+def test_gpus_and_the_simulator_use_the_table_rounds(device):
+    if device.type == "cpu":
+        pytest.skip("CPU devices are checked by the next test")
+    assert _variant(device) == "t-tables"
+
+
+def test_a_pocl_cpu_with_aes_ni_uses_the_instructions(device):
+    if device.type != "cpu" or device.vendor != "pocl":
+        pytest.skip("the instructions are requested from CPU devices; PoCL is the one known here")
+    if not _host_cpu_has_aes_ni():
+        pytest.skip("this host's CPU has no AES-NI, so the table rounds are right")
+    for rounds in (10, 12, 14):
+        for key_schedule in kernels.KEY_SCHEDULES:
+            assert _variant(device, rounds, key_schedule) == "x86-aes-ni"
+
+
+@pytest.fixture
+def table_rounds_cpu(device, monkeypatch):
+    """A CPU device held to the T-table rounds."""
+    if device.type != "cpu":
+        pytest.skip("only CPU devices choose between the two round implementations")
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+    assert _variant(device) == "t-tables"
+    return device
+
+
+@pytest.mark.parametrize("bits", [128, 192, 256])
+def test_table_rounds_on_a_cpu_pass_the_nist_ecb_vectors(table_rounds_cpu, key_schedule, bits):
+    vectors = [v for kind in ("GFSbox", "KeySbox")
+               for v in load("ciphers", "AES", "ECB", f"ECB{kind}{bits}.rsp")]
+    assert vectors
+    for vector in vectors:
+        cipher = aescl.new(vector.bytes("KEY"), aescl.MODE_ECB, device=table_rounds_cpu,
+                           key_schedule=key_schedule)
+        plaintext, ciphertext = vector.bytes("PLAINTEXT"), vector.bytes("CIPHERTEXT")
+        if vector.section == "ENCRYPT":
+            assert cipher.encrypt(plaintext) == ciphertext, vector.id
+        else:
+            assert cipher.decrypt(ciphertext) == plaintext, vector.id
+
+
+@pytest.mark.parametrize("size", [16, 24, 32])
+def test_both_round_implementations_agree_with_pycryptodome(table_rounds_cpu, monkeypatch, size):
+    key, nonce, data = os.urandom(size), os.urandom(8), os.urandom(16 * 1000 + 7)
+    want_ctr = AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data)
+    want_ecb = AES.new(key, AES.MODE_ECB).encrypt(data[:16000])
+    want_gcm = AES.new(key, AES.MODE_GCM, nonce=nonce * 2).encrypt_and_digest(data)
+    for hardware in ("0", "1"):
+        monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", hardware)
+        device = table_rounds_cpu
+        ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=device)
+        ecb = aescl.new(key, aescl.MODE_ECB, device=device)
+        gcm = aescl.new(key, aescl.MODE_GCM, nonce=nonce * 2, device=device)
+        assert ctr.encrypt(data) == want_ctr, hardware
+        assert ecb.encrypt(data[:16000]) == want_ecb, hardware
+        assert ecb.decrypt(want_ecb) == data[:16000], hardware
+        assert gcm.encrypt_and_digest(data) == want_gcm, hardware
