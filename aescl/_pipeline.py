@@ -10,9 +10,10 @@ Host data moves through the device in pieces, and every piece passes five stages
 4. download: DMA into a second pinned staging buffer;
 5. store: the host copies the result out, or writes it to a file.
 
-Pieces overlap. While the device uploads and computes one piece, it downloads an
-earlier one (a second queue, so that both DMA directions run at once), and the
-host loads the next piece and stores the oldest; up to SLOTS pieces are in flight.
+Pieces overlap. Uploads, kernels and downloads each have their own queue, so
+that both DMA directions and the kernels all run at once and an upload never
+waits for the kernel before it; meanwhile the host loads the next piece and
+stores the oldest. Up to SLOTS pieces are in flight.
 Host copies are split across a few threads, because one core copies at a fraction
 of the PCIe rate. Memory that :func:`pinned_empty` allocated is pinned already:
 pieces in it skip the staging copies entirely.
@@ -257,14 +258,17 @@ class _InFlight:
 
 class Pipeline:
     """Streams pieces through one device. Not thread-safe: one user at a time, like the
-    runtime's queue. Uploads and kernels go on the runtime's queue, downloads on a second."""
+    runtime's queue. Kernels go on the runtime's queue; uploads and downloads each
+    on a queue of their own."""
 
     def __init__(self, device: Device) -> None:
         self._device = device
         self.runtime: DeviceRuntime = runtime(device)
-        # Uploads and kernels share the runtime's queue, which the modes' kernels
-        # (GCM's among them) are enqueued on; in-order, it orders each upload first.
+        # Kernels go on the runtime's queue, which the modes (GCM's constants among
+        # them) enqueue on. In one in-order queue with the kernels, each upload
+        # would wait for the kernel before it, leaving the bus idle meanwhile.
         self._compute_queue = self.runtime.queue
+        self._upload_queue = cl.CommandQueue(self.runtime.context, device.cl_device)
         self._download_queue = cl.CommandQueue(self.runtime.context, device.cl_device)
         self._slots = [_Slot() for _ in range(SLOTS)]
 
@@ -292,7 +296,9 @@ class Pipeline:
             source = piece.upload_from
             if source is None:
                 source = self._staging(slot, "in", piece.in_bytes)
-            cl.enqueue_copy(queue, device_in, source, is_blocking=False)
+            upload = cl.enqueue_copy(self._upload_queue, device_in, source, is_blocking=False)
+            self._upload_queue.flush()
+            cl.enqueue_barrier(queue, wait_for=[upload])  # the kernels start after it
         done = piece.launch(queue, device_in, device_out)
         download = None
         if piece.out_bytes:
@@ -336,6 +342,7 @@ class Pipeline:
             for flight in in_flight:  # after an error: nothing may still write into staging
                 if flight.download is not None:
                     flight.download.wait()
+            self._upload_queue.finish()
             self._compute_queue.finish()
 
 
