@@ -194,8 +194,11 @@ class FileSink:
 
 # ---- Pieces and the pipeline --------------------------------------------------------------
 
-# (queue, device input buffer, device output buffer) -> the event of the last command
-Launch = Callable[[Any, Any, Any], Any]
+# (queue, device input buffer, device output buffer, slot scratch) -> the event of the
+# last command. The scratch is a dict the launch may keep device buffers in: it
+# belongs to the piece's slot, so the next piece that finds it there starts only
+# after this one has finished.
+Launch = Callable[[Any, Any, Any, dict[str, Any]], Any]
 # a host action on a pinned staging view: fill it (load) or consume it (store)
 HostAction = Callable[[np.ndarray], list[Callable[[], None]]]
 
@@ -247,6 +250,7 @@ class _Slot:
         self.device_out: Any = None
         self.device_bytes = (0, 0)
         self.staging: dict[str, np.ndarray] = {}
+        self.scratch: dict[str, Any] = {}  # the launches' own (Launch)
 
 
 @dataclass
@@ -299,7 +303,7 @@ class Pipeline:
             upload = cl.enqueue_copy(self._upload_queue, device_in, source, is_blocking=False)
             self._upload_queue.flush()
             cl.enqueue_barrier(queue, wait_for=[upload])  # the kernels start after it
-        done = piece.launch(queue, device_in, device_out)
+        done = piece.launch(queue, device_in, device_out, slot.scratch)
         download = None
         if piece.out_bytes:
             target = piece.download_to

@@ -123,10 +123,17 @@ class ChunkCipher:
         self._device = resolve(device)
         self._engine = GcmEngine(bytes(key), self._device, "host")
         self._base_nonce = np.frombuffer(bytes(base_nonce), dtype=np.uint8)
+        # J0 of chunk 0 as the AES core's four columns (cl/chunk_layout.cl).
+        self._base_j0 = np.frombuffer(bytes(base_nonce) + b"\x00\x00\x00\x01",
+                                      dtype="<u4").view(cl.cltypes.uint4)[0]
 
-    def _j0s(self, first: int, count: int) -> np.ndarray:
+    @staticmethod
+    def _check_chunk_range(first: int, count: int) -> None:
         if first + count > MAX_CHUNKS:
             raise CounterOverflowError("the message exceeds 2^38 chunks (4 PiB)")
+
+    def _j0s(self, first: int, count: int) -> np.ndarray:
+        self._check_chunk_range(first, count)
         j0s = np.zeros((count, 16), dtype=np.uint8)
         j0s[:, :NONCE_SIZE] = self._base_nonce
         indices = np.arange(first, first + count, dtype=">u8").view(np.uint8).reshape(count, 8)
@@ -157,12 +164,23 @@ class ChunkCipher:
         layout.set_args(*args, np.uint32(count))
         return cl.enqueue_nd_range_kernel(queue, layout, (groups * group,), (group,))
 
+    def _full_chunks_batch(self, queue: Any, buffer: Any, first: int, count: int,
+                           scratch: dict[str, Any]) -> Any:
+        """A GCM batch over ``count`` full chunks from chunk ``first`` in ``buffer`` (slot
+        layout), its J0s and lengths made on the device (chunks_counters)."""
+        counters = self._engine.scratch_buffer(scratch, "j0s", 16 * count)
+        lengths = self._engine.scratch_buffer(scratch, "lengths", 8 * count)
+        make = kernel(self._device, "chunk_layout.cl", "", "chunks_counters")
+        make.set_args(self._base_j0, np.uint64(first), np.uint32(count), counters, lengths)
+        group = launch_config(self._device).work_group_size
+        cl.enqueue_nd_range_kernel(queue, make, (-(-count // group) * group,), (group,))
+        return self._engine.full_slots_batch(buffer, CHUNK_SIZE, count, counters, lengths,
+                                             scratch)
+
     def _seal_launch(self, first: int, count: int) -> Launch:
         """Device work of sealing full chunks: plaintext slots in, sealed layout out."""
-        lengths, j0s = self._lengths(count, None), self._j0s(first, count)
-
-        def launch(queue: Any, slots: Any, sealed: Any) -> Any:
-            batch = self._engine.resident_batch(slots, CHUNK_SIZE, lengths, j0s)
+        def launch(queue: Any, slots: Any, sealed: Any, scratch: dict[str, Any]) -> Any:
+            batch = self._full_chunks_batch(queue, slots, first, count, scratch)
             batch.crypt()
             batch.hash()
             return self._enqueue_layout(queue, "chunks_pack",
@@ -172,13 +190,11 @@ class ChunkCipher:
     def _open_launch(self, first: int, count: int) -> Launch:
         """Device work of opening full chunks: sealed layout in; out, the plaintext slots,
         then the computed tags, then the received tags (see :meth:`_checked`)."""
-        lengths, j0s = self._lengths(count, None), self._j0s(first, count)
-
-        def launch(queue: Any, sealed: Any, out: Any) -> Any:
+        def launch(queue: Any, sealed: Any, out: Any, scratch: dict[str, Any]) -> Any:
             text_blocks = count * (CHUNK_SIZE // 16)
             self._enqueue_layout(queue, "chunks_unpack",
                                  (sealed, out, np.uint32(text_blocks + count)), count)
-            batch = self._engine.resident_batch(out, CHUNK_SIZE, lengths, j0s)
+            batch = self._full_chunks_batch(queue, out, first, count, scratch)
             batch.hash()  # over the ciphertext, before it is decrypted in place
             cl.enqueue_copy(queue, out, batch.tags_buffer, byte_count=TAG_SIZE * count,
                             dst_offset=16 * text_blocks)
@@ -203,6 +219,7 @@ class ChunkCipher:
         (chunks before the run, chunks in it, a pipeline piece with its launch and
         sizes); the caller attaches the piece's input and output. An opening piece's
         output is the plaintext, then the computed and the received tags."""
+        self._check_chunk_range(first, count)
         for start in range(first, first + count, batch_chunks):
             chunks = min(batch_chunks, first + count - start)
             if opening:

@@ -59,6 +59,7 @@ class GcmEngine:
         self._ctr = kernel(device, "aes_gcm.cl", options, "gcm_ctr_xor")
         self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash")
         self._tags = kernel(device, "aes_gcm.cl", options, "gcm_tags")
+        self._power_tables = kernel(device, "aes_gcm.cl", options, "ghash_power_tables")
         self._work_group_size = max(1, min(config.work_group_size, self._limit(self._ctr)))
         self._tags_group_size = max(1, min(config.work_group_size, self._limit(self._tags)))
         self._ghash_items = _floor_power_of_two(
@@ -106,10 +107,15 @@ class GcmEngine:
         return multiplier(value)
 
     def _h_tables(self, count: int) -> Any:
-        """The device buffer of nibble tables for H^1..H^count (grown on demand)."""
+        """The device buffer of nibble tables for H^1..H^count (grown on demand), built
+        on the device: on the host the powers and tables cost milliseconds per key."""
         if count > self._table_count:
-            powers = [self.power(k) for k in range(1, count + 1)]
-            self._tables = self._constant(ghash.tables_array(powers))
+            self._tables = self._scratch(count * 16 * BLOCK_SIZE)
+            self._power_tables.set_args(np.uint64(self.h >> 64), np.uint64(self.h % 2**64),
+                                        np.uint32(count), self._tables)
+            group = min(16, self._limit(self._power_tables))  # a few groups: cores or SMs
+            cl.enqueue_nd_range_kernel(self._runtime.queue, self._power_tables,
+                                       (-(-count // group) * group,), (group,))
             self._table_count = count
         return self._tables
 
@@ -241,6 +247,30 @@ class GcmEngine:
         counters, lengths = self._batch_arrays(j0s, message_bytes)
         return _Batch(self, len(message_bytes), message_blocks,
                       _batch_blocks(slot_bytes, message_bytes), counters, lengths, buffer)
+
+    def full_slots_batch(
+        self, buffer: Any, slot_bytes: int, count: int, counters: Any, lengths: Any,
+        scratch: dict[str, Any],
+    ) -> _Batch:
+        """A batch of ``count`` messages that each fill their slot, whose J0s and
+        lengths are already in device buffers (the chunked format makes them there).
+
+        ``scratch`` is a pipeline slot's (aescl._pipeline): the batch's GHASH sums
+        and tags live there and are reused by the slot's next batch, because
+        creating and releasing buffers for every batch makes the driver
+        synchronise the device, which stalls the overlapped transfers.
+        """
+        message_blocks = slot_bytes // BLOCK_SIZE
+        return _Batch(self, count, message_blocks, count * message_blocks, counters, lengths,
+                      buffer, tags_buffer=self.scratch_buffer(scratch, "tags", 16 * count),
+                      partials=self.scratch_buffer(scratch, "partials", 16 * count))
+
+    def scratch_buffer(self, scratch: dict[str, Any], name: str, nbytes: int) -> Any:
+        """A device buffer of at least ``nbytes`` kept in ``scratch`` under ``name``."""
+        buffer = scratch.get(name)
+        if buffer is None or buffer.size < nbytes:
+            buffer = scratch[name] = self._scratch(nbytes)
+        return buffer
 
     def _upload_batch(
         self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray

@@ -1,9 +1,10 @@
 """GF(2^128) arithmetic as GCM defines it (NIST SP 800-38D), on the host.
 
 The device computes GHASH over bulk data (``cl/ghash.cl``); the host does the
-small, once-per-key or once-per-call parts: powers of H, the multiplication
-tables the kernels read, folding the kernels' partial sums together, and the
-GHASH of a nonce that is not 96 bits long.
+small, once-per-key or once-per-call parts: H and its powers, folding the
+kernels' partial sums together, and the GHASH of a nonce that is not 96 bits
+long. The kernels' multiplication tables are built on the device from H
+(``ghash_power_tables``); :func:`nibble_table` defines their entries.
 
 A field element is a Python ``int``: the 16-byte block read as a big-endian
 integer. GCM numbers the bits the other way round (the coefficient of x^0 is the
@@ -11,8 +12,6 @@ top bit of the first byte), so multiplying by x is a right shift.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 BLOCK_SIZE = 16
 _REDUCTION = 0xE1 << 120  # x^128 = x^7 + x^2 + x + 1, in GCM's bit order
@@ -69,12 +68,6 @@ def nibble_table(p: int) -> list[int]:
             if n & (8 >> k):
                 table[n] ^= single[k]
     return table
-
-
-def tables_array(elements: list[int]) -> np.ndarray:
-    """Nibble tables for several elements as the kernels read them: (hi, lo) uint64 pairs."""
-    rows = [entry for element in elements for entry in nibble_table(element)]
-    return np.array([(r >> 64, r & _MASK64) for r in rows], dtype=np.uint64).reshape(-1, 2)
 
 
 class FixedMultiplier:

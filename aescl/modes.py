@@ -94,7 +94,7 @@ class _KernelLauncher:
             blocks, args = (stop - start) // BLOCK_SIZE, slice_args(start // BLOCK_SIZE)
             return Piece.through(
                 self._device, source[start:stop], target[start:stop],
-                lambda queue, device_in, device_out: self.enqueue(
+                lambda queue, device_in, device_out, _: self.enqueue(
                     queue, device_in, device_out, blocks, args),
             )
 

@@ -111,6 +111,36 @@ __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
     }
 }
 
+/* The nibble tables of H^1..H^count (table k-1 for H^k, 16 entries each, entry n
+ * as aescl/ghash.py:nibble_table defines it), H = (h_hi, h_lo). Item k raises H
+ * to k + 1 by square-and-multiply: a few dozen bitwise products, in parallel,
+ * instead of a chain of count products on the host for every key. */
+__kernel void ghash_power_tables(const ulong h_hi, const ulong h_lo, const uint count,
+                                 __global ulong2 *tables)
+{
+    for (uint k = get_global_id(0); k < count; k += get_global_size(0)) {
+        ulong2 power = (ulong2)(1ul << 63, 0ul);   /* the element 1 */
+        ulong2 base = (ulong2)(h_hi, h_lo);
+        for (uint e = k + 1u; e; e >>= 1) {
+            if (e & 1u)
+                power = ghash_multiply_bitwise(power, base);
+            if (e > 1u)
+                base = ghash_multiply_bitwise(base, base);
+        }
+        ulong2 single[4];   /* power times x^0 .. x^3 */
+        single[0] = power;
+        for (int j = 1; j < 4; ++j)
+            single[j] = ghash_times_x(single[j - 1]);
+        for (uint n = 0; n < 16u; ++n) {
+            ulong2 entry = (ulong2)(0ul, 0ul);
+            for (int j = 0; j < 4; ++j)
+                if (n & (8u >> j))
+                    entry ^= single[j];
+            tables[16u * k + n] = entry;
+        }
+    }
+}
+
 /* Tags of messages with empty AAD: tag_m = E(J0_m) ^ (partial_m ^ L_m)·H, where
  * L_m is the length block (0 bits of AAD, 8·message_bytes[m] bits of text) and
  * h_tables starts with the table of H. One work-item per message. */

@@ -8,6 +8,8 @@
  * Only full chunks: the final, shorter chunk is assembled on the host.
  * Mapping: one work-item per output block, grid-stride loop. No -D options.
  */
+#include "aes_vendor.h"
+
 #define CHUNK_BLOCKS 1024u
 #define SEALED_CHUNK_BLOCKS (CHUNK_BLOCKS + 1u)
 
@@ -33,5 +35,23 @@ __kernel void chunks_unpack(__global const uint4 *sealed, __global uint4 *out,
         const uint k = i / SEALED_CHUNK_BLOCKS;
         const uint j = i - k * SEALED_CHUNK_BLOCKS;
         out[j < CHUNK_BLOCKS ? k * CHUNK_BLOCKS + j : tags_block + k] = sealed[i];
+    }
+}
+
+/* The GCM batch arguments of full chunks first .. first + count - 1: J0 (16 bytes
+ * in memory order) and length. J0 of chunk k is base_j0, the base nonce and the
+ * 32-bit counter 1, with k XORed big-endian into nonce bytes 4..11; base_j0 holds
+ * those 16 bytes as the AES core's columns. Computing them here keeps the
+ * pipeline free of small uploads, which would queue behind the bulk ones. */
+__kernel void chunks_counters(const uint4 base_j0, const ulong first, const uint count,
+                              __global uint4 *j0s, __global ulong *lengths)
+{
+    for (uint i = get_global_id(0); i < count; i += get_global_size(0)) {
+        const ulong index = first + i;
+        uint4 j0 = base_j0;
+        j0.y ^= aes_bswap32((uint)(index >> 32));
+        j0.z ^= aes_bswap32((uint)index);
+        j0s[i] = aes_store(j0);
+        lengths[i] = 16ul * CHUNK_BLOCKS;
     }
 }

@@ -9,7 +9,7 @@
  * M[n] = N(n)·P (built on the host by aescl/ghash.py:nibble_table) and, per
  * nibble of the other factor, one shift by four and one lookup. The 256-byte
  * table fits in __local memory; a per-key set of tables for P = H^1..H^T lives in
- * __global memory.
+ * __global memory, built on the device (aes_gcm.cl, ghash_power_tables).
  *
  * The multiply is linear and looks up secret-dependent indices, so like the AES
  * core it is NOT constant-time.
@@ -48,6 +48,30 @@ inline ulong2 ghash_times_x4(ulong2 z)
      * masked rotate is the same bits and stays an ordinary builtin call. */
     const ulong lo = (rotate(z.s1, 60ul) & 0x0ffffffffffffffful) | ((z.s0 & 0xful) << 60);
     return (ulong2)((z.s0 >> 4) ^ (fold << 53), lo);
+}
+
+/* Multiply by x: a right shift, with the coefficient of x^128 folded back into
+ * the top byte as 0xE1. The low word is the masked-rotate form for the reason
+ * given in ghash_times_x4. */
+inline ulong2 ghash_times_x(ulong2 v)
+{
+    const ulong fold = (v.s1 & 1ul) * (0xe1ul << 56);
+    return (ulong2)((v.s0 >> 1) ^ fold,
+                    (rotate(v.s1, 63ul) & 0x7ffffffffffffffful) | (v.s0 << 63));
+}
+
+/* x·y bit by bit (SP 800-38D, Algorithm 1): slow, but needs no table, so it
+ * serves the few products that build the tables. */
+inline ulong2 ghash_multiply_bitwise(ulong2 x, ulong2 y)
+{
+    ulong2 z = (ulong2)(0ul, 0ul);
+    for (int bit = 127; bit >= 0; --bit) {   /* coefficients of x, from x^0 up */
+        const ulong word = bit >= 64 ? x.s0 : x.s1;
+        if ((word >> (uint)(bit & 63)) & 1ul)
+            z ^= y;
+        y = ghash_times_x(y);
+    }
+    return z;
 }
 
 /* x·P with P's nibble table in the given address space: Horner over the 32

@@ -11,6 +11,7 @@ import io
 import os
 import random
 
+import numpy as np
 import pytest
 
 import aescl
@@ -187,6 +188,21 @@ def test_limits_and_bad_arguments(device, key):
         chunked.encrypt(os.urandom(16), b"", device=device)
     with pytest.raises(ValueError, match="final chunk"):
         cipher.seal(bytes(100), first=0, final=False)
+
+
+def test_the_pipeline_makes_the_chunk_counters_on_the_device_like_the_host(device):
+    # Chunk indices past 2^32 fill both nonce words the device XORs them into.
+    cipher = chunked.ChunkCipher(os.urandom(32), os.urandom(12), device=device)
+    first = 2**33 + 2**32 - 3
+    plaintext = np.frombuffer(os.urandom(5 * CHUNK), np.uint8)
+    sealed = np.empty(5 * SEALED, np.uint8)
+    cipher.seal_full(plaintext, sealed, first, batch_chunks=2)
+    assert sealed.tobytes() == cipher.seal(plaintext, first, final=False).tobytes()
+    opened = np.empty_like(plaintext)
+    cipher.open_full(sealed, opened, first, batch_chunks=3)
+    assert opened.tobytes() == plaintext.tobytes()
+    with pytest.raises(aescl.CounterOverflowError, match="2\\^38"):
+        cipher.seal_full(plaintext[: 2 * CHUNK], sealed[: 2 * SEALED], 2**38 - 1)
 
 
 def test_the_pipeline_paths_with_pinned_memory_and_output_buffers(device, key):

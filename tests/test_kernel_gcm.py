@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pyopencl as cl
 import pytest
 from Crypto.Cipher import AES
 
 import aescl
+from aescl import ghash
 from aescl.gcm import GcmEngine
 from vectors import load
 
@@ -112,3 +114,14 @@ def test_ghash_of_long_messages_split_across_work_groups_and_slices(device):
     cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
     cipher._engine.slice_bytes = 16 * 777
     assert cipher.encrypt_and_digest(data) == expected
+
+
+def test_the_power_tables_built_on_the_device_match_the_host_definition(device):
+    engine = GcmEngine(os.urandom(32), device, "host")
+    count = 37
+    tables = np.empty((count * 16, 2), dtype=np.uint64)
+    cl.enqueue_copy(engine._runtime.queue, tables, engine._h_tables(count), is_blocking=True)
+    for k in range(1, count + 1):
+        expected = ghash.nibble_table(ghash.power(engine.h, k))
+        got = [(int(hi) << 64) | int(lo) for hi, lo in tables[16 * (k - 1) : 16 * k]]
+        assert got == expected, k

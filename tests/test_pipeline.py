@@ -8,7 +8,7 @@ from Crypto.Cipher import AES
 
 import aescl
 from aescl import _pipeline
-from aescl._pipeline import Piece, is_pinned, pinned_empty, pipeline
+from aescl._pipeline import SLOTS, Piece, is_pinned, pinned_empty, pipeline
 
 
 def _ctr(key, device):
@@ -47,13 +47,29 @@ def test_ctr_through_pinned_and_pageable_memory(device, monkeypatch, source_pinn
 def test_pieces_may_have_no_output(device):
     seen = []
 
-    def launch(queue, device_in, device_out):
+    def launch(queue, device_in, device_out, scratch):
         return _pipeline.cl.enqueue_marker(queue)
 
     pieces = [Piece(16, 0, launch, load=lambda staging: [lambda: seen.append(staging.nbytes)])
               for _ in range(7)]
     pipeline(device).run(pieces)
     assert seen == [16] * 7
+
+
+def test_each_slot_keeps_its_launch_scratch_for_its_next_piece(device):
+    scratches = []
+
+    def launch(queue, device_in, device_out, scratch):
+        scratch["uses"] = scratch.get("uses", 0) + 1
+        scratches.append(scratch)
+        return _pipeline.cl.enqueue_marker(queue)
+
+    pipeline(device).run(Piece(16, 16, launch, load=lambda staging: [],
+                               store=lambda staging: []) for _ in range(3 * SLOTS))
+    distinct = {id(s): s for s in scratches}
+    assert len(distinct) == SLOTS
+    assert all(scratches[i] is scratches[i % SLOTS] for i in range(3 * SLOTS))
+    assert sorted(s["uses"] for s in distinct.values())[0] >= 3
 
 
 def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
@@ -71,7 +87,7 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
     launcher = cipher._launcher
     pieces = [
         Piece(16 * 8, 16 * 8,
-              lambda q, i, o: launcher.enqueue(q, i, o, 8, cipher._counter_args(0)),
+              lambda q, i, o, _: launcher.enqueue(q, i, o, 8, cipher._counter_args(0)),
               load=lambda staging, lo=lo: _pipeline.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index: store(staging, index))
         for index, lo in enumerate(range(0, data.nbytes, 128))
