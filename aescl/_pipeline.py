@@ -21,7 +21,10 @@ pieces in it skip the staging copies entirely.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
+import mmap
 import os
 import stat
 import threading
@@ -42,6 +45,9 @@ from .kernels import DeviceRuntime, runtime
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
 _COPY_PART_BYTES = 4 << 20  # below this a host copy is not worth splitting
+# Copies into a fresh file mapping spend their time in page faults, which more
+# threads take in parallel: smaller parts.
+_MAPPED_PART_BYTES = 1 << 20
 _HOST_THREADS = max(1, min(16, os.cpu_count() or 1))
 
 _pool: ThreadPoolExecutor | None = None
@@ -94,19 +100,21 @@ def is_pinned(array: np.ndarray, device: Device) -> bool:
 # ---- Host copies -----------------------------------------------------------------------
 
 
-def _parts(nbytes: int) -> list[tuple[int, int]]:
-    """(start, stop) of the parts one host transfer of ``nbytes`` is split into."""
-    count = max(1, min(_HOST_THREADS, nbytes // _COPY_PART_BYTES))
+def _parts(nbytes: int, part_bytes: int | None = None) -> list[tuple[int, int]]:
+    """(start, stop) of the parts one host transfer of ``nbytes`` is split into, each
+    of ``part_bytes`` (default _COPY_PART_BYTES) or more."""
+    count = max(1, min(_HOST_THREADS, nbytes // (part_bytes or _COPY_PART_BYTES)))
     bounds = [nbytes * i // count for i in range(count + 1)]
     return list(zip(bounds, bounds[1:], strict=False))
 
 
-def copy_parts(target: np.ndarray, source: np.ndarray) -> list[Callable[[], None]]:
+def copy_parts(target: np.ndarray, source: np.ndarray,
+               part_bytes: int | None = None) -> list[Callable[[], None]]:
     """``target[:] = source`` as a few independent copies for the host threads
     (numpy releases the GIL while it copies)."""
     return [
         (lambda lo=lo, hi=hi: np.copyto(target[lo:hi], source[lo:hi]))
-        for lo, hi in _parts(source.nbytes)
+        for lo, hi in _parts(source.nbytes, part_bytes)
     ]
 
 
@@ -164,21 +172,61 @@ class FileSource:
 
 
 class FileSink:
-    """Consecutive pieces written to a file as pipeline stores, each in one positional
-    write on a regular file (threads would not help: Linux serialises writes to one
-    file on its inode lock), in order on any other stream."""
+    """Consecutive pieces written to a file as pipeline stores.
 
-    def __init__(self, stream: BinaryIO) -> None:
+    Given the ``total_bytes`` it will write, a regular file open for reading and
+    writing is grown to size, and each piece is copied by several threads into a
+    shared mapping of its place in the file: page-cache writes through ``pwrite``
+    serialise on the file's inode lock, so one thread would set the pace (measured
+    on a tmpfs: 4 GiB in 1.1 s by ``pwrite``, 0.6 s by eight threads into a
+    mapping). Only the latest piece stays mapped, because mapped pages count as
+    the process's resident memory. Any other regular file gets one positional
+    write per piece; other streams are written in order. After a failure, a grown
+    file keeps its size, with zeros where nothing was written.
+    """
+
+    def __init__(self, stream: BinaryIO, total_bytes: int = 0) -> None:
         stream.flush()
         self._stream = stream
         self._file = _file_position(stream)
         self._position = self._file[1] if self._file else 0
+        self._mapping: mmap.mmap | None = None  # the latest piece's
+        self._maps = False
+        if self._file is not None and total_bytes > 0 and _readable_and_writable(self._file[0]):
+            end = self._position + total_bytes
+            with contextlib.suppress(OSError):
+                if os.fstat(self._file[0]).st_size < end:
+                    os.ftruncate(self._file[0], end)
+                self._maps = True
+
+    def _mapped(self, fd: int, offset: int, nbytes: int) -> np.ndarray | None:
+        """A writable view of the file's bytes [offset, offset + nbytes), or None
+        where the file system cannot map it."""
+        self._unmap()  # the previous piece's copies have finished: stores run in order
+        base = offset - offset % mmap.ALLOCATIONGRANULARITY
+        try:
+            self._mapping = mmap.mmap(fd, offset + nbytes - base, mmap.MAP_SHARED,
+                                      mmap.PROT_READ | mmap.PROT_WRITE, offset=base)
+        except (OSError, ValueError):
+            self._maps = False
+            return None
+        return np.frombuffer(self._mapping, np.uint8)[offset - base :]
+
+    def _unmap(self) -> None:
+        if self._mapping is not None:
+            with contextlib.suppress(BufferError):  # a view still alive unmaps when freed
+                self._mapping.close()
+            self._mapping = None
 
     def store(self, data: np.ndarray) -> list[Callable[[], None]]:
         if self._file is None:
             return [lambda: self._stream.write(memoryview(data))]
         fd, offset = self._file[0], self._position
         self._position += data.nbytes
+        if self._maps and data.nbytes:
+            mapped = self._mapped(fd, offset, data.nbytes)
+            if mapped is not None:
+                return copy_parts(mapped, data, _MAPPED_PART_BYTES)
 
         def write() -> None:
             view = memoryview(data)
@@ -188,8 +236,17 @@ class FileSink:
 
     def close(self) -> None:
         """Leave the stream just after what the stores wrote."""
+        self._unmap()
         if self._file is not None:
             self._stream.seek(self._position)
+
+
+def _readable_and_writable(fd: int) -> bool:
+    """Whether a descriptor allows the shared writable mapping FileSink uses."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
+    except OSError:
+        return False
 
 
 # ---- Pieces and the pipeline --------------------------------------------------------------

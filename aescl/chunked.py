@@ -277,7 +277,8 @@ class ChunkCipher:
     def _file_runs(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
                    batch_chunks: int, progress: Callable[[int], None] | None,
                    opening: bool) -> None:
-        reads, writes = FileSource(source), FileSink(sink)
+        out_bytes = CHUNK_SIZE if opening else SEALED_CHUNK_SIZE
+        reads, writes = FileSource(source), FileSink(sink, count * out_bytes)
 
         def piece(done: int, chunks: int, piece: Piece) -> Piece:
             def store(result: np.ndarray) -> list[Callable[[], None]]:
