@@ -22,7 +22,6 @@ pieces in it skip the staging copies entirely.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import mmap
 import os
@@ -37,6 +36,11 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import pyopencl as cl
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: files are written with positional writes
+    fcntl = None  # type: ignore[assignment]
 
 from .devices import Device
 from .errors import TruncatedError
@@ -243,6 +247,8 @@ class FileSink:
 
 def _readable_and_writable(fd: int) -> bool:
     """Whether a descriptor allows the shared writable mapping FileSink uses."""
+    if fcntl is None:
+        return False
     try:
         return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
     except OSError:
