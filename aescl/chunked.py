@@ -31,6 +31,7 @@ import hmac
 import io
 import os
 from collections.abc import Callable, Iterator
+from functools import cached_property
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -156,9 +157,14 @@ class ChunkCipher:
 
     # ---- runs of full chunks through the pipeline -------------------------------------
 
+    @cached_property
+    def _launch_config(self) -> Any:
+        """The device's launch settings, looked up once rather than for every run."""
+        return launch_config(self._device)
+
     def _enqueue_layout(self, queue: Any, name: str, args: tuple[Any, ...], count: int) -> Any:
         layout = kernel(self._device, "chunk_layout.cl", "", name)
-        config = launch_config(self._device)
+        config = self._launch_config
         group = config.work_group_size
         groups = min(config.max_work_groups, -(-count * (SEALED_CHUNK_SIZE // 16) // group))
         layout.set_args(*args, np.uint32(count))
@@ -172,7 +178,7 @@ class ChunkCipher:
         lengths = self._engine.scratch_buffer(scratch, "lengths", 8 * count)
         make = kernel(self._device, "chunk_layout.cl", "", "chunks_counters")
         make.set_args(self._base_j0, np.uint64(first), np.uint32(count), counters, lengths)
-        group = launch_config(self._device).work_group_size
+        group = self._launch_config.work_group_size
         cl.enqueue_nd_range_kernel(queue, make, (-(-count // group) * group,), (group,))
         return self._engine.full_slots_batch(buffer, CHUNK_SIZE, count, counters, lengths,
                                              scratch)
