@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import os
+import stat
 from typing import BinaryIO
 
 
@@ -19,3 +22,15 @@ def read_full(source: BinaryIO, size: int) -> bytes:
         parts.append(part)
         total += len(part)
     return b"".join(parts)
+
+
+def remaining_file_bytes(source: BinaryIO) -> int | None:
+    """Bytes from the current position to the end, if ``source`` is a regular file."""
+    try:
+        status = os.fstat(source.fileno())
+        position = source.tell()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return max(0, status.st_size - position)

@@ -13,7 +13,6 @@ byte fails the commitment check like a wrong key does. The payload key is the
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import stat
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import chunked
-from ._streams import read_full
+from ._streams import read_full, remaining_file_bytes
 from .devices import Device
 from .errors import FormatError, KeySourceError, TruncatedError
 
@@ -39,6 +38,8 @@ SCRYPT_R, SCRYPT_P = 8, 1
 MAX_WORK_FACTOR = 22
 MAX_SCRYPT_R, MAX_SCRYPT_P = 32, 16
 MAX_SCRYPT_MEMORY = 1 << 30
+
+MAX_HEADER_SIZE = len(MAGIC) + 2 + 3 + SCRYPT_SALT_SIZE  # a passphrase header
 
 READ_SIZE = 1 << 20
 ProgressCallback = Callable[[int], None]
@@ -130,7 +131,7 @@ def encrypt_stream(
     sink.write(encoded)
     with chunked.Writer(sink, payload_key, encoded, device=device,
                         batch_chunks=batch_chunks) as writer:
-        length = _remaining_file_bytes(source)
+        length = remaining_file_bytes(source)
         if length is not None:  # a regular file: straight through the device's pipeline
             sink.flush()
             writer.write_file(source, length, progress)
@@ -138,6 +139,16 @@ def encrypt_stream(
             writer.write(block)
             if progress:
                 progress(len(block))
+
+
+def output_size_bound(source: BinaryIO, decrypt: bool) -> int | None:
+    """The most bytes that encrypting or decrypting the rest of ``source`` writes,
+    if it is a regular file, for reserving room for the output ahead; else None.
+    Decryption writes less than it reads."""
+    input_bytes = remaining_file_bytes(source)
+    if input_bytes is None or decrypt:
+        return input_bytes
+    return MAX_HEADER_SIZE + chunked.sealed_size(input_bytes)
 
 
 def decrypt_stream(
@@ -153,7 +164,7 @@ def decrypt_stream(
     payload_key = header.payload_key(key, passphrase)
     reader = chunked.Reader(source, payload_key, header.encode(), device=device,
                             batch_chunks=batch_chunks)
-    length = _remaining_file_bytes(source)
+    length = remaining_file_bytes(source)
     if length is not None:  # a regular file: straight through the device's pipeline
         reader.read_file(sink, length, progress)
         return
@@ -161,18 +172,6 @@ def decrypt_stream(
         sink.write(block)
         if progress:
             progress(len(block) + len(block) // chunked.CHUNK_SIZE * chunked.TAG_SIZE)
-
-
-def _remaining_file_bytes(source: BinaryIO) -> int | None:
-    """Bytes from the current position to the end, if ``source`` is a regular file."""
-    try:
-        status = os.fstat(source.fileno())
-        position = source.tell()
-    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-        return None
-    if not stat.S_ISREG(status.st_mode):
-        return None
-    return max(0, status.st_size - position)
 
 
 def read_key_file(path: str | Path) -> bytes:

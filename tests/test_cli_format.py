@@ -258,6 +258,9 @@ def test_refusals(tmp_path, keyed):
         (["encrypt", "--key-file", str(key), "--key", "00" * 16, str(plain)], "only apply"),
         (["encrypt", "--key-file", str(key), str(plain), "-o", str(plain)], "input file"),
         (["encrypt", "--key-file", str(key), str(plain), "-o", str(key)], "exists"),
+        # found only once the output is open (its room is reserved meanwhile)
+        (["encrypt", "--key-file", str(key), "--device", "no-such-device", str(plain)],
+         "no OpenCL device matches"),
     ]
     for args, words in cases:
         result = aescl(*args)

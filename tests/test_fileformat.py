@@ -29,6 +29,27 @@ def test_round_trips_with_key_and_passphrase(device):
     _round_trip(device, passphrase=b"pass phrase")
 
 
+@pytest.mark.parametrize("length", [0, 1, chunked.CHUNK_SIZE - 1, chunked.CHUNK_SIZE,
+                                    3 * chunked.CHUNK_SIZE + 7])
+def test_output_size_bound_covers_what_is_written(device, tmp_path, length):
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"x" * 5 + os.urandom(length))
+    for key_source in ({"key": os.urandom(32)}, {"passphrase": b"pass phrase"}):
+        sealed = io.BytesIO()
+        with plain.open("rb") as source:
+            source.read(5)  # the bound counts from the position on
+            bound = fileformat.output_size_bound(source, decrypt=False)
+            fileformat.encrypt_stream(source, sealed, device=device, work_factor=10,
+                                      **key_source)
+        written = len(sealed.getvalue())
+        # exact for a passphrase header, the longer kind
+        assert bound == written if "passphrase" in key_source else bound > written
+        (tmp_path / "sealed").write_bytes(sealed.getvalue())
+        with (tmp_path / "sealed").open("rb") as source:
+            assert fileformat.output_size_bound(source, decrypt=True) == written >= length
+    assert fileformat.output_size_bound(io.BytesIO(b"not a file"), decrypt=False) is None
+
+
 def test_header_layout_and_binding(device):
     header = fileformat.Header.new(fileformat.PASSPHRASE, work_factor=12)
     encoded = header.encode()

@@ -68,6 +68,26 @@ def test_ecb_with_pkcs7_padding(device, chunk_bytes):
                        chunk_bytes=chunk_bytes) == data
 
 
+def test_output_size_bound_covers_what_is_written(device, tmp_path):
+    key, iv = os.urandom(16), os.urandom(16)
+    path = tmp_path / "in"
+    for length in LENGTHS:
+        plain = os.urandom(length)
+        sealed_ecb = run(plain, key=key, mode="ecb", decrypt=False, device=device)
+        cases = [("ctr", False, plain), ("ctr", True, plain), ("ecb", False, plain),
+                 ("ecb", True, sealed_ecb)]
+        for mode, decrypt, data in cases:
+            path.write_bytes(data)
+            with path.open("rb") as source:
+                bound = raw.output_size_bound(source, decrypt)
+                out = io.BytesIO()
+                raw.transform(source, out, key=key, mode=mode, decrypt=decrypt,
+                              iv=iv if mode == "ctr" else None, device=device)
+            written = len(out.getvalue())
+            assert written <= bound <= written + 16, (length, mode, decrypt)
+    assert raw.output_size_bound(io.BytesIO(b"pipe"), decrypt=True) is None
+
+
 def test_ecb_without_padding_needs_whole_blocks(device):
     key, data = os.urandom(16), os.urandom(64)
     out = run(data, key=key, mode="ecb", decrypt=False, pad=False, device=device, chunk_bytes=32)
