@@ -115,18 +115,19 @@ def reserving(output: BinaryIO, nbytes: int | None) -> Iterator[None]:
     """Allocate ``nbytes`` for a new, empty :func:`atomic_output` file on a thread
     while the block runs, and wait for it when the block ends.
 
-    The block is what would otherwise leave the CPU idle: finding the device takes
-    a few tenths of a second. Writing into allocated room is faster, because a
-    page-cache file system (tmpfs) allocates and zeroes each page on first write;
-    on the H200 host, 4 GiB into /dev/shm took 0.70 s from empty and 0.43 s after a
-    0.28 s reservation. The reservation is only a hint: a failure (no room, no
-    support) is ignored, and the writes that follow report any real problem.
-    atomic_output cuts the file back to what was written.
+    The block is the job: it starts by finding and setting up the device, which
+    leaves the CPU idle for a few tenths of a second. Writing into allocated room
+    is faster, because a page-cache file system (tmpfs) allocates and zeroes each
+    page on first write; on the H200 host, 4 GiB went into /dev/shm in 0.70 s
+    from empty and in 0.43 s after a 0.28 s reservation. The reservation is only
+    a hint: a failure (no room, no support) is ignored, and the writes report any
+    real problem. atomic_output cuts the file back to what was written.
 
-    fallocate(2) is called directly, not through os.posix_fallocate: where a file
-    system lacks it, the C library emulates it by writing every block, which is
-    slower than the writes it would speed up. The block must not write to
-    ``output`` meanwhile.
+    The block may write meanwhile, because fallocate(2) never changes data that is
+    there and its size only grows. That is why it is called directly rather than
+    through os.posix_fallocate: where a file system lacks fallocate, the C library
+    emulates it by writing to every block, which would race with the job's writes
+    (and be slower than the writes it would speed up).
     """
     fallocate = _linux_fallocate() if nbytes else None
     if fallocate is None:

@@ -251,9 +251,8 @@ def _crypt_command(decrypt: bool):
                 if output_path != STDIO:
                     bound = (raw if raw_mode else fileformat).output_size_bound
                     reserve = bound(source, decrypt)
-                with reserving(sink, reserve):  # while the device is found
-                    chosen = _chosen_device(device)
-                job(source, sink, chosen, progress.update)
+                with reserving(sink, reserve):  # while the device is found and set up
+                    job(source, sink, _chosen_device(device), progress.update)
             progress.close()
         except aescl.WrongKeyError:
             raise _JobFailed("wrong key or passphrase", EXIT_REJECTED) from None

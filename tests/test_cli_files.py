@@ -30,6 +30,18 @@ def test_reserved_room_is_allocated_then_cut_back_to_what_was_written(tmp_path):
     assert os.listdir(tmp_path) == ["out"]
 
 
+def test_writes_during_the_reservation_are_kept(tmp_path):
+    _needs_fallocate()
+    target = tmp_path / "out"
+    data = os.urandom(3 * RESERVE + 5)
+    with files.atomic_output(str(target)) as handle:
+        with files.reserving(handle, 64 * RESERVE):
+            for start in range(0, len(data), 4096):
+                handle.write(data[start : start + 4096])
+                handle.flush()
+    assert target.read_bytes() == data
+
+
 def test_a_reservation_that_cannot_be_had_is_ignored(tmp_path):
     _needs_fallocate()
     target = tmp_path / "out"
