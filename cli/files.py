@@ -22,6 +22,7 @@ from typing import BinaryIO
 import click
 
 SUFFIX = ".aescl"
+_RESERVE_STEP_BYTES = 64 << 20
 STDIO = "-"
 
 
@@ -110,6 +111,16 @@ def _linux_fallocate() -> object | None:
     return function
 
 
+def _room_for(fd: int, nbytes: int) -> bool:
+    """Whether the file system has ``nbytes`` free: a reservation that cannot
+    succeed would only fill it up, step by step."""
+    try:
+        status = os.fstatvfs(fd)
+    except OSError:
+        return False
+    return nbytes <= status.f_bavail * status.f_frsize
+
+
 @contextlib.contextmanager
 def reserving(output: BinaryIO, nbytes: int | None) -> Iterator[None]:
     """Allocate ``nbytes`` for a new, empty :func:`atomic_output` file on a thread
@@ -120,8 +131,8 @@ def reserving(output: BinaryIO, nbytes: int | None) -> Iterator[None]:
     is faster, because a page-cache file system (tmpfs) allocates and zeroes each
     page on first write; on the H200 host, 4 GiB went into /dev/shm in 0.70 s
     from empty and in 0.43 s after a 0.28 s reservation. The reservation is only
-    a hint: a failure (no room, no support) is ignored, and the writes report any
-    real problem. atomic_output cuts the file back to what was written.
+    a hint: without the room free it is not tried, a failure is ignored, and the
+    writes report any real problem. atomic_output cuts the file back to what was written.
 
     The block may write meanwhile, because fallocate(2) never changes data that is
     there and its size only grows. That is why it is called directly rather than
@@ -129,13 +140,20 @@ def reserving(output: BinaryIO, nbytes: int | None) -> Iterator[None]:
     emulates it by writing to every block, which would race with the job's writes
     (and be slower than the writes it would speed up).
     """
-    fallocate = _linux_fallocate() if nbytes else None
+    fd = output.fileno()
+    fallocate = _linux_fallocate() if nbytes and _room_for(fd, nbytes) else None
     if fallocate is None:
         yield
         return
-    fd = output.fileno()
-    thread = threading.Thread(target=fallocate, args=(fd, 0, 0, nbytes),
-                              name="aescl-reserve", daemon=True)
+
+    def reserve() -> None:
+        # In steps: a call holds the file's lock throughout, and the job's first
+        # writes would otherwise wait for all of it.
+        for start in range(0, nbytes, _RESERVE_STEP_BYTES):
+            if fallocate(fd, 0, start, min(_RESERVE_STEP_BYTES, nbytes - start)) != 0:
+                return  # no room or no support: the writes will say what matters
+
+    thread = threading.Thread(target=reserve, name="aescl-reserve", daemon=True)
     thread.start()  # ctypes calls run without the GIL
     try:
         yield

@@ -46,7 +46,7 @@ def test_a_reservation_that_cannot_be_had_is_ignored(tmp_path):
     _needs_fallocate()
     target = tmp_path / "out"
     with files.atomic_output(str(target)) as handle:
-        with files.reserving(handle, 1 << 62):  # more than any file system allows
+        with files.reserving(handle, 1 << 62):  # more than any file system has free
             pass
         assert os.fstat(handle.fileno()).st_size == 0
         handle.write(b"still written")
