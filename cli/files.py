@@ -22,7 +22,6 @@ from typing import BinaryIO
 import click
 
 SUFFIX = ".aescl"
-_RESERVE_STEP_BYTES = 64 << 20
 STDIO = "-"
 
 
@@ -145,15 +144,11 @@ def reserving(output: BinaryIO, nbytes: int | None) -> Iterator[None]:
     if fallocate is None:
         yield
         return
-
-    def reserve() -> None:
-        # In steps: a call holds the file's lock throughout, and the job's first
-        # writes would otherwise wait for all of it.
-        for start in range(0, nbytes, _RESERVE_STEP_BYTES):
-            if fallocate(fd, 0, start, min(_RESERVE_STEP_BYTES, nbytes - start)) != 0:
-                return  # no room or no support: the writes will say what matters
-
-    thread = threading.Thread(target=reserve, name="aescl-reserve", daemon=True)
+    # One call, although a write that comes meanwhile waits for all of it (the file
+    # system holds the file's lock): in steps, each step would wait for the GIL,
+    # which device discovery holds (measured: slower overall).
+    thread = threading.Thread(target=fallocate, args=(fd, 0, 0, nbytes),
+                              name="aescl-reserve", daemon=True)
     thread.start()  # ctypes calls run without the GIL
     try:
         yield
