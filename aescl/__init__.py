@@ -36,13 +36,17 @@ Promises of this API:
 * Host data streams through the device in overlapped pieces (upload, kernels
   and download at once). ``aescl.pinned_empty(n, device)`` allocates
   page-locked memory: input and ``output=`` there skip the host staging copy.
+* Launch settings (work-group size, grid, table copies) are tuned per device by
+  :mod:`aescl.tuning`: a GPU is timed once, on first use (a few seconds), and
+  the choice is stored with the kernel cache. ``aescl bench --tune`` tunes again
+  (CPUs too); ``$AESCL_TUNE=0`` keeps the defaults. Output never depends on them.
 * The kernels are table-based and therefore NOT constant-time: do not run them
   where another tenant can observe cache or shared-memory timing on the device.
 """
 
 from __future__ import annotations
 
-from . import chunked, fileformat
+from . import chunked, fileformat, tuning
 from .devices import Device, devices, get_device
 from .errors import (
     AesclError,
@@ -89,4 +93,5 @@ __all__ = [
     "get_device",
     "new",
     "pinned_empty",
+    "tuning",
 ]

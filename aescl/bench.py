@@ -39,10 +39,11 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import __version__, chunked, keyschedule
+from . import __version__, chunked, keyschedule, tuning
 from .devices import Device
-from .kernels import aes_options, launch_config, runtime, time_builds
+from .kernels import aes_options, runtime, time_builds
 from .modes import MODE_CTR, MODE_ECB, new, pinned_empty
+from .tuning import launch_config
 
 MODES = ("ctr", "ecb-encrypt", "ecb-decrypt", "gcm-chunked")
 KEY_BITS = (128, 192, 256)
@@ -115,6 +116,7 @@ class Target:
     build: dict[str, Any] | None = None
     transfer: dict[str, Any] | None = None
     results: list[Result] = field(default_factory=list)
+    launch: dict[str, Any] | None = None  # tuning.describe: the settings used
 
 
 @dataclass
@@ -426,7 +428,7 @@ def run(devices: list[Device], settings: Settings = Settings(),
         largest = max([s for s in settings.sizes if s <= limit], default=min(settings.sizes))
         targets.append(Target(
             device.id, device.name, "opencl", device.type, device.driver_version, limit,
-            build=_build_times(device),
+            build=_build_times(device), launch=tuning.describe(device),
             transfer=_transfer_rates(device, min(largest, _TRANSFER_LIMIT),
                                      settings.min_seconds),
         ))
@@ -474,6 +476,18 @@ def run(devices: list[Device], settings: Settings = Settings(),
 
 # ---- presentation ----------------------------------------------------------------------
 
+def _launch_line(launch: dict[str, Any]) -> str:
+    line = (f"launch: work-groups of {launch['work_group_size']}, at most "
+            f"{launch['max_work_groups']}, {launch['table_lanes']} table copies")
+    tuned = launch["tuned"]
+    if tuned is None:
+        return line + " (defaults)"
+    default = tuned["default_gb_s"]
+    return line + (f" (tuned {tuned['date'][:10]} over {tuned['trials']} settings: AES-128 CTR "
+                   f"{tuned['gb_s']:.1f} GB/s, defaults "
+                   + ("n/a" if default is None else f"{default:.1f}") + ")")
+
+
 def table(report: Report) -> str:
     """The report as text: one block per target, sizes across, GB/s in the cells."""
     sizes = report.settings["sizes"]
@@ -488,6 +502,8 @@ def table(report: Report) -> str:
             lines.append(f"  kernel build, {target.build['kernel']}: cold "
                          f"{target.build['cold_s']:.3f} s, warm "
                          + ("n/a" if warm is None else f"{warm:.3f} s"))
+        if target.launch:
+            lines.append("  " + _launch_line(target.launch))
         if target.transfer:
             t = target.transfer
             lines.append(f"  pinned transfers of {format_size(t['bytes'])}: host->device "

@@ -49,7 +49,8 @@ from .errors import (
     WrongKeyError,
 )
 from .gcm import GcmEngine
-from .kernels import kernel, launch_config
+from .kernels import kernel
+from .tuning import launch_config
 
 KEY_SIZE = 32
 SALT_SIZE = 24

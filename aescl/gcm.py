@@ -29,7 +29,8 @@ from . import ghash, keyschedule
 from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from .devices import Device
 from .errors import AuthenticationError, CounterOverflowError
-from .kernels import aes_options, kernel, launch_config, runtime
+from .kernels import aes_options, kernel, runtime
+from .tuning import launch_config
 
 MODE_GCM = 11  # pycryptodome's value
 

@@ -76,25 +76,27 @@ class LaunchConfig:
     hardware_rounds: bool = False  # the CPU's AES instructions if it has them
 
 
-def table_lanes(local_mem_bytes: int, work_group_size: int) -> int:
-    """The most round-table copies that fit beside the rest of __local memory: a
-    power of two, at most one per bank (32) and per work-item of a group.
+def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None = None) -> int:
+    """Round-table copies for a group: ``wanted`` (default: the most, one per bank,
+    32), rounded down to a power of two that fits beside the rest of __local
+    memory and is at most one per work-item of the group.
 
-    ``$AESCL_TABLE_LANES`` overrides it (rounded down to what fits), so that
-    ``aescl bench`` can compare layouts on one device.
+    ``$AESCL_TABLE_LANES`` overrides ``wanted``, so that ``aescl bench`` can compare
+    layouts on one device.
     """
     fit = max(1, (local_mem_bytes - _LOCAL_BYTES_BESIDE_TABLES) // 1024)
-    lanes = min(_MAX_TABLE_LANES, work_group_size, fit)
     override = os.environ.get("AESCL_TABLE_LANES", "").strip()
     if override:
         if not override.isdigit():
             raise ValueError(f"AESCL_TABLE_LANES must be a whole number, not {override!r}")
-        lanes = min(max(1, int(override)), fit, work_group_size)
+        wanted = int(override)
+    lanes = min(_MAX_TABLE_LANES if wanted is None else max(1, wanted), fit, work_group_size)
     return 1 << (lanes.bit_length() - 1)
 
 
-def launch_config(device: Device) -> LaunchConfig:
-    """Work-group size, grid size and table placement for a device.
+def default_config(device: Device) -> LaunchConfig:
+    """Work-group size, grid size and table placement for a device, before tuning
+    (aescl.tuning.launch_config starts from these and may replace the first three).
 
     GPUs stage the tables in __local memory: __constant memory serves one
     address per cycle, and table lookups diverge across a warp. There, one

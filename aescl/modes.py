@@ -21,7 +21,8 @@ from ._pipeline import PIECE_BYTES, Piece, pipeline
 from .devices import Device, resolve
 from .errors import CounterOverflowError, KeystreamReuseError
 from .gcm import MODE_GCM, GcmCipher
-from .kernels import aes_options, check_key_schedule, kernel, launch_config, runtime
+from .kernels import aes_options, check_key_schedule, kernel, runtime
+from .tuning import launch_config
 
 MODE_ECB = 1  # the values pycryptodome uses
 MODE_CTR = 6

@@ -395,9 +395,13 @@ def _size_list(ctx, param, value: str | None) -> tuple[int, ...] | None:
               help="Also draw throughput against size to FILE.png (needs aescl[plot]).")
 @click.option("--load", "load_path", metavar="FILE.json", type=click.File("r"),
               help="Measure nothing: print (and --plot) a report saved with --json.")
+@click.option("--tune", is_flag=True,
+              help="First tune each device's launch settings again (work-group size, grid, "
+                   "table copies) and keep them for later runs. GPUs are otherwise tuned once, "
+                   "on first use; CPUs keep their defaults until tuned here.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host, as_json,
-                  plot_path, load_path, quiet) -> None:
+                  plot_path, load_path, tune, quiet) -> None:
     """Measure throughput on each device and on the host, in GB/s.
 
     Four figures per device, mode, key size and input size: kernel (OpenCL
@@ -414,13 +418,18 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
             import matplotlib  # noqa: F401
         except ImportError:
             raise Refusal("--plot needs matplotlib: pip install 'aescl[plot]'") from None
+    if tune and load_path is not None:
+        raise Refusal("--tune measures; --load only prints a saved report")
+    if tune and not aescl.tuning.tuning_enabled():
+        raise Refusal("--tune would be ignored: AESCL_TUNE=0 keeps the default launch settings")
     if load_path is not None:
         try:
             report = bench.Report.from_dict(json.load(load_path))
         except (ValueError, KeyError, TypeError) as exc:
             raise Refusal(f"{load_path.name} is not an aescl bench --json report ({exc})") from None
     else:
-        report = _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, quiet)
+        report = _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host,
+                            tune, quiet)
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else bench.table(report),
                nl=not as_json)
     if plot_path:
@@ -430,7 +439,7 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
                          EXIT_FAILED)
 
 
-def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, quiet
+def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, tune, quiet
                ) -> bench.Report:
     base = bench.QUICK if quick else bench.Settings()
     try:
@@ -448,6 +457,9 @@ def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, q
     chosen = _bench_devices(device_specs)
     progress = _BenchProgress(quiet)
     try:
+        for device in chosen if tune else ():
+            if not device.is_simulator:  # its settings are for coverage, not speed
+                aescl.tuning.store(device, aescl.tuning.tune(device, progress=progress))
         return bench.run(chosen, settings, progress=progress)
     finally:
         progress.close()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from aescl import bench
+from aescl import bench, tuning
 from conftest import selected_devices
 from test_cli import run
 
@@ -78,3 +78,28 @@ def test_bench_refuses_bad_requests_in_one_line(args, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert result.stdout == ""
+
+
+def test_bench_tune_stores_the_settings_that_later_runs_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "cache"))
+    args = ("bench", "--device", DEVICE.id, "--quick", "--sizes", "16K", "--mode", "ctr",
+            "--key-bits", "128", "--no-host")
+    result = run(*args, "--tune", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "tuning, setting 1 of" in result.stderr
+    launch = json.loads(result.stdout)["targets"][0]["launch"]
+    assert launch["tuned"]["trials"] == len(tuning.candidates(DEVICE))
+    assert launch["tuned"]["gb_s"] >= launch["tuned"]["default_gb_s"] > 0
+    assert tuning.stored(DEVICE).chosen.work_group_size == launch["work_group_size"]
+
+    again = run(*args)  # no --tune: the stored settings, reported in the table
+    assert again.returncode == 0, again.stderr
+    assert "tuning" not in again.stderr
+    assert f"launch: work-groups of {launch['work_group_size']}" in again.stdout
+    assert f"over {launch['tuned']['trials']} settings" in again.stdout
+
+    monkeypatch.setenv("AESCL_TUNE", "0")
+    refused = run(*args, "--tune")
+    assert refused.returncode == 2 and "AESCL_TUNE=0" in refused.stderr
+    defaults = run(*args)
+    assert "(defaults)" in defaults.stdout

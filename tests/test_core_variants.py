@@ -16,12 +16,12 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import kernels
+from aescl import kernels, tuning
 from vectors import load
 
 
 def _variant(device: aescl.Device, rounds: int = 10, key_schedule: str = "host") -> str:
-    options = kernels.aes_options(rounds, key_schedule, kernels.launch_config(device))
+    options = kernels.aes_options(rounds, key_schedule, tuning.launch_config(device))
     return kernels.core_variant(device, options)
 
 

@@ -92,13 +92,13 @@ def test_a_build_failure_carries_the_compiler_log(device):
 
 
 def test_launch_settings_follow_the_device_kind():
-    gpu = kernels.launch_config(fake("0:0", "GPU", "nvidia", "gpu", units=132))
-    cpu = kernels.launch_config(fake("1:0", "CPU", "pocl", "cpu", units=16))
-    sim = kernels.launch_config(fake("2:0", "Oclgrind", "oclgrind", "simulator"))
+    gpu = kernels.default_config(fake("0:0", "GPU", "nvidia", "gpu", units=132))
+    cpu = kernels.default_config(fake("1:0", "CPU", "pocl", "cpu", units=16))
+    sim = kernels.default_config(fake("2:0", "Oclgrind", "oclgrind", "simulator"))
     assert gpu.tables_in_local and not cpu.tables_in_local
     assert gpu.table_lanes == 32 and cpu.table_lanes == 1
     # Inline PTX only where NVIDIA's compiler reads it; everyone else takes the portable form.
-    amd = kernels.launch_config(fake("3:0", "GPU", "amd", "gpu", units=60))
+    amd = kernels.default_config(fake("3:0", "GPU", "amd", "gpu", units=60))
     assert gpu.byte_permute and not (cpu.byte_permute or sim.byte_permute or amd.byte_permute)
     assert "-DAES_BYTE_PERMUTE=1" in kernels.aes_options(10, "host", gpu)
     assert "-DAES_BYTE_PERMUTE=0" in kernels.aes_options(10, "host", amd)
@@ -108,7 +108,7 @@ def test_launch_settings_follow_the_device_kind():
         **{**fake("3:0", "old", "amd", "gpu").to_dict(), "local_mem_bytes": 1024,
            "max_work_group_size": 64}
     )
-    small = kernels.launch_config(tiny)
+    small = kernels.default_config(tiny)
     assert not small.tables_in_local and small.work_group_size == 64
     # CPUs ask for their AES instructions (tests/test_core_variants.py); GPUs have none.
     assert cpu.hardware_rounds and not (gpu.hardware_rounds or sim.hardware_rounds)
@@ -118,10 +118,10 @@ def test_launch_settings_follow_the_device_kind():
 def test_the_hardware_rounds_request_can_be_turned_off(monkeypatch):
     cpu = fake("1:0", "CPU", "pocl", "cpu", units=16)
     monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
-    assert "-DAES_HARDWARE_ROUNDS=0" in kernels.aes_options(10, "host", kernels.launch_config(cpu))
+    assert "-DAES_HARDWARE_ROUNDS=0" in kernels.aes_options(10, "host", kernels.default_config(cpu))
     monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "yes")
     with pytest.raises(ValueError, match="AESCL_HARDWARE_ROUNDS must be 0 or 1"):
-        kernels.launch_config(cpu)
+        kernels.default_config(cpu)
 
 
 @pytest.mark.parametrize("local_bytes,group,override,lanes", [

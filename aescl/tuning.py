@@ -1,0 +1,321 @@
+"""Per-device autotuning of how kernels are launched.
+
+Three launch settings matter to the AES kernels' speed and are device-specific:
+the work-group size, the grid (work-groups per compute unit, which sets how
+many blocks each work-item takes in the grid-stride loop) and the number of
+round-table copies in __local memory (fewer copies leave room for more
+resident groups; more copies remove bank conflicts).
+
+:func:`launch_config` is what every mode launches with. On a GPU, the first
+use times the AES-128 CTR kernel under each candidate setting
+(:func:`candidates`) on data in device memory, keeps the fastest whose output
+matches pycryptodome's, and stores the result beside the kernel binaries, keyed
+like them on the device, the driver and the kernel source. Later runs read it.
+CPUs keep their defaults unless tuned explicitly (``aescl bench --tune``, or
+:func:`tune` and :func:`store`); the simulator always keeps its own. Every
+setting gives bit-identical output; tuning changes only speed.
+
+``$AESCL_TUNE=0`` ignores stored results and never tunes: the defaults of
+:func:`aescl.kernels.default_config` apply, as before tuning existed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+from Crypto.Cipher import AES
+
+from . import keyschedule
+from ._cache import cache_root, disk_cache_enabled
+from .devices import Device
+from .kernels import (
+    LaunchConfig,
+    aes_options,
+    cache_key,
+    default_config,
+    kernel,
+    load_source,
+    runtime,
+    table_lanes,
+)
+
+TUNING_VERSION = 1  # bump when the candidates or the measurement change
+_TUNE_BYTES = 256 << 20  # long enough for a GPU launch to dwarf its overhead
+_CPU_TUNE_BYTES = 16 << 20
+_REPEATS = 3
+_GPU_GROUP_SIZES = (64, 128, 256, 512, 1024)
+_GPU_GROUPS_PER_UNIT = (2, 4, 8, 16, 32)
+_CPU_GROUP_SIZES = (16, 64, 256)
+_CPU_GROUPS_PER_UNIT = (1, 4, 16)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One candidate's measurement: AES-128 CTR, kernel time, best of a few runs."""
+
+    work_group_size: int
+    max_work_groups: int
+    table_lanes: int
+    gb_s: float | None  # None: the candidate could not run (too large for the kernel)
+    verified: bool | None = None  # output compared with pycryptodome (the winner only)
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The result of tuning one device: the chosen settings and every trial."""
+
+    device: str
+    driver: str
+    date: str
+    data_bytes: int
+    seconds: float
+    chosen: Trial
+    default: Trial
+    trials: list[Trial] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": TUNING_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Tuning:
+        fields = {k: v for k, v in data.items() if k != "version"}
+        return cls(**{**fields, "chosen": Trial(**data["chosen"]),
+                      "default": Trial(**data["default"]),
+                      "trials": [Trial(**t) for t in data["trials"]]})
+
+
+def tuning_enabled() -> bool:
+    """``$AESCL_TUNE``: unset or 1 tunes GPUs on first use; 0 keeps the defaults."""
+    value = os.environ.get("AESCL_TUNE", "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"AESCL_TUNE must be 0 or 1, not {value!r}")
+    return value != "0"
+
+
+def candidates(device: Device) -> list[LaunchConfig]:
+    """The settings tuning tries on a device, the default among them."""
+    base = default_config(device)
+    if device.type == "gpu":
+        sizes, per_unit = _GPU_GROUP_SIZES, _GPU_GROUPS_PER_UNIT
+    else:
+        sizes, per_unit = _CPU_GROUP_SIZES, _CPU_GROUPS_PER_UNIT
+    found = [base]
+    for size in (s for s in sizes if s <= device.max_work_group_size):
+        lane_choices = [1]
+        if base.tables_in_local:
+            most = table_lanes(device.local_mem_bytes, size)
+            lane_choices = [1 << i for i in range(most.bit_length())]
+        for groups in per_unit:
+            for lanes in lane_choices:
+                config = replace(base, work_group_size=size,
+                                 max_work_groups=device.compute_units * groups, table_lanes=lanes)
+                if config not in found:
+                    found.append(config)
+    return found
+
+
+def _trial(config: LaunchConfig, gb_s: float | None, verified: bool | None = None) -> Trial:
+    return Trial(config.work_group_size, config.max_work_groups, config.table_lanes, gb_s,
+                 verified)
+
+
+def tune(device: Device, configs: list[LaunchConfig] | None = None,
+         data_bytes: int | None = None, progress: Progress = lambda message: None) -> Tuning:
+    """Time AES-128 CTR under each of ``configs`` (default :func:`candidates`, whose
+    first is the device's default, reported as such) and choose the fastest whose
+    output matches pycryptodome's."""
+    started = time.perf_counter()
+    configs = configs or candidates(device)
+    if data_bytes is None:
+        data_bytes = _TUNE_BYTES if device.type == "gpu" else _CPU_TUNE_BYTES
+        data_bytes = min(data_bytes, device.max_alloc_bytes // 4, device.global_mem_bytes // 8)
+    data_bytes -= data_bytes % 16
+    bench = _CtrBench(device, data_bytes)
+    timed: list[tuple[float, LaunchConfig]] = []
+    trials: dict[LaunchConfig, Trial] = {}
+    for index, config in enumerate(configs):
+        progress(f"{device.name}: tuning, setting {index + 1} of {len(configs)}")
+        seconds = bench.best_seconds(config)
+        trials[config] = _trial(config, None if seconds is None else data_bytes / seconds / 1e9)
+        if seconds is not None:
+            timed.append((seconds, config))
+    chosen = None
+    for _, config in sorted(timed, key=lambda pair: pair[0]):
+        verified = bench.matches_reference(config)
+        trials[config] = replace(trials[config], verified=verified)
+        if verified:
+            chosen = config
+            break
+    if chosen is None:
+        raise RuntimeError(f"no launch setting of AES-128 CTR on {device.name} matched "
+                           "pycryptodome's output")
+    return Tuning(
+        device=device.name, driver=device.driver_version,
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        data_bytes=data_bytes, seconds=round(time.perf_counter() - started, 3),
+        chosen=trials[chosen], default=trials[configs[0]],
+        trials=sorted(trials.values(), key=lambda t: -(t.gb_s or 0.0)),
+    )
+
+
+class _CtrBench:
+    """AES-128 CTR over zeros in device memory, so the output is the keystream."""
+
+    def __init__(self, device: Device, data_bytes: int) -> None:
+        self._device = device
+        self._runtime = runtime(device)
+        self._blocks = data_bytes // 16
+        context = self._runtime.context
+        self._key = os.urandom(16)
+        self._counter = os.urandom(8) + bytes(8)
+        self._source = cl.Buffer(context, cl.mem_flags.READ_ONLY, data_bytes)
+        cl.enqueue_fill_buffer(self._runtime.queue, self._source, np.uint8(0), 0, data_bytes)
+        self._target = cl.Buffer(context, cl.mem_flags.READ_WRITE, data_bytes)
+        material = keyschedule.kernel_key_material(self._key, "host", False)
+        self._key_buffer = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                                     hostbuf=np.ascontiguousarray(material, dtype="<u4"))
+
+    def _launch(self, config: LaunchConfig) -> Any:
+        ctr = kernel(self._device, "aes_ctr.cl", aes_options(10, "host", config), "aes_ctr_xor")
+        limit = ctr.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                        self._device.cl_device)
+        group = config.work_group_size
+        if group > limit:
+            return None
+        groups = min(config.max_work_groups, -(-self._blocks // group))
+        hi = int.from_bytes(self._counter[:8], "big")
+        ctr.set_args(self._source, self._target, np.uint64(self._blocks), np.uint64(hi),
+                     np.uint64(0), np.uint64(0), np.uint64(2**64 - 1), self._key_buffer)
+        return cl.enqueue_nd_range_kernel(self._runtime.queue, ctr, (groups * group,), (group,))
+
+    def best_seconds(self, config: LaunchConfig) -> float | None:
+        """The fastest of a few launches, after one to warm up; None if it cannot run."""
+        try:
+            warm = self._launch(config)
+            if warm is None:
+                return None
+            warm.wait()
+            times = []
+            for _ in range(_REPEATS):
+                event = self._launch(config)
+                event.wait()
+                times.append((event.profile.end - event.profile.start) * 1e-9)
+        except cl.Error:  # out of resources for this shape: not a candidate here
+            return None
+        return max(min(times), 1e-9)
+
+    def matches_reference(self, config: LaunchConfig) -> bool:
+        self._launch(config).wait()
+        out = np.empty(self._blocks * 16, np.uint8)
+        cl.enqueue_copy(self._runtime.queue, out, self._target)
+        reference = AES.new(self._key, AES.MODE_CTR, nonce=b"", initial_value=self._counter)
+        return bool(np.array_equal(out, np.frombuffer(reference.encrypt(bytes(out.nbytes)),
+                                                      np.uint8)))
+
+
+# ---- stored results ---------------------------------------------------------------------
+
+
+def tuning_path(device: Device) -> Path:
+    """Where a device's tuning is kept: beside the kernel binaries, under a key that
+    changes with the device, the driver, pyopencl and the AES kernel source."""
+    options = f"tuning-v{TUNING_VERSION}"
+    key = cache_key(device, load_source("aes_ctr.cl"), options)
+    return cache_root() / "tuning" / f"{key}.json"
+
+
+def stored(device: Device) -> Tuning | None:
+    """The device's stored tuning, if there is a readable one."""
+    if not disk_cache_enabled():
+        return _memory.get(device.id)
+    try:
+        data = json.loads(tuning_path(device).read_text())
+        if data.get("version") != TUNING_VERSION:
+            return None
+        return Tuning.from_dict(data)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # missing or damaged: tune again
+
+
+def store(device: Device, tuning: Tuning) -> None:
+    """Keep a tuning for later runs (in memory only when the disk cache is off)."""
+    _memory[device.id] = tuning
+    _configs.pop(device.id, None)
+    if not disk_cache_enabled():
+        return
+    path = tuning_path(device)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    except OSError:
+        return  # a cache that cannot be written only costs tuning again next time
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(tuning.to_dict(), handle, indent=1)
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+
+
+_memory: dict[str, Tuning] = {}  # device id -> tuning, for AESCL_NO_CACHE=1
+_configs: dict[str, tuple[tuple[str, ...], LaunchConfig]] = {}  # device id -> (environment, config)
+
+
+def _environment() -> tuple[str, ...]:
+    names = ("AESCL_TUNE", "AESCL_TABLE_LANES", "AESCL_HARDWARE_ROUNDS", "AESCL_CACHE_DIR",
+             "AESCL_NO_CACHE")
+    return tuple(os.environ.get(name, "") for name in names)
+
+
+def launch_config(device: Device) -> LaunchConfig:
+    """The launch settings every mode uses on ``device``: the defaults, with the
+    work-group size, grid and table copies of the device's tuning when there is
+    one. A GPU with none is tuned now, once (a few seconds, stored)."""
+    environment = _environment()
+    known = _configs.get(device.id)
+    if known is not None and known[0] == environment:
+        return known[1]
+    config = base = default_config(device)
+    if tuning_enabled() and device.type != "simulator":
+        tuning = stored(device)
+        if tuning is None and device.type == "gpu":
+            tuning = tune(device)
+            store(device, tuning)
+        if tuning is not None:
+            chosen = tuning.chosen
+            lanes = base.table_lanes
+            if base.tables_in_local:
+                lanes = table_lanes(device.local_mem_bytes, chosen.work_group_size,
+                                    chosen.table_lanes)
+            config = replace(base, work_group_size=chosen.work_group_size,
+                             max_work_groups=chosen.max_work_groups, table_lanes=lanes)
+    _configs[device.id] = (environment, config)
+    return config
+
+
+def describe(device: Device) -> dict[str, Any]:
+    """The settings in use on a device and where they came from, for reports."""
+    config = launch_config(device)
+    tuning = stored(device) if tuning_enabled() else None
+    return {"work_group_size": config.work_group_size,
+            "max_work_groups": config.max_work_groups,
+            "table_lanes": config.table_lanes,
+            "tuned": None if tuning is None else {
+                "date": tuning.date, "gb_s": tuning.chosen.gb_s,
+                "default_gb_s": tuning.default.gb_s, "trials": len(tuning.trials),
+                "seconds": tuning.seconds}}
+
