@@ -477,8 +477,9 @@ def run(devices: list[Device], settings: Settings = Settings(),
 # ---- presentation ----------------------------------------------------------------------
 
 def _launch_line(launch: dict[str, Any]) -> str:
+    copies = launch["table_lanes"]
     line = (f"launch: work-groups of {launch['work_group_size']}, at most "
-            f"{launch['max_work_groups']}, {launch['table_lanes']} table copies")
+            f"{launch['max_work_groups']}, {copies} table cop{'y' if copies == 1 else 'ies'}")
     tuned = launch["tuned"]
     if tuned is None:
         return line + " (defaults)"
