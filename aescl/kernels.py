@@ -14,12 +14,10 @@ would otherwise reuse a stale binary after an edit to an included header.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -30,7 +28,7 @@ from typing import Any
 
 import pyopencl as cl
 
-from ._cache import cache_root, disk_cache_enabled
+from ._cache import cache_root, disk_cache_enabled, write_cache_file
 from .devices import Device
 from .errors import KernelBuildError
 
@@ -235,19 +233,10 @@ def _load_cached_binary(rt: DeviceRuntime, path: Path, options: str) -> Any | No
 def _store_binary(program: Any, path: Path) -> None:
     try:
         binary = program.get_info(cl.program_info.BINARIES)[0]
-        if not binary:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    except (OSError, cl.Error):
-        return  # a cache that cannot be written only costs a rebuild next time
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(binary)
-        os.replace(tmp, path)  # atomic: readers never see a partial binary
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except cl.Error:
+        return
+    if binary:
+        write_cache_file(path, binary)
 
 
 def build_source(device: Device, source: str, options: str, label: str) -> Any:

@@ -21,11 +21,9 @@ setting gives bit-identical output; tuning changes only speed.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -37,7 +35,7 @@ import pyopencl as cl
 from Crypto.Cipher import AES
 
 from . import keyschedule
-from ._cache import cache_root, disk_cache_enabled
+from ._cache import cache_root, disk_cache_enabled, write_cache_file
 from .devices import Device
 from .kernels import (
     LaunchConfig,
@@ -256,19 +254,7 @@ def store(device: Device, tuning: Tuning) -> None:
     _configs.pop(device.id, None)
     if not disk_cache_enabled():
         return
-    path = tuning_path(device)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    except OSError:
-        return  # a cache that cannot be written only costs tuning again next time
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(tuning.to_dict(), handle, indent=1)
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+    write_cache_file(tuning_path(device), json.dumps(tuning.to_dict(), indent=1).encode())
 
 
 _memory: dict[str, Tuning] = {}  # device id -> tuning, for AESCL_NO_CACHE=1
