@@ -296,10 +296,12 @@ class ChunkCipher:
             piece.load, piece.store = reads.load(piece.in_bytes), store
             return piece
 
-        pipeline(self._device).run(
-            piece(*run) for run in self._runs(first, count, batch_chunks, opening))
-        reads.close()
-        writes.close()
+        try:
+            pipeline(self._device).run(
+                piece(*run) for run in self._runs(first, count, batch_chunks, opening))
+        finally:
+            reads.close()
+            writes.close()
 
     def seal(self, plaintext: BytesLike, first: int, final: bool) -> np.ndarray:
         """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short final one.

@@ -1,6 +1,7 @@
 """aescl/_pipeline.py: overlapped pieces through the device, pinned and pageable host memory."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -72,6 +73,42 @@ def test_each_slot_keeps_its_launch_scratch_for_its_next_piece(device):
     assert sorted(s["uses"] for s in distinct.values())[0] >= 3
 
 
+def test_stores_run_in_order_one_piece_at_a_time(device):
+    # Stores run in the background, but a stream's writes must keep their order:
+    # every task of one piece ends before any task of the next starts.
+    key = os.urandom(16)
+    data = np.frombuffer(os.urandom(16 * 8 * 3 * SLOTS), np.uint8)
+    cipher = _ctr(key, device)
+    launcher = cipher._launcher
+    spans: list[tuple[int, float, float]] = []
+    output = np.zeros_like(data)
+
+    def store(staging, index, lo):
+        def part(start, stop):
+            def task():
+                began = time.perf_counter()
+                time.sleep(0.002)  # long enough for a concurrent task to show
+                output[lo + start:lo + stop] = staging[start:stop]
+                spans.append((index, began, time.perf_counter()))
+            return task
+        return [part(0, 64), part(64, 128)]
+
+    pieces = [
+        Piece(128, 128,
+              lambda q, i, o, _, lo=lo: launcher.enqueue(q, i, o, 8,
+                                                          cipher._counter_args(lo // 16)),
+              load=lambda staging, lo=lo: _pipeline.copy_parts(staging, data[lo:lo + 128]),
+              store=lambda staging, index=index, lo=lo: store(staging, index, lo))
+        for index, lo in enumerate(range(0, data.nbytes, 128))
+    ]
+    pipeline(device).run(pieces)
+    reference = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=bytes(16))
+    assert output.tobytes() == reference.encrypt(data.tobytes())
+    for index in range(1, len(pieces)):
+        before = max(end for i, _, end in spans if i == index - 1)
+        assert all(began >= before for i, began, _ in spans if i == index)
+
+
 def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
     data = np.frombuffer(os.urandom(16 * 64), np.uint8)
     stored = []
@@ -111,8 +148,12 @@ def test_host_copies_split_into_parts(monkeypatch):
     assert np.array_equal(source, target)
 
 
+@pytest.mark.parametrize("window", [None, 64 << 10], ids=["one-window", "64KiB-windows"])
 @pytest.mark.parametrize("mode", ["w+b", "wb"], ids=["mapped", "positional-writes"])
-def test_a_file_sink_writes_pieces_in_place_after_what_was_there(tmp_path, mode):
+def test_a_file_sink_writes_pieces_in_place_after_what_was_there(tmp_path, monkeypatch, mode,
+                                                                 window):
+    if window:  # pieces then cross windows, and several windows are unmapped
+        monkeypatch.setattr(_pipeline, "MAP_WINDOW_BYTES", window)
     # A 56-byte header first, so that the pieces start off any page boundary.
     pieces = [np.frombuffer(os.urandom(n), np.uint8) for n in (70_000, 1, 0, 3 << 20, 12_345)]
     path = tmp_path / "out.bin"
@@ -123,7 +164,7 @@ def test_a_file_sink_writes_pieces_in_place_after_what_was_there(tmp_path, mode)
             for task in sink.store(piece):
                 task()
         sink.close()
-        assert sink._mapping is None
+        assert sink._window is None and not sink._unmapping
         assert stream.tell() == 56 + sum(p.nbytes for p in pieces)
         stream.write(b"tail")
     assert path.read_bytes() == b"h" * 56 + b"".join(p.tobytes() for p in pieces) + b"tail"
