@@ -44,7 +44,7 @@ def test_the_wheel_holds_the_kernels_and_the_cli(wheel):
             assert f"aescl/cl/{kernel.name}" in names
     assert "aescl/cli/main.py" in names and "aescl/py.typed" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "aescl = aescl.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "aescl = aescl.cli.main:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def _dependency_paths() -> list[str]:
