@@ -33,6 +33,10 @@
  *                           one shared-memory cycle instead of the several that
  *                           bank conflicts cost with one copy (Tezcan 2021). The
  *                           final decryption round's byte S-box stays one copy.
+ *                           The same layout serves AMD's 64-wide wavefronts:
+ *                           their LDS also has 32 banks and checks conflicts per
+ *                           half-wavefront (work-items 0-31, then 32-63), and
+ *                           each half reads copies 0-31 once.
  *   AES_BYTE_PERMUTE        1 on NVIDIA GPUs: byte extraction through inline PTX
  *                           (aes_vendor.h). The lookups then cost one integer
  *                           and one multiply-add instruction each, not two
