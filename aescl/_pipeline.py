@@ -410,11 +410,10 @@ class Pipeline:
         """Process every piece; returns when all outputs are stored.
 
         The host's stores run in the background, one piece at a time and in
-        order, while the next pieces load and go to the device: waiting for them
-        after every piece left cores idle (the 4 GiB file pipeline on the H200
-        host took 0.77-0.81 s that way, against 0.47-0.49 s with a quarter as many
-        pieces). An exception from a host task stops the stream: no later piece's
-        stores start, what is in flight drains, and the exception is raised here.
+        order, while the next pieces load and go to the device: waiting for the
+        slowest load or store of every piece left cores idle (docs/benchmarks).
+        An exception from a host task stops the stream: no later piece's stores
+        start, what is in flight drains, and the exception is raised here.
         """
         pool = _host_pool()
         in_flight: deque[_InFlight] = deque()
