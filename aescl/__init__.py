@@ -46,7 +46,7 @@ Promises of this API:
 
 from __future__ import annotations
 
-from . import chunked, fileformat, tuning
+from . import chunked, chunkformat, fileformat, scheduler, tuning
 from .devices import Device, devices, get_device
 from .errors import (
     AesclError,
@@ -88,6 +88,8 @@ __all__ = [
     "TruncatedError",
     "WrongKeyError",
     "chunked",
+    "chunkformat",
+    "scheduler",
     "fileformat",
     "devices",
     "get_device",

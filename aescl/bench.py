@@ -39,10 +39,13 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import __version__, chunked, keyschedule, tuning
+from . import __version__, chunked, keyschedule, scheduler, tuning
 from .devices import Device
+from .engines import BlockTransform
+from .engines.opencl import OpenclBlocks
 from .kernels import aes_options, runtime, time_builds
 from .modes import MODE_CTR, MODE_ECB, new, pinned_empty
+from .scheduler import DevicesSpec
 from .tuning import launch_config
 
 MODES = ("ctr", "ecb-encrypt", "ecb-decrypt", "gcm-chunked")
@@ -98,6 +101,8 @@ class Result:
     host_gb_s: float | None
     verified: bool | None  # output equal to the reference; None when there was none
     pinned_gb_s: float | None = None  # host->host with input and output in pinned memory
+    # A job split over several devices: each device's fraction of the work (last run).
+    shares: dict[str, float] | None = None
 
     def figure(self, measure: str) -> float | None:
         return getattr(self, f"{measure}_gb_s")
@@ -272,14 +277,14 @@ def host_baselines() -> list[tuple[Target, Callable[[_Job], HostRun]]]:
     try:
         import Crypto
 
-        found.append((Target("host", f"pycryptodome {Crypto.__version__} (1 thread)",
+        found.append((Target("pycryptodome", f"pycryptodome {Crypto.__version__} (1 thread)",
                              "pycryptodome", "host"), _pycryptodome_run))
     except ImportError:
         pass
     try:
         from cryptography.hazmat.backends.openssl import backend
 
-        found.append((Target("host", f"{backend.openssl_version_text()} via cryptography "
+        found.append((Target("openssl", f"{backend.openssl_version_text()} via cryptography "
                              "(1 thread)", "openssl", "host"), _openssl_run))
     except ImportError:
         pass
@@ -354,24 +359,52 @@ class _DeviceJob:
             batch = chunked.ChunkCipher(job.key, job.iv, self.device).device_batch(
                 target, nbytes)
             return lambda: batch.crypt() + batch.hash()
-        if job.mode == "ctr":
-            launch = new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv,
-                         device=self.device)._device_launch()
-        else:
-            launch = new(job.key, MODE_ECB, device=self.device)._device_launch(
-                job.mode == "ecb-decrypt")
+        transform = BlockTransform(
+            job.key, decrypt=job.mode == "ecb-decrypt",
+            counter=int.from_bytes(job.iv, "big") if job.mode == "ctr" else None)
+        launch = OpenclBlocks(self.device, transform).device_launch()
         return lambda: [launch(self.queue, source, target, nbytes // 16)]
 
     def host_call(self, data: np.ndarray, out: np.ndarray) -> None:
-        job = self.job
-        if job.mode == "gcm-chunked":
-            chunked.encrypt_raw(job.key, job.iv, data, device=self.device, output=out)
-        elif job.mode == "ctr":
-            new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv,
-                device=self.device).encrypt(data, output=out)
-        else:
-            cipher = new(job.key, MODE_ECB, device=self.device)
-            (cipher.decrypt if job.mode == "ecb-decrypt" else cipher.encrypt)(data, output=out)
+        library_call(self.job, self.device, data, out)
+
+
+def library_call(job: _Job, device: DevicesSpec, data: np.ndarray, out: np.ndarray) -> None:
+    """One library call of the job on ``device`` (a device, or a list: a split job)."""
+    if job.mode == "gcm-chunked":
+        chunked.encrypt_raw(job.key, job.iv, data, device=device, output=out)
+    elif job.mode == "ctr":
+        new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv, device=device).encrypt(
+            data, output=out)
+    else:
+        cipher = new(job.key, MODE_ECB, device=device)
+        (cipher.decrypt if job.mode == "ecb-decrypt" else cipher.encrypt)(data, output=out)
+
+
+def _measure_engines(devices: list[Device], job: _Job, data: np.ndarray,
+                     reference: np.ndarray | None, min_seconds: float,
+                     pinned: tuple[np.ndarray, np.ndarray] | None) -> Result:
+    """host->host (and pinned->pinned, given pinned memory) of one library call on the
+    host engine or on a job split over ``devices``, with each device's share."""
+    size, out_bytes = data.nbytes, job.output_bytes(data.nbytes)
+    outputs = [np.empty(out_bytes, np.uint8)]
+    host = _repeat(lambda: _wall(lambda: library_call(job, devices, data, outputs[0])),
+                   min_seconds)
+    pinned_seconds = None
+    if pinned is not None:
+        pinned_in, pinned_out = pinned[0][:size], pinned[1][:out_bytes]
+        pinned_in[:] = data
+        outputs.append(pinned_out)
+        pinned_seconds = _repeat(
+            lambda: _wall(lambda: library_call(job, devices, pinned_in, pinned_out)), min_seconds)
+    shares = scheduler.team(devices).shares
+    units = sum(share.units for share in shares)
+    verified = None if reference is None else all(
+        np.array_equal(out, reference) for out in outputs)
+    return Result(job.mode, 8 * len(job.key), size, None, None, _gb_s(size, host), verified,
+                  None if pinned_seconds is None else _gb_s(size, pinned_seconds),
+                  {share.device.id: round(share.units / units, 3) for share in shares}
+                  if len(devices) > 1 and units else None)
 
 
 def _measure_resident(work: _DeviceJob, data: np.ndarray, min_seconds: float
@@ -422,6 +455,10 @@ def run(devices: list[Device], settings: Settings = Settings(),
     """Bench ``devices`` (and the host baselines, unless turned off) as ``settings`` say."""
     targets: list[Target] = []
     baselines = host_baselines() if settings.host_baselines else []
+    engines_only = [d for d in devices if not d.is_opencl]  # the host engine
+    devices = [d for d in devices if d.is_opencl]
+    # The split job: every benched GPU and accelerator with the host engine, as `all` has it.
+    team = [d for d in devices if d.type in ("gpu", "accelerator")] + engines_only
     for device in devices:
         progress(f"{device.name}: kernel build times and transfers")
         limit = device_limit(device)
@@ -433,6 +470,13 @@ def run(devices: list[Device], settings: Settings = Settings(),
                                      settings.min_seconds),
         ))
     targets.extend(target for target, _ in baselines)
+    engine_rows: list[tuple[list[Device], Target]] = [
+        ([d], Target(d.id, d.name, "host-engine", "host", d.driver_version, device_limit(d)))
+        for d in engines_only]
+    if len(team) > 1:
+        engine_rows.append((team, Target("all", " + ".join(d.id for d in team), "scheduler",
+                                         "all", max_bytes=min(device_limit(d) for d in team))))
+    targets.extend(target for _, target in engine_rows)
 
     data = np.random.default_rng().integers(0, 256, max(settings.sizes), dtype=np.uint8)
     pinned: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -462,6 +506,14 @@ def run(devices: list[Device], settings: Settings = Settings(),
                 progress(f"{device.name}: {mode} AES-{bits} {format_size(size)}")
                 target.results.append(_measure_device(
                     device, job, piece, reference, settings.min_seconds, pinned[device.id]))
+            for members, target in engine_rows:
+                if size > (target.max_bytes or 0):
+                    continue
+                progress(f"{target.id}: {mode} AES-{bits} {format_size(size)}")
+                first_gpu = next((d for d in members if d.is_opencl), None)
+                target.results.append(_measure_engines(
+                    members, job, piece, reference, settings.min_seconds,
+                    pinned.get(first_gpu.id) if first_gpu is not None else None))
     return Report(
         aescl_version=__version__,
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -510,7 +562,8 @@ def table(report: Report) -> str:
             lines.append(f"  pinned transfers of {format_size(t['bytes'])}: host->device "
                          f"{t['pinned_h2d_gb_s']:.1f} GB/s, device->host "
                          f"{t['pinned_d2h_gb_s']:.1f} GB/s")
-        measures = MEASURES if target.backend == "opencl" else ("host",)
+        measures = {"opencl": MEASURES, "scheduler": ("host", "pinned")}.get(
+            target.backend, ("host",))
         rows = [("GB/s", "", "", *[format_size(s) for s in sizes])]
         for mode, bits in sorted({(r.mode, r.key_bits) for r in target.results},
                                  key=lambda k: (MODES.index(k[0]), k[1])):
@@ -530,6 +583,12 @@ def table(report: Report) -> str:
             cells = [cell.ljust(w) if i < 3 else cell.rjust(w)
                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
             lines.append("  " + "  ".join(cells).rstrip())
+        for result in target.results:
+            if result.shares:
+                parts = ", ".join(f"{device} {100 * part:.0f}%"
+                                  for device, part in result.shares.items())
+                lines.append(f"  shares, {result.mode} AES-{result.key_bits} "
+                             f"{format_size(result.bytes)}: {parts}")
         if target.max_bytes is not None and max(sizes) > target.max_bytes:
             lines.append(f"  (sizes above {target.max_bytes / MiB:.0f} MiB skipped: "
                          "device or host memory)")

@@ -5,7 +5,12 @@ A spec is a short string (case-insensitive):
 * ``gpu``, ``cpu``, ``accelerator``: a device type;
 * ``nvidia``, ``amd``, ``intel``, ``apple``, ``pocl``, ``oclgrind``: a vendor class;
 * ``P:D``: a device id (platform index, device index), as ``aescl devices`` lists;
+* ``host``: the host engine, OpenSSL on every core of this machine (no OpenCL);
 * anything else: a substring of the device name.
+
+Where a job may run on several devices at once (aescl.scheduler), ``all`` means
+every GPU and accelerator plus the host engine, and a list of specs names the
+devices one by one.
 
 When several devices match, the best one is chosen (GPUs first, then the
 fastest). With no spec, ``$AESCL_DEVICE`` is used, else the best real device.
@@ -14,10 +19,15 @@ The Oclgrind simulator is only ever chosen by name.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import importlib.metadata
 import os
+import platform as _platform
 import re
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import pyopencl as cl
@@ -26,8 +36,9 @@ from . import _icd
 from ._cache import cache_root
 from .errors import DeviceNotFound, NoPlatformError
 
-VENDOR_CLASSES = ("nvidia", "amd", "intel", "apple", "pocl", "oclgrind", "other")
-DEVICE_TYPES = ("gpu", "cpu", "accelerator", "simulator", "other")
+VENDOR_CLASSES = ("nvidia", "amd", "intel", "apple", "pocl", "oclgrind", "openssl", "other")
+DEVICE_TYPES = ("gpu", "cpu", "accelerator", "simulator", "host", "other")
+HOST_ID = "host"
 
 # Platform vendor/name fragments, checked in order: PoCL and Oclgrind first,
 # because they can drive other vendors' hardware but are their own driver stack.
@@ -69,6 +80,10 @@ class Device:
     @property
     def is_simulator(self) -> bool:
         return self.type == "simulator"
+
+    @property
+    def is_opencl(self) -> bool:
+        return self.type != "host"
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (without the pyopencl handle)."""
@@ -150,13 +165,61 @@ def _all_devices() -> tuple[Device, ...]:
     return tuple(found)
 
 
-def devices() -> list[Device]:
+@functools.lru_cache(maxsize=1)
+def host_device() -> Device:
+    """The host engine as a device: OpenSSL (through ``cryptography``) on every core."""
+    model = _platform.processor() or _platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.partition(":")[2].strip()
+                break
+    try:
+        version = importlib.metadata.version("cryptography")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not installed"
+    memory = 0
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cores = os.cpu_count() or 1
+    return Device(
+        id=HOST_ID, name=f"{model} ({cores} threads, OpenSSL)", vendor="openssl", type="host",
+        platform_name="aescl host engine", platform_version="",
+        compute_units=cores, clock_mhz=0, global_mem_bytes=memory, local_mem_bytes=0,
+        max_alloc_bytes=memory, max_work_group_size=1, opencl_c_version="",
+        driver_version=f"cryptography {version}",
+    )
+
+
+def sub_devices(device: Device, count: int) -> list[Device]:
+    """Split an OpenCL device that supports fission (PoCL's CPU device does) into
+    ``count`` devices of equal compute units, with ids ``P:D.k``: several devices made
+    from one, for running a split job where there is only one device."""
+    parent = device.cl_device
+    if parent is None or cl.device_partition_property.EQUALLY not in (
+            parent.partition_properties or []):
+        raise DeviceNotFound(f"{device.id} {device.name} cannot be split into sub-devices")
+    units = max(1, device.compute_units // count)
+    parts = parent.create_sub_devices([cl.device_partition_property.EQUALLY, units])[:count]
+    return [dataclasses.replace(device, id=f"{device.id}.{k}", compute_units=units,
+                                cl_device=part) for k, part in enumerate(parts)]
+
+
+def opencl_devices() -> list[Device]:
     """Every OpenCL device on every platform, simulators included."""
     return list(_all_devices())
 
 
+def devices() -> list[Device]:
+    """Every device aescl can run on: the OpenCL devices, simulators included, then
+    the host engine (``host``)."""
+    return [*_all_devices(), host_device()]
+
+
 def _rank(device: Device) -> tuple[int, int, int]:
-    type_order = {"gpu": 0, "accelerator": 1, "cpu": 2, "other": 3, "simulator": 4}
+    # Without a measured rate, the host engine comes after GPUs and before CPU OpenCL
+    # devices: on the same cores OpenSSL ran 10x PoCL's rate (docs/benchmarks).
+    type_order = {"gpu": 0, "accelerator": 1, "host": 2, "cpu": 3, "other": 4, "simulator": 5}
     # A vendor's own driver before PoCL driving the same kind of hardware.
     portable = 1 if device.vendor == "pocl" else 0
     return (type_order[device.type], portable, -device.compute_units * max(device.clock_mhz, 1))
@@ -165,6 +228,8 @@ def _rank(device: Device) -> tuple[int, int, int]:
 def matches(device: Device, spec: str) -> bool:
     """Whether a device fits a spec (see the module docstring)."""
     spec = spec.strip().lower()
+    if spec == HOST_ID:
+        return device.type == "host"
     if spec in DEVICE_TYPES:
         return device.type == spec
     if spec in VENDOR_CLASSES:

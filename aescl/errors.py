@@ -60,6 +60,14 @@ class AuthenticationError(AesclError, ValueError):
         self.chunk = chunk
 
 
+def first_failure(errors: list[BaseException]) -> BaseException:
+    """Of the failures of one job's parallel parts, the one to report: the rejection of
+    the lowest chunk (parts run in any order, but the message's first bad chunk is the
+    one to name), else the first failure."""
+    rejections = [e for e in errors if isinstance(e, AuthenticationError) and e.chunk is not None]
+    return min(rejections, key=lambda e: e.chunk) if rejections else errors[0]  # type: ignore
+
+
 class WrongKeyError(AuthenticationError):
     """The key (or passphrase) or the context is not the one the data was encrypted with.
 

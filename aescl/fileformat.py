@@ -22,8 +22,8 @@ from typing import BinaryIO
 
 from . import chunked
 from ._streams import read_full, remaining_file_bytes
-from .devices import Device
 from .errors import FormatError, KeySourceError, TruncatedError
+from .scheduler import DevicesSpec
 
 MAGIC = b"aescl\x00"
 VERSION = 1
@@ -119,7 +119,7 @@ class Header:
 def encrypt_stream(
     source: BinaryIO, sink: BinaryIO, *, key: bytes | None = None,
     passphrase: bytes | None = None, work_factor: int = DEFAULT_WORK_FACTOR,
-    device: Device | str | None = None, batch_chunks: int = chunked.DEFAULT_BATCH_CHUNKS,
+    device: DevicesSpec = None, batch_chunks: int = chunked.DEFAULT_BATCH_CHUNKS,
     progress: ProgressCallback | None = None,
 ) -> None:
     """Encrypt everything ``source`` yields into ``sink``, with a key or a passphrase."""
@@ -153,7 +153,7 @@ def output_size_bound(source: BinaryIO, decrypt: bool) -> int | None:
 
 def decrypt_stream(
     source: BinaryIO, sink: BinaryIO, *, key: bytes | None = None,
-    passphrase: Callable[[], bytes] | None = None, device: Device | str | None = None,
+    passphrase: Callable[[], bytes] | None = None, device: DevicesSpec = None,
     batch_chunks: int = chunked.DEFAULT_BATCH_CHUNKS, progress: ProgressCallback | None = None,
 ) -> None:
     """Decrypt into ``sink``, writing only authenticated chunks; raises on any failure.

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from ._streams import read_full, remaining_file_bytes
-from .devices import Device
 from .errors import PaddingError
 from .keyschedule import BLOCK_SIZE
 from .modes import MODE_CTR, MODE_ECB, new
+from .scheduler import DevicesSpec
 
 DEFAULT_CHUNK_BYTES = 16 << 20
 RAW_MODES = ("ctr", "ecb")
@@ -60,7 +60,7 @@ def transform(
     decrypt: bool,
     iv: bytes | None = None,
     pad: bool = True,
-    device: Device | str | None = None,
+    device: DevicesSpec = None,
     key_schedule: str = "host",
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     progress: Callable[[int], None] | None = None,

@@ -251,9 +251,10 @@ def _crypt_command(decrypt: bool):
     @click.option("--iv", "iv_hex", metavar="HEX",
                   help="Raw CTR: the initial 16-byte counter block, 32 hex digits (openssl -iv).")
     @click.option("--no-pad", is_flag=True, help="Raw ECB: no PKCS#7 padding (openssl -nopad).")
-    @click.option("--device", metavar="SPEC", default=None,
-                  help="OpenCL device spec (gpu, cpu, nvidia, 0:1, ...). Default: $AESCL_DEVICE, "
-                       "else the best device.")
+    @click.option("--device", "device", metavar="SPEC", multiple=True,
+                  help="Device spec (gpu, cpu, nvidia, 0:1, host, ...); repeat it, or say all "
+                       "(every GPU and the host engine), to split the job over several "
+                       "devices. Default: $AESCL_DEVICE, else the best device.")
     @click.option("--key-schedule", type=click.Choice(["host", "device"]), default="host",
                   show_default=True, help="Expand round keys on the host or on the device.")
     @click.option("-f", "--force", is_flag=True, help="Replace an existing output file.")
@@ -313,9 +314,10 @@ def _crypt_command(decrypt: bool):
     return main.command(name=verb)(command)
 
 
-def _chosen_device(spec: str | None) -> aescl.Device:
+def _chosen_device(specs: tuple[str, ...]) -> list[aescl.Device]:
+    """The devices of --device (repeated, or ``all``); none given: the default device."""
     try:
-        return aescl.get_device(spec)
+        return aescl.scheduler.resolve_devices(list(specs) if specs else None)
     except aescl.DeviceNotFound as exc:
         raise Refusal(str(exc)) from None
 

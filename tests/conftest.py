@@ -13,12 +13,14 @@ import os
 import pytest
 
 import aescl
-from aescl.devices import matches
+from aescl import scheduler
+from aescl.devices import host_device, matches
 
 
 def selected_devices() -> list[aescl.Device]:
+    """The OpenCL devices the device tests run on (the host engine has tests of its own)."""
     spec = os.environ.get("AESCL_TEST_DEVICES", "").strip()
-    available = aescl.devices()
+    available = [d for d in aescl.devices() if d.is_opencl]
     if not spec:
         return [d for d in available if not d.is_simulator]
     if spec == "all":
@@ -30,10 +32,36 @@ def selected_devices() -> list[aescl.Device]:
     return chosen
 
 
+def engine_targets() -> list[aescl.Device | list[str]]:
+    """What the public-API tests run on: each selected OpenCL device, the host engine,
+    and one job split between the host engine and an OpenCL device (aescl.scheduler)."""
+    opencl = selected_devices()
+    return [*opencl, host_device(), ["host", opencl[0].id]]
+
+
+def _target_id(target: aescl.Device | list[str]) -> str:
+    if isinstance(target, list):
+        return "split-" + "+".join(target)
+    return target.id if target.type == "host" else f"{target.vendor}-{target.id}"
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "device" in metafunc.fixturenames:
-        chosen = selected_devices()
-        metafunc.parametrize("device", chosen, ids=[f"{d.vendor}-{d.id}" for d in chosen])
+        # A module that tests only the public API sets RUNS_ON_ENGINES: its tests then
+        # run on the host engine and on a split job too.
+        if getattr(metafunc.module, "RUNS_ON_ENGINES", False):
+            chosen: list = engine_targets()
+        else:
+            chosen = selected_devices()
+        metafunc.parametrize("device", chosen, ids=[_target_id(d) for d in chosen])
+
+
+@pytest.fixture(autouse=True)
+def _split_small_jobs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Test inputs are small; a split job must still split them, not hand them to one engine.
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and isinstance(callspec.params.get("device"), list):
+        monkeypatch.setattr(scheduler, "SPLIT_MIN_BYTES", 0)
 
 
 @pytest.fixture(params=["host", "device"])

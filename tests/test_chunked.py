@@ -13,10 +13,14 @@ import random
 
 import numpy as np
 import pytest
+from Crypto.Cipher import AES
 
 import aescl
 import chunked_reference as reference
 from aescl import _pipeline, chunked
+
+# The public API only: these run on the host engine and on a split job too (conftest).
+RUNS_ON_ENGINES = True
 
 CHUNK = chunked.CHUNK_SIZE
 SEALED = chunked.SEALED_CHUNK_SIZE
@@ -180,8 +184,13 @@ def test_random_access(device, key):
         chunked.decrypt_range(key, sealed[: 56 + 4 * SEALED], 0, 1, device=device)
 
 
+def _chunk_job(device, key, base_nonce, batch_chunks=chunked.DEFAULT_BATCH_CHUNKS):
+    """The chunks of one message on the target's engines (aescl.scheduler)."""
+    return aescl.scheduler.team(device).chunks(key, base_nonce, batch_chunks)
+
+
 def test_limits_and_bad_arguments(device, key):
-    cipher = chunked.ChunkCipher(os.urandom(32), os.urandom(12), device=device)
+    cipher = _chunk_job(device, os.urandom(32), os.urandom(12))
     with pytest.raises(aescl.CounterOverflowError, match="2\\^38"):
         cipher.seal(bytes(2 * CHUNK), first=2**38 - 1, final=False)
     with pytest.raises(ValueError, match="32-byte key"):
@@ -192,14 +201,19 @@ def test_limits_and_bad_arguments(device, key):
 
 def test_the_pipeline_makes_the_chunk_counters_on_the_device_like_the_host(device):
     # Chunk indices past 2^32 fill both nonce words the device XORs them into.
-    cipher = chunked.ChunkCipher(os.urandom(32), os.urandom(12), device=device)
+    chunk_key, base_nonce = os.urandom(32), os.urandom(12)
+    cipher = _chunk_job(device, chunk_key, base_nonce, batch_chunks=2)
     first = 2**33 + 2**32 - 3
     plaintext = np.frombuffer(os.urandom(5 * CHUNK), np.uint8)
     sealed = np.empty(5 * SEALED, np.uint8)
-    cipher.seal_full(plaintext, sealed, first, batch_chunks=2)
+    cipher.seal_full(plaintext, sealed, first)
     assert sealed.tobytes() == cipher.seal(plaintext, first, final=False).tobytes()
+    assert sealed.tobytes() == b"".join(
+        b"".join(AES.new(chunk_key, AES.MODE_GCM, nonce=chunked.chunk_nonce(base_nonce, first + k))
+                 .encrypt_and_digest(plaintext[k * CHUNK : (k + 1) * CHUNK].tobytes()))
+        for k in range(5))
     opened = np.empty_like(plaintext)
-    cipher.open_full(sealed, opened, first, batch_chunks=3)
+    _chunk_job(device, chunk_key, base_nonce, batch_chunks=3).open_full(sealed, opened, first)
     assert opened.tobytes() == plaintext.tobytes()
     with pytest.raises(aescl.CounterOverflowError, match="2\\^38"):
         cipher.seal_full(plaintext[: 2 * CHUNK], sealed[: 2 * SEALED], 2**38 - 1)

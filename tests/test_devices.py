@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import aescl
-from aescl.devices import VENDOR_CLASSES, Device, matches, select, vendor_class
+from aescl.devices import VENDOR_CLASSES, Device, host_device, matches, select, vendor_class
 
 
 def fake(id: str, name: str, vendor: str, type: str, units: int = 8, clock: int = 1000) -> Device:
@@ -103,13 +103,15 @@ def test_enumeration_fills_every_field():
     assert found, "the test machine has at least PoCL"
     ids = [d.id for d in found]
     assert len(ids) == len(set(ids))
+    assert found[-1] == host_device() and found[-1].id == "host"
     for device in found:
         assert device.vendor in VENDOR_CLASSES
-        assert device.type in ("gpu", "cpu", "accelerator", "simulator", "other")
+        assert device.type in ("gpu", "cpu", "accelerator", "simulator", "host", "other")
         assert device.compute_units > 0 and device.max_work_group_size > 0
         assert device.global_mem_bytes >= device.max_alloc_bytes > 0
-        assert device.local_mem_bytes > 0
-        assert device.opencl_c_version.startswith("OpenCL C")
+        if device.is_opencl:
+            assert device.local_mem_bytes > 0
+            assert device.opencl_c_version.startswith("OpenCL C")
         record = device.to_dict()
         assert "cl_device" not in record
         assert set(record) == {f.name for f in dataclasses.fields(Device)} - {"cl_device"}

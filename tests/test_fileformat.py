@@ -10,6 +10,9 @@ import pytest
 import aescl
 from aescl import chunked, fileformat
 
+# The public API only: these run on the host engine and on a split job too (conftest).
+RUNS_ON_ENGINES = True
+
 
 def _round_trip(device, **key_source) -> None:
     message = os.urandom(chunked.CHUNK_SIZE + 5)

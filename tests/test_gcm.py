@@ -16,6 +16,9 @@ from Crypto.Cipher import AES
 
 import aescl
 
+# The public API only: these run on the host engine and on a split job too (conftest).
+RUNS_ON_ENGINES = True
+
 
 def _pieces(data: bytes, rng: random.Random) -> list[bytes]:
     cuts = sorted(rng.sample(range(len(data) + 1), k=min(3, len(data) + 1)))

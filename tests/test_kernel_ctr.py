@@ -15,6 +15,9 @@ from Crypto.Cipher import AES
 import aescl
 from vectors import load
 
+# The public API only: these run on the host engine and on a split job too (conftest).
+RUNS_ON_ENGINES = True
+
 CTR_FILES = ["aes-128-ctr.txt", "aes-192-ctr.txt", "aes-256-ctr.txt"]
 
 

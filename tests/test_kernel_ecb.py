@@ -10,6 +10,9 @@ import aes_reference
 import aescl
 from vectors import load
 
+# The public API only: these run on the host engine and on a split job too (conftest).
+RUNS_ON_ENGINES = True
+
 ECB_FILES = [
     f"ECB{kind}{bits}.rsp"
     for kind in ("GFSbox", "KeySbox", "VarKey", "VarTxt", "MMT")

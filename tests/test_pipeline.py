@@ -10,10 +10,13 @@ from Crypto.Cipher import AES
 import aescl
 from aescl import _pipeline
 from aescl._pipeline import SLOTS, Piece, is_pinned, pinned_empty, pipeline
+from aescl.engines import BlockTransform
+from aescl.engines.opencl import OpenclBlocks
 
 
 def _ctr(key, device):
-    return aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=bytes(16), device=device)
+    """The OpenCL engine's CTR worker from counter block 0."""
+    return OpenclBlocks(device, BlockTransform(key, counter=0))
 
 
 def test_pinned_memory_is_recognised_with_its_slices(device):
@@ -37,8 +40,8 @@ def test_ctr_through_pinned_and_pageable_memory(device, monkeypatch, source_pinn
     source[:] = data
     target = pinned_empty(data.nbytes, device) if target_pinned else np.empty_like(data)
     cipher = _ctr(key, device)
-    cipher._launcher.piece_bytes = 16 * 211
-    cipher.encrypt(source, output=target)
+    cipher.launcher.piece_bytes = 16 * 211
+    cipher.run(source, target, iter([(0, 1000), (1000, 3000)]))
     reference = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=bytes(16))
     expected = reference.encrypt(data.tobytes())
     assert target.tobytes() == expected
@@ -79,7 +82,7 @@ def test_stores_run_in_order_one_piece_at_a_time(device):
     key = os.urandom(16)
     data = np.frombuffer(os.urandom(16 * 8 * 3 * SLOTS), np.uint8)
     cipher = _ctr(key, device)
-    launcher = cipher._launcher
+    launcher = cipher.launcher
     spans: list[tuple[int, float, float]] = []
     output = np.zeros_like(data)
 
@@ -96,7 +99,7 @@ def test_stores_run_in_order_one_piece_at_a_time(device):
     pieces = [
         Piece(128, 128,
               lambda q, i, o, _, lo=lo: launcher.enqueue(q, i, o, 8,
-                                                          cipher._counter_args(lo // 16)),
+                                                          cipher.kernel_args(lo // 16)),
               load=lambda staging, lo=lo: _pipeline.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index, lo=lo: store(staging, index, lo))
         for index, lo in enumerate(range(0, data.nbytes, 128))
@@ -121,10 +124,10 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
         return [task]
 
     cipher = _ctr(os.urandom(16), device)
-    launcher = cipher._launcher
+    launcher = cipher.launcher
     pieces = [
         Piece(16 * 8, 16 * 8,
-              lambda q, i, o, _: launcher.enqueue(q, i, o, 8, cipher._counter_args(0)),
+              lambda q, i, o, _: launcher.enqueue(q, i, o, 8, cipher.kernel_args(0)),
               load=lambda staging, lo=lo: _pipeline.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index: store(staging, index))
         for index, lo in enumerate(range(0, data.nbytes, 128))
@@ -133,7 +136,8 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
         pipeline(device).run(pieces)
     assert stored == [0, 1, 2]
     # The pipeline is usable again afterwards.
-    assert _ctr(b"k" * 16, device).encrypt(bytes(64)) == AES.new(
+    again = aescl.new(b"k" * 16, aescl.MODE_CTR, nonce=b"", initial_value=bytes(16), device=device)
+    assert again.encrypt(bytes(64)) == AES.new(
         b"k" * 16, AES.MODE_CTR, nonce=b"", initial_value=bytes(16)).encrypt(bytes(64))
 
 
@@ -176,3 +180,21 @@ def test_a_file_sink_maps_only_when_it_knows_the_size_and_may_read(tmp_path):
         assert not _pipeline.FileSink(stream)._maps
     with open(tmp_path / "b", "wb") as stream:  # a shared writable mapping needs O_RDWR
         assert not _pipeline.FileSink(stream, 10)._maps
+
+
+@pytest.mark.parametrize("mode", ["ecb", "ctr"])
+def test_slicing_gives_identical_output(device, mode):
+    # Many small pieces, and ranges that do not fall on piece boundaries.
+    key = os.urandom(16)
+    data = np.frombuffer(os.urandom(16 * 1000), np.uint8)
+    if mode == "ecb":
+        worker = OpenclBlocks(device, BlockTransform(key))
+        expected = AES.new(key, AES.MODE_ECB).encrypt(data.tobytes())
+    else:
+        worker = OpenclBlocks(device, BlockTransform(key, counter=2**64 - 20))
+        expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=2**64 - 20).encrypt(
+            data.tobytes())
+    worker.launcher.piece_bytes = 16 * 37  # 28 pieces: every pipeline slot is reused
+    output = np.zeros_like(data)
+    worker.run(data, output, iter([(0, 500), (500, 501), (501, 1000)]))
+    assert output.tobytes() == expected

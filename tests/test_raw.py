@@ -12,6 +12,9 @@ from Crypto.Util.Padding import pad as reference_pad
 import aescl
 from aescl import raw
 
+# The public API only: these run on the host engine and on a split job too (conftest).
+RUNS_ON_ENGINES = True
+
 
 class TrickleReader(io.RawIOBase):
     """A source that returns at most 7 bytes per read, like a slow pipe."""

@@ -1,0 +1,117 @@
+"""What the chunked message format is, apart from who seals the chunks (pure functions).
+
+C2SP chunked-encryption v1 with ``AEAD_AES_256_GCM`` (https://c2sp.org/chunked-encryption):
+
+* ``key(32) || base_nonce(12) || commitment(32) = HKDF-Expand-SHA-512(prk=input key,
+  info="c2sp.org/chunked-encryption@v1+" || "AEAD_AES_256_GCM" || 0x00 || salt(24)
+  || context, L=76)``;
+* ciphertext = salt || commitment || the sealed chunks;
+* the plaintext splits into 16384-byte chunks and a final chunk that is always
+  shorter (possibly empty); chunk ``k`` is AES-256-GCM with empty AAD under
+  ``base_nonce XOR k`` (big-endian, 12 bytes) and sits at ciphertext offset
+  ``56 + k * 16400``.
+
+Every engine (OpenCL, host), the scheduler that splits a message between them and
+a worker on another machine use these same few functions, so that a message
+sealed in pieces anywhere is byte-identical to one sealed in one place. Nothing
+here imports numpy or OpenCL.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+
+from .errors import CounterOverflowError, TruncatedError, WrongKeyError
+
+KEY_SIZE = 32
+SALT_SIZE = 24
+COMMITMENT_SIZE = 32
+HEADER_SIZE = SALT_SIZE + COMMITMENT_SIZE  # 56
+NONCE_SIZE = 12
+TAG_SIZE = 16
+CHUNK_SIZE = 16384
+SEALED_CHUNK_SIZE = CHUNK_SIZE + TAG_SIZE  # 16400
+MAX_CHUNKS = 2**38
+
+INFO_PREFIX = b"c2sp.org/chunked-encryption@v1+"
+AEAD_NAME = b"AEAD_AES_256_GCM"
+
+
+def hkdf_expand_sha512(prk: bytes, info: bytes, length: int) -> bytes:
+    """HKDF-Expand (RFC 5869, section 2.3) with HMAC-SHA-512, from ``cryptography``."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+    return HKDFExpand(hashes.SHA512(), length, info).derive(prk)
+
+
+def check_key(key: bytes) -> None:
+    if len(key) != KEY_SIZE:
+        raise ValueError(f"the chunked format takes a {KEY_SIZE}-byte key, not {len(key)} bytes")
+
+
+def check_base_nonce(base_nonce: bytes) -> None:
+    if len(base_nonce) != NONCE_SIZE:
+        raise ValueError(f"the base nonce must be {NONCE_SIZE} bytes, not {len(base_nonce)}")
+
+
+def derive(key: bytes, salt: bytes, context: bytes) -> tuple[bytes, bytes, bytes]:
+    """(chunk key, base nonce, commitment) for one message."""
+    check_key(key)
+    if len(salt) != SALT_SIZE:
+        raise ValueError(f"the salt must be {SALT_SIZE} bytes, not {len(salt)}")
+    info = INFO_PREFIX + AEAD_NAME + b"\x00" + bytes(salt) + bytes(context)
+    material = hkdf_expand_sha512(bytes(key), info, KEY_SIZE + NONCE_SIZE + COMMITMENT_SIZE)
+    return (
+        material[:KEY_SIZE],
+        material[KEY_SIZE : KEY_SIZE + NONCE_SIZE],
+        material[KEY_SIZE + NONCE_SIZE :],
+    )
+
+
+def random_salt(salt: bytes | None = None) -> bytes:
+    """A fresh salt from ``os.urandom``; ``salt=`` exists for tests and test vectors only:
+    a salt must never repeat for a key."""
+    return os.urandom(SALT_SIZE) if salt is None else bytes(salt)
+
+
+def open_header(key: bytes, header: bytes, context: bytes) -> tuple[bytes, bytes]:
+    """Check the commitment in a message's first 56 bytes; returns (chunk key, base nonce)."""
+    if len(header) < HEADER_SIZE:
+        raise TruncatedError("truncated: the input is shorter than the 56-byte salt and commitment")
+    chunk_key, base_nonce, commitment = derive(key, header[:SALT_SIZE], context)
+    if not hmac.compare_digest(commitment, header[SALT_SIZE:HEADER_SIZE]):
+        raise WrongKeyError("wrong key or context: the key commitment does not match")
+    return chunk_key, base_nonce
+
+
+def check_chunk_range(first: int, count: int) -> None:
+    if first + count > MAX_CHUNKS:
+        raise CounterOverflowError("the message exceeds 2^38 chunks (4 PiB)")
+
+
+def chunk_nonce(base_nonce: bytes, index: int) -> bytes:
+    """The GCM nonce of chunk ``index``: the base nonce XOR the big-endian index."""
+    return (int.from_bytes(base_nonce, "big") ^ index).to_bytes(NONCE_SIZE, "big")
+
+
+def chunk_offset(index: int, raw: bool = False) -> int:
+    """Where sealed chunk ``index`` starts in the ciphertext."""
+    return (0 if raw else HEADER_SIZE) + index * SEALED_CHUNK_SIZE
+
+
+def sealed_size(message_bytes: int, raw: bool = False) -> int:
+    """The ciphertext length of a message of ``message_bytes`` bytes."""
+    return chunk_offset(message_bytes // CHUNK_SIZE, raw) + message_bytes % CHUNK_SIZE + TAG_SIZE
+
+
+def opened_size(body_bytes: int) -> int:
+    """The plaintext size of a body (the sealed chunks), or TruncatedError when it cannot
+    end in a final chunk."""
+    full, rest = divmod(body_bytes, SEALED_CHUNK_SIZE)
+    if rest == 0:  # nothing, or only full chunks: no final chunk
+        raise TruncatedError("truncated: the final chunk is missing")
+    if rest < TAG_SIZE:
+        raise TruncatedError(f"truncated: chunk {full} is cut short")
+    return full * CHUNK_SIZE + rest - TAG_SIZE

@@ -1,0 +1,126 @@
+"""Engines: the peers that do the AES work, each behind the same small interface.
+
+An engine runs on one :class:`~aescl.devices.Device`. The OpenCL engine
+(:mod:`aescl.engines.opencl`) streams host data through a device's pinned,
+overlapped pipeline; the host engine (:mod:`aescl.engines.host`) runs OpenSSL
+through ``cryptography`` on every core. The scheduler (:mod:`aescl.scheduler`)
+hands both the same position-addressed work, so neither modes nor the format
+ever ask which device they are on.
+
+The interface, for a job the scheduler splits into ranges:
+
+* ``engine.blocks(transform)`` -> a worker whose ``run(source, target, ranges,
+  first_block)`` applies ``transform`` to the 16-byte blocks of each ``(start, stop)``
+  block range it pulls from ``ranges`` (``source`` and ``target`` are whole-job
+  arrays, possibly the same memory, whose block ``i`` is the transform's block
+  ``first_block + i``); ``keystream(index)`` gives block ``index``'s keystream (CTR).
+* ``engine.gcm(key, nonce, mac_len, key_schedule)`` -> a streaming GCM object with
+  pycryptodome's calls (one sequential stream: it runs on one engine).
+* ``engine.chunks(key, base_nonce, batch_chunks)`` -> a worker that seals and opens the chunked
+  format's chunks: ``seal_ranges(plaintext, sealed, first, ranges)`` and
+  ``open_ranges(sealed, plaintext, first, ranges)`` over whole chunks (chunk ranges
+  relative to the arrays, whose chunk 0 is message chunk ``first``); ``seal`` and
+  ``open`` for a short run that may end in the final chunk. ``batch_chunks`` is the
+  chunks per device launch, for an engine that launches.
+
+``ranges`` is an iterator the worker may pull from on several threads; a worker
+pulls only as fast as it works, which is what lets a faster engine take more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..devices import Device
+
+BLOCK_SIZE = 16
+# Block and chunk ranges: (start, stop), relative to the job's arrays.
+Ranges = Iterator[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class BlockTransform:
+    """What a block job does to each 16-byte block: ECB one way, or CTR's keystream XOR.
+
+    For CTR, ``counter`` is the counter block of the job's block 0 as a 128-bit
+    number; the low ``counter_bits`` bits count and wrap within themselves, the bits
+    above them (the nonce) never change.
+    """
+
+    key: bytes = b""
+    decrypt: bool = False
+    counter: int | None = None
+    counter_bits: int = 128
+    key_schedule: str = "host"  # OpenCL only: expand round keys on the host or the device
+
+    @property
+    def is_ctr(self) -> bool:
+        return self.counter is not None
+
+    def counter_at(self, index: int) -> int:
+        """The counter block of block ``index`` of the job."""
+        assert self.counter is not None
+        mask = (1 << self.counter_bits) - 1
+        return (self.counter & ~mask) | ((self.counter + index) & mask)
+
+    def blocks_before_wrap(self, index: int) -> int:
+        """How many blocks from ``index`` on count up before the field wraps to zero."""
+        assert self.counter is not None
+        mask = (1 << self.counter_bits) - 1
+        return mask - (self.counter_at(index) & mask) + 1
+
+    def __repr__(self) -> str:  # never show key material
+        kind = "ctr" if self.is_ctr else ("ecb-decrypt" if self.decrypt else "ecb-encrypt")
+        return f"BlockTransform({kind}, AES-{8 * len(self.key)})"
+
+
+class BlockWorker(Protocol):
+    def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None: ...
+
+    def keystream(self, index: int) -> bytes: ...
+
+
+class ChunkWorker(Protocol):
+    def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None: ...
+
+    def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None: ...
+
+    def seal(self, plaintext: Any, first: int, final: bool) -> Any: ...
+
+    def open(self, ciphertext: Any, first: int, final: bool) -> Any: ...
+
+
+class Engine(Protocol):
+    device: Device
+    # Bytes of work one pull of ``ranges`` takes (a pipeline piece, or a host thread's
+    # cache-sized share): the scheduler's unit of work stealing for this engine.
+    piece_bytes: int
+
+    def blocks(self, transform: BlockTransform) -> BlockWorker: ...
+
+    def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> ChunkWorker: ...
+
+    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str) -> Any: ...
+
+
+_engines: dict[str, Engine] = {}
+
+
+def engine_for(device: Device) -> Engine:
+    """The engine of a device, made once per process. OpenCL is imported only here,
+    when an OpenCL device is first used."""
+    existing = _engines.get(device.id)
+    if existing is None or existing.device != device:
+        if device.type == "host":
+            from .host import HostEngine
+
+            existing = HostEngine(device)
+        else:
+            from .opencl import OpenclEngine
+
+            existing = OpenclEngine(device)
+        _engines[device.id] = existing
+    return existing

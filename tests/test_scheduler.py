@@ -1,0 +1,160 @@
+"""aescl/scheduler.py: one job split over several engines, byte-identical to one engine.
+
+The split runs on what every machine has: the host engine, the CPU's OpenCL
+device, and several OpenCL devices made from that one CPU by device fission.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+from Crypto.Cipher import AES
+
+import aescl
+from aescl import chunked, scheduler
+from aescl.devices import host_device, sub_devices
+from aescl.engines import engine_for
+from conftest import selected_devices
+
+
+@pytest.fixture(scope="module")
+def opencl_cpu() -> aescl.Device:
+    cpus = [d for d in selected_devices() if d.type == "cpu"]
+    if not cpus:
+        pytest.skip("no OpenCL CPU device on this machine")
+    return cpus[0]
+
+
+@pytest.fixture(scope="module")
+def fission(opencl_cpu) -> list[aescl.Device]:
+    try:
+        return sub_devices(opencl_cpu, 2)
+    except aescl.DeviceNotFound as exc:
+        pytest.skip(str(exc))
+
+
+def _split_targets(opencl_cpu, fission):
+    return {"host+cpu": [host_device(), opencl_cpu], "fission": fission,
+            "host+fission": [host_device(), *fission]}
+
+
+@pytest.mark.parametrize("layout", ["host+cpu", "fission", "host+fission"])
+def test_every_engine_takes_part_and_the_bytes_match(opencl_cpu, fission, layout):
+    devices = _split_targets(opencl_cpu, fission)[layout]
+    data = np.frombuffer(os.urandom((6 << 20) + 16 * 33 + 5), np.uint8)
+    key, iv = os.urandom(32), os.urandom(16)
+    ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device=devices)
+    assert ours.encrypt(data) == AES.new(key, AES.MODE_CTR, nonce=b"",
+                                          initial_value=iv).encrypt(data.tobytes())
+    shares = scheduler.team(devices).shares
+    assert [s.device.id for s in shares] == [d.id for d in devices]
+    assert all(s.units > 0 and not s.failed for s in shares), shares
+    assert sum(s.units for s in shares) == data.nbytes // 16
+
+    whole = data[: data.nbytes // 16 * 16]
+    ecb = aescl.new(key, aescl.MODE_ECB, device=devices)
+    assert ecb.decrypt(whole) == AES.new(key, AES.MODE_ECB).decrypt(whole.tobytes())
+
+    sealed = chunked.encrypt(key, data, b"ctx", device=devices)
+    assert chunked.decrypt(key, sealed, b"ctx", device=host_device()) == data.tobytes()
+    assert chunked.decrypt(key, sealed, b"ctx", device=devices) == data.tobytes()
+
+
+def test_all_is_every_gpu_and_the_host_engine():
+    chosen = scheduler.resolve_devices("all")
+    gpus = [d for d in aescl.devices() if d.type in ("gpu", "accelerator")]
+    assert chosen == [*gpus, host_device()]
+    assert scheduler.resolve_devices(["host", "host"]) == [host_device()]
+    with pytest.raises(aescl.DeviceNotFound):
+        scheduler.resolve_devices(["host", "no-such-device"])
+    with pytest.raises(aescl.DeviceNotFound):
+        scheduler.resolve_devices([])
+
+
+class _FailingEngine:
+    """A real engine that breaks after its first range, as a lost device would."""
+
+    def __init__(self, engine, device):
+        self._engine, self.device, self.piece_bytes = engine, device, 64 << 10
+
+    def _failing(self, worker):
+        engine = self
+
+        class Worker:
+            def __getattr__(self, name):
+                return getattr(worker, name)
+
+            def run(self, source, target, ranges, first_block=0):
+                first = next(iter(ranges))
+                worker.run(source, target, iter([first]), first_block)
+                raise RuntimeError(f"{engine.device.id} lost")  # after writing a range
+
+            def seal_ranges(self, plaintext, sealed, first, ranges):
+                lo, hi = next(iter(ranges))  # garbage over the range it took, then it fails
+                sealed[lo * chunked.SEALED_CHUNK_SIZE : hi * chunked.SEALED_CHUNK_SIZE] = 0xEE
+                raise RuntimeError(f"{engine.device.id} lost")
+
+        return Worker()
+
+    def blocks(self, transform):
+        return self._failing(self._engine.blocks(transform))
+
+    def chunks(self, key, base_nonce, batch_chunks):
+        return self._failing(self._engine.chunks(key, base_nonce, batch_chunks))
+
+
+def _team_with_a_failing_engine(opencl_cpu, fails_too: bool = False):
+    broken = dataclasses.replace(host_device(), id="broken-host")
+    team = scheduler.Team([host_device(), opencl_cpu])
+    team.devices = [broken, opencl_cpu]
+    team.engines = [_FailingEngine(engine_for(host_device()), broken),
+                    (_FailingEngine(engine_for(opencl_cpu), opencl_cpu) if fails_too
+                     else engine_for(opencl_cpu))]
+    return team
+
+
+def test_an_engine_that_fails_mid_job_is_dropped_and_the_others_finish(opencl_cpu):
+    team = _team_with_a_failing_engine(opencl_cpu)
+    key, iv = os.urandom(16), os.urandom(16)
+    data = np.frombuffer(os.urandom(3 << 20), np.uint8)
+    out = np.zeros_like(data)
+    transform = aescl.engines.BlockTransform(key, counter=int.from_bytes(iv, "big"))
+    team.blocks(transform).run(data, out)
+    expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data.tobytes())
+    assert out.tobytes() == expected
+    broken, kept = team.shares
+    assert broken.failed and "lost" in broken.error and not kept.failed
+
+    # The chunked format too, with an engine that wrote garbage over the range it took:
+    # that range is sealed again by the other.
+    base_nonce, plaintext = os.urandom(12), os.urandom(40 * chunked.CHUNK_SIZE)
+    sealed = np.zeros(40 * chunked.SEALED_CHUNK_SIZE, np.uint8)
+    team.chunks(key * 2, base_nonce, 8).seal_full(np.frombuffer(plaintext, np.uint8), sealed, 0)
+    reference = chunked.encrypt_raw(key * 2, base_nonce, plaintext, device="host")
+    assert sealed.tobytes() == reference[: sealed.nbytes]
+
+
+def test_when_every_engine_fails_the_job_fails(opencl_cpu):
+    team = _team_with_a_failing_engine(opencl_cpu, fails_too=True)
+    data = np.zeros(1 << 20, np.uint8)
+    with pytest.raises(RuntimeError, match="lost"):
+        team.blocks(aescl.engines.BlockTransform(os.urandom(16), counter=0)).run(data, data)
+
+
+def test_a_rejected_chunk_stops_the_split_job_and_releases_nothing(opencl_cpu, fission):
+    key = os.urandom(32)
+    sealed = bytearray(chunked.encrypt(key, os.urandom(3 << 20), device="host"))
+    sealed[-100_000] ^= 1
+    devices = [host_device(), *fission]
+    with pytest.raises(aescl.AuthenticationError, match="failed authentication"):
+        chunked.decrypt(key, bytes(sealed), device=devices)
+    body = np.frombuffer(bytes(sealed), np.uint8)[chunked.HEADER_SIZE:]
+    out = np.full(body.nbytes // chunked.SEALED_CHUNK_SIZE * chunked.CHUNK_SIZE + 1, 7, np.uint8)
+    chunk_key, base_nonce = aescl.chunkformat.open_header(key, bytes(sealed[:56]), b"")
+    with pytest.raises(aescl.AuthenticationError):
+        chunked.decrypt_raw(chunk_key, base_nonce, body, device=devices,
+                            output=out[: aescl.chunkformat.opened_size(body.nbytes)])
+    assert not out[:-1].any()  # the output buffer is left zeroed
