@@ -115,14 +115,16 @@ class _Job:
         self.start = time.perf_counter()
 
     def _size(self, member: _Member) -> int:
-        """Units for the member's next range: half its share of what is left, so that the
-        engines end together, but at least one of its pieces (less would only add
-        hand-overs) and at most eight."""
-        piece = max(1, member.engine.piece_bytes // self.unit_bytes)
+        """Units for the member's next range: alone, all that is left (one hand-over);
+        otherwise half its share of what is left, so that the engines end together,
+        between an eighth of its piece (less would only add hand-overs) and eight."""
+        left = self.units - self.cursor
         alive = [m for m in self.members if not (m.share and m.share.failed)]
-        total_rate = sum(m.rate for m in alive)
-        share = member.rate / total_rate if total_rate > 0 else 1.0
-        return max(piece, min(8 * piece, int((self.units - self.cursor) * share / 2)))
+        if len(alive) == 1:
+            return left
+        piece = max(1, member.engine.piece_bytes // self.unit_bytes)
+        share = member.rate / sum(m.rate for m in alive)
+        return max(max(1, piece // 8), min(8 * piece, int(left * share / 2)))
 
     def take(self, member: _Member) -> tuple[int, int] | None:
         with self.lock:

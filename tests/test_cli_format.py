@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from aescl import chunked
+from conftest import selected_devices
 from test_cli import AESCL
 
 CHUNK, SEALED = chunked.CHUNK_SIZE, chunked.SEALED_CHUNK_SIZE
@@ -274,3 +275,36 @@ def test_refusals(tmp_path, keyed):
                    env={"AESCL_PASSPHRASE": "x"})
     assert result.returncode == 2 and b"key file" in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_split_jobs_round_trip_on_the_command_line(tmp_path, keyed):
+    # --device all (every GPU and the host engine) and a repeated --device: the same
+    # files come out as from one device.
+    key, _ = keyed
+    plain = tmp_path / "split.bin"
+    plain.write_bytes(os.urandom(3 * (1 << 20) + 77))
+    cpu = next(d for d in selected_devices() if d.type == "cpu")
+    for name, devices in (("all", ["--device", "all"]),
+                          ("listed", ["--device", "host", "--device", cpu.id])):
+        sealed = tmp_path / f"{name}.aescl"
+        result = aescl("encrypt", "--key-file", str(key), *devices, str(plain), "-o", str(sealed))
+        assert result.returncode == 0, result.stderr
+        back = tmp_path / f"{name}.out"
+        result = aescl("decrypt", "--key-file", str(key), "--device", cpu.id, str(sealed),
+                       "-o", str(back))
+        assert result.returncode == 0, result.stderr
+        assert back.read_bytes() == plain.read_bytes()
+        result = aescl("decrypt", "--key-file", str(key), *devices, str(sealed), "-o", "-")
+        assert result.returncode == 0 and result.stdout == plain.read_bytes(), result.stderr
+    result = aescl("encrypt", "--key-file", str(key), "--device", "host", "--device", "nope",
+                   str(plain), "-o", str(tmp_path / "never"))
+    assert result.returncode == 2 and b"nope" in result.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_devices_lists_the_host_engine():
+    import json
+
+    listed = json.loads(aescl("devices", "--json").stdout)["devices"]
+    assert listed[-1]["id"] == "host" and listed[-1]["type"] == "host"
+    assert "host" in aescl("devices").stdout.decode()

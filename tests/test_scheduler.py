@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -42,8 +43,13 @@ def _split_targets(opencl_cpu, fission):
 
 
 @pytest.mark.parametrize("layout", ["host+cpu", "fission", "host+fission"])
-def test_every_engine_takes_part_and_the_bytes_match(opencl_cpu, fission, layout):
+def test_every_engine_takes_part_and_the_bytes_match(opencl_cpu, fission, layout, monkeypatch):
     devices = _split_targets(opencl_cpu, fission)[layout]
+    for device in devices:
+        # An OpenCL pipeline takes ranges for the pieces it queues ahead: with 32 MiB
+        # pieces it would take all of this small job before the host engine started.
+        if device.is_opencl:
+            monkeypatch.setattr(engine_for(device), "piece_bytes", 1 << 20)
     data = np.frombuffer(os.urandom((6 << 20) + 16 * 33 + 5), np.uint8)
     key, iv = os.urandom(32), os.urandom(16)
     ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device=devices)
@@ -75,25 +81,27 @@ def test_all_is_every_gpu_and_the_host_engine():
 
 
 class _FailingEngine:
-    """A real engine that breaks after its first range, as a lost device would."""
+    """A real engine that breaks after its first range, as a lost device would. The
+    engine beside it starts only once this one holds a range (``took``), so that
+    there is always a range to redo."""
 
-    def __init__(self, engine, device):
+    def __init__(self, engine, device, took):
         self._engine, self.device, self.piece_bytes = engine, device, 64 << 10
+        self._took = took
 
     def _failing(self, worker):
         engine = self
 
         class Worker:
-            def __getattr__(self, name):
-                return getattr(worker, name)
-
             def run(self, source, target, ranges, first_block=0):
                 first = next(iter(ranges))
+                engine._took.set()
                 worker.run(source, target, iter([first]), first_block)
                 raise RuntimeError(f"{engine.device.id} lost")  # after writing a range
 
             def seal_ranges(self, plaintext, sealed, first, ranges):
                 lo, hi = next(iter(ranges))  # garbage over the range it took, then it fails
+                engine._took.set()
                 sealed[lo * chunked.SEALED_CHUNK_SIZE : hi * chunked.SEALED_CHUNK_SIZE] = 0xEE
                 raise RuntimeError(f"{engine.device.id} lost")
 
@@ -106,17 +114,49 @@ class _FailingEngine:
         return self._failing(self._engine.chunks(key, base_nonce, batch_chunks))
 
 
+class _LateEngine:
+    """A real engine whose workers begin once ``start`` is set."""
+
+    def __init__(self, engine, start):
+        self._engine, self.device, self.piece_bytes = engine, engine.device, engine.piece_bytes
+        self._start = start
+
+    def _late(self, worker):
+        start = self._start
+
+        class Worker:
+            def __getattr__(self, name):
+                attribute = getattr(worker, name)
+                if callable(attribute):
+                    def late(*args, **kwargs):
+                        start.wait(10)
+                        return attribute(*args, **kwargs)
+                    return late
+                return attribute
+
+        return Worker()
+
+    def blocks(self, transform):
+        return self._late(self._engine.blocks(transform))
+
+    def chunks(self, key, base_nonce, batch_chunks):
+        return self._late(self._engine.chunks(key, base_nonce, batch_chunks))
+
+
 def _team_with_a_failing_engine(opencl_cpu, fails_too: bool = False):
     broken = dataclasses.replace(host_device(), id="broken-host")
+    took = threading.Event()
     team = scheduler.Team([host_device(), opencl_cpu])
     team.devices = [broken, opencl_cpu]
-    team.engines = [_FailingEngine(engine_for(host_device()), broken),
-                    (_FailingEngine(engine_for(opencl_cpu), opencl_cpu) if fails_too
-                     else engine_for(opencl_cpu))]
+    other = (_FailingEngine(engine_for(opencl_cpu), opencl_cpu, threading.Event())
+             if fails_too else engine_for(opencl_cpu))
+    team.engines = [_FailingEngine(engine_for(host_device()), broken, took),
+                    _LateEngine(other, took)]
     return team
 
 
-def test_an_engine_that_fails_mid_job_is_dropped_and_the_others_finish(opencl_cpu):
+def test_an_engine_that_fails_mid_job_is_dropped_and_the_others_finish(opencl_cpu, monkeypatch):
+    monkeypatch.setattr(scheduler, "SPLIT_MIN_BYTES", 0)
     team = _team_with_a_failing_engine(opencl_cpu)
     key, iv = os.urandom(16), os.urandom(16)
     data = np.frombuffer(os.urandom(3 << 20), np.uint8)
@@ -132,12 +172,14 @@ def test_an_engine_that_fails_mid_job_is_dropped_and_the_others_finish(opencl_cp
     # that range is sealed again by the other.
     base_nonce, plaintext = os.urandom(12), os.urandom(40 * chunked.CHUNK_SIZE)
     sealed = np.zeros(40 * chunked.SEALED_CHUNK_SIZE, np.uint8)
+    team = _team_with_a_failing_engine(opencl_cpu)
     team.chunks(key * 2, base_nonce, 8).seal_full(np.frombuffer(plaintext, np.uint8), sealed, 0)
     reference = chunked.encrypt_raw(key * 2, base_nonce, plaintext, device="host")
     assert sealed.tobytes() == reference[: sealed.nbytes]
 
 
-def test_when_every_engine_fails_the_job_fails(opencl_cpu):
+def test_when_every_engine_fails_the_job_fails(opencl_cpu, monkeypatch):
+    monkeypatch.setattr(scheduler, "SPLIT_MIN_BYTES", 0)
     team = _team_with_a_failing_engine(opencl_cpu, fails_too=True)
     data = np.zeros(1 << 20, np.uint8)
     with pytest.raises(RuntimeError, match="lost"):

@@ -1,0 +1,75 @@
+"""aescl/engines/host.py: the host engine's own rules, beyond the public-API tests that run
+on it (RUNS_ON_ENGINES): several threads and pieces, counter wraps inside a piece, and
+what a failed chunk leaves behind."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from Crypto.Cipher import AES
+
+import aescl
+from aescl import chunked
+from aescl.devices import host_device
+from aescl.engines import BlockTransform, host
+from aescl.engines.host import HostEngine
+
+CHUNK, SEALED = chunked.CHUNK_SIZE, chunked.SEALED_CHUNK_SIZE
+
+
+@pytest.fixture
+def engine(monkeypatch) -> HostEngine:
+    # Small pieces and more threads than cores: every piece boundary and hand-over shows.
+    monkeypatch.setattr(host, "PIECE_BYTES", 3 * CHUNK)
+    return HostEngine(host_device(), threads=4)
+
+
+def test_ctr_pieces_and_a_counter_field_that_wraps_inside_one(engine):
+    key, nonce = os.urandom(16), os.urandom(15)  # an 8-bit counter field
+    data = np.frombuffer(os.urandom(16 * 200), np.uint8)
+    out = np.zeros_like(data)
+    prefix = int.from_bytes(nonce, "big") << 8
+    worker = engine.blocks(BlockTransform(key, counter=prefix | 250, counter_bits=8))
+    worker.run(data, out, iter([(0, 120), (120, 200)]))
+    expected = AES.new(key, AES.MODE_CTR, nonce=nonce, initial_value=250).encrypt(data.tobytes())
+    assert out.tobytes() == expected
+    assert worker.keystream(6) == AES.new(key, AES.MODE_CTR, nonce=nonce,
+                                          initial_value=0).encrypt(bytes(16))
+
+
+def test_chunks_on_several_threads_match_pycryptodome(engine):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(20 * CHUNK)
+    sealed = bytearray(20 * SEALED)
+    worker = engine.chunks(key, base_nonce)
+    worker.seal_ranges(plaintext, sealed, 7, iter([(0, 11), (11, 20)]))
+    for k in range(20):
+        cipher = AES.new(key, AES.MODE_GCM, nonce=chunked.chunk_nonce(base_nonce, 7 + k))
+        text, tag = cipher.encrypt_and_digest(plaintext[k * CHUNK : (k + 1) * CHUNK])
+        assert sealed[k * SEALED : (k + 1) * SEALED] == text + tag, k
+
+
+def test_a_failed_chunk_is_named_lowest_first_and_leaves_no_plaintext(engine):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(20 * CHUNK)
+    sealed = bytearray(engine.chunks(key, base_nonce).seal(plaintext, 0, final=False))
+    for bad in (4, 16):
+        sealed[bad * SEALED + 100] ^= 1
+    opened = bytearray(b"\xaa" * len(plaintext))
+    with pytest.raises(aescl.AuthenticationError, match="chunk 4 failed") as caught:
+        engine.chunks(key, base_nonce).open_ranges(sealed, opened, 0, iter([(0, 20)]))
+    assert caught.value.chunk == 4
+    # OpenSSL writes a chunk's plaintext before it checks the tag: the engine wipes it.
+    assert opened[4 * CHUNK : 5 * CHUNK] == bytes(CHUNK)
+    with pytest.raises(aescl.AuthenticationError, match="chunk 4"):
+        engine.chunks(key, base_nonce).open(bytes(sealed), 0, final=False)
+
+
+def test_the_host_is_a_device_like_the_others():
+    assert aescl.get_device("host") == host_device()
+    assert aescl.devices()[-1].id == "host"
+    assert not host_device().is_opencl
+    pinned = aescl.pinned_empty(100, "host")  # ordinary memory: the engine works in place
+    assert pinned.nbytes == 100
