@@ -115,3 +115,23 @@ def opened_size(body_bytes: int) -> int:
     if rest < TAG_SIZE:
         raise TruncatedError(f"truncated: chunk {full} is cut short")
     return full * CHUNK_SIZE + rest - TAG_SIZE
+
+
+def plaintext_run(nbytes: int, final: bool) -> tuple[int, int]:
+    """(full chunks, bytes of the final chunk) of ``nbytes`` of plaintext sealed as one
+    run from some chunk on; only a run with ``final`` may end in a shorter chunk."""
+    full, rest = divmod(nbytes, CHUNK_SIZE)
+    if rest and not final:
+        raise ValueError("only the final chunk may be shorter than 16384 bytes")
+    return full, rest
+
+
+def sealed_run(nbytes: int, first: int, final: bool) -> tuple[int, int]:
+    """(full sealed chunks, bytes of the final sealed chunk, tag included) of a run of
+    ``nbytes`` of ciphertext from chunk ``first`` on."""
+    full, rest = divmod(nbytes, SEALED_CHUNK_SIZE)
+    if final and rest < TAG_SIZE:
+        raise TruncatedError(f"truncated: chunk {first + full} is cut short")
+    if rest and not final:
+        raise ValueError("only the final sealed chunk may be shorter than 16400 bytes")
+    return full, rest

@@ -18,7 +18,6 @@ other length derives J0 with GHASH on the host, as SP 800-38D prescribes.
 from __future__ import annotations
 
 import hmac
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ import pyopencl as cl
 from . import ghash, keyschedule
 from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from .devices import Device
+from .engines import gcm_nonce
 from .errors import AuthenticationError, CounterOverflowError
 from .kernels import aes_options, kernel, runtime
 from .tuning import launch_config
@@ -388,14 +388,7 @@ class GcmCipher:
     def __init__(
         self, key: bytes, nonce: bytes | None, mac_len: int, device: Device, key_schedule: str
     ) -> None:
-        if nonce is None:
-            nonce = os.urandom(12)  # 96 bits: SP 800-38D's recommendation and the fast path
-        nonce = bytes(nonce)
-        if not nonce:
-            raise ValueError("Nonce cannot be empty")
-        if not 4 <= mac_len <= 16:
-            raise ValueError("Parameter 'mac_len' must be in the range 4..16")
-        self.nonce = nonce
+        self.nonce = nonce = gcm_nonce(nonce, mac_len)
         self._mac_len = mac_len
         self._engine = GcmEngine(key, device, key_schedule)
         self._j0 = ghash.initial_counter(self._engine.h, nonce)

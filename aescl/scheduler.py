@@ -40,6 +40,8 @@ from .chunkformat import (
     check_base_nonce,
     check_chunk_range,
     check_key,
+    plaintext_run,
+    sealed_run,
 )
 from .devices import HOST_ID, Device, get_device, host_device, opencl_devices
 from .engines import BLOCK_SIZE, BlockTransform, Engine, engine_for
@@ -330,9 +332,7 @@ class TeamChunks:
     def seal(self, plaintext: Any, first: int, final: bool) -> np.ndarray:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
         source = input_array(plaintext)
-        full, rest = divmod(source.nbytes, CHUNK_SIZE)
-        if rest and not final:
-            raise ValueError("only the final chunk may be shorter than 16384 bytes")
+        full, rest = plaintext_run(source.nbytes, final)
         out = np.empty(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0), np.uint8)
         self.seal_full(source[: full * CHUNK_SIZE], out[: full * SEALED_CHUNK_SIZE], first)
         if final:
@@ -344,11 +344,7 @@ class TeamChunks:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
         run is returned unless all of it passed."""
         source = input_array(ciphertext)
-        full, rest = divmod(source.nbytes, SEALED_CHUNK_SIZE)
-        if final and rest < TAG_SIZE:
-            raise TruncatedError(f"truncated: chunk {first + full} is cut short")
-        if rest and not final:
-            raise ValueError("only the final sealed chunk may be shorter than 16400 bytes")
+        full, rest = sealed_run(source.nbytes, first, final)
         out = np.empty(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0), np.uint8)
         try:
             self.open_full(source[: full * SEALED_CHUNK_SIZE], out[: full * CHUNK_SIZE], first)

@@ -29,6 +29,7 @@ pulls only as fast as it works, which is what lets a faster engine take more.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -75,6 +76,17 @@ class BlockTransform:
     def __repr__(self) -> str:  # never show key material
         kind = "ctr" if self.is_ctr else ("ecb-decrypt" if self.decrypt else "ecb-encrypt")
         return f"BlockTransform({kind}, AES-{8 * len(self.key)})"
+
+
+def gcm_nonce(nonce: bytes | None, mac_len: int) -> bytes:
+    """The nonce of a GCM stream, checked with its tag length as every engine takes them:
+    ``None`` gives 12 random bytes (SP 800-38D's recommendation and the fast path)."""
+    nonce = os.urandom(12) if nonce is None else bytes(nonce)
+    if not nonce:
+        raise ValueError("Nonce cannot be empty")
+    if not 4 <= mac_len <= 16:
+        raise ValueError("Parameter 'mac_len' must be in the range 4..16")
+    return nonce
 
 
 class BlockWorker(Protocol):

@@ -40,10 +40,12 @@ from ..chunkformat import (
     check_chunk_range,
     check_key,
     chunk_nonce,
+    plaintext_run,
+    sealed_run,
 )
 from ..devices import Device
-from ..errors import AuthenticationError, TruncatedError, first_failure
-from . import BLOCK_SIZE, BlockTransform, Ranges
+from ..errors import AuthenticationError, first_failure
+from . import BLOCK_SIZE, BlockTransform, Ranges, gcm_nonce
 
 # One pull of a host thread. Each pull costs some Python work under the GIL (a new
 # OpenSSL context for CTR's counter): with 1 MiB pieces, 16 threads of the H100 host
@@ -219,9 +221,7 @@ class HostChunks:
     def seal(self, plaintext: Any, first: int, final: bool) -> bytearray:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
         source = _bytes_view(plaintext)
-        full, rest = divmod(len(source), CHUNK_SIZE)
-        if rest and not final:
-            raise ValueError("only the final chunk may be shorter than 16384 bytes")
+        full, rest = plaintext_run(len(source), final)
         check_chunk_range(first, full + int(final))
         out = bytearray(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0))
         target = memoryview(out)
@@ -236,11 +236,7 @@ class HostChunks:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
         run is returned unless every chunk in it passed."""
         source = _bytes_view(ciphertext)
-        full, rest = divmod(len(source), SEALED_CHUNK_SIZE)
-        if final and rest < TAG_SIZE:
-            raise TruncatedError(f"truncated: chunk {first + full} is cut short")
-        if rest and not final:
-            raise ValueError("only the final sealed chunk may be shorter than 16400 bytes")
+        full, rest = sealed_run(len(source), first, final)
         out = bytearray(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0))
         target = memoryview(out)
         if full:
@@ -281,14 +277,7 @@ class HostGcmCipher:
     def __init__(self, key: bytes, nonce: bytes | None, mac_len: int) -> None:
         from Crypto.Cipher import AES
 
-        if nonce is None:
-            nonce = os.urandom(12)  # as on every aescl device
-        nonce = bytes(nonce)
-        if not nonce:
-            raise ValueError("Nonce cannot be empty")
-        if not 4 <= mac_len <= 16:
-            raise ValueError("Parameter 'mac_len' must be in the range 4..16")
-        self.nonce = nonce
+        self.nonce = nonce = gcm_nonce(nonce, mac_len)
         self._cipher = AES.new(bytes(key), AES.MODE_GCM, nonce=nonce, mac_len=mac_len)
         self._finished = False  # digest() or verify() was called
 

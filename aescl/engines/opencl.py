@@ -26,9 +26,11 @@ from ..chunkformat import (
     check_base_nonce,
     check_chunk_range,
     check_key,
+    plaintext_run,
+    sealed_run,
 )
 from ..devices import Device, resolve
-from ..errors import AuthenticationError, TruncatedError
+from ..errors import AuthenticationError
 from ..gcm import GcmCipher, GcmEngine
 from ..kernels import aes_options, kernel, runtime
 from ..tuning import launch_config
@@ -333,9 +335,7 @@ class ChunkCipher:
         converting to ``bytes`` here would cost a copy as slow as the device work.
         """
         source = input_array(plaintext)
-        full, rest = divmod(source.nbytes, CHUNK_SIZE)
-        if rest and not final:
-            raise ValueError("only the final chunk may be shorter than 16384 bytes")
+        full, rest = plaintext_run(source.nbytes, final)
         count = full + int(final)
         if not count:
             return np.empty(0, np.uint8)
@@ -360,11 +360,7 @@ class ChunkCipher:
         plaintext of this run is returned.
         """
         source = input_array(ciphertext)
-        full, rest = divmod(source.nbytes, SEALED_CHUNK_SIZE)
-        if final and rest < TAG_SIZE:
-            raise TruncatedError(f"truncated: chunk {first + full} is cut short")
-        if rest and not final:
-            raise ValueError("only the final sealed chunk may be shorter than 16400 bytes")
+        full, rest = sealed_run(source.nbytes, first, final)
         count = full + int(final)
         if not count:
             return np.empty(0, np.uint8)
