@@ -11,7 +11,13 @@ Promises of this API:
 * The key length picks AES-128, -192 or -256. Output is bit-identical on every
   device and to pycryptodome / OpenSSL for the same parameters.
 * ``device`` is a :class:`Device`, a spec string (see :mod:`aescl.devices`) or
-  ``None`` (``$AESCL_DEVICE``, else the best real device: GPU before CPU).
+  ``None`` (``$AESCL_DEVICE``, else the best real device: GPUs, then the host
+  engine, then OpenCL CPUs). ``"host"`` is the host engine (OpenSSL on every
+  core, no OpenCL). ``"all"`` (every GPU and the host engine) or a list of
+  devices and specs splits each ECB, CTR or chunked job over them
+  (:mod:`aescl.scheduler`): the output is the same bytes as on one device, and
+  a device that fails mid-job is dropped while the others redo its part. A GCM
+  stream runs on the fastest device named.
 * ``key_schedule="host"`` expands round keys on the host and uploads them once
   per key; ``"device"`` passes the raw key and each work-group expands it into
   local memory. Both give the same output.
