@@ -91,9 +91,11 @@ def check_chunk_range(first: int, count: int) -> None:
         raise CounterOverflowError("the message exceeds 2^38 chunks (4 PiB)")
 
 
-def chunk_nonce(base_nonce: bytes, index: int) -> bytes:
-    """The GCM nonce of chunk ``index``: the base nonce XOR the big-endian index."""
-    return (int.from_bytes(base_nonce, "big") ^ index).to_bytes(NONCE_SIZE, "big")
+def chunk_nonce(base_nonce: bytes | int, index: int) -> bytes:
+    """The GCM nonce of chunk ``index``: the base nonce XOR the big-endian index. A caller
+    that makes a nonce per chunk passes the base nonce once converted to an int."""
+    base = base_nonce if isinstance(base_nonce, int) else int.from_bytes(base_nonce, "big")
+    return (base ^ index).to_bytes(NONCE_SIZE, "big")
 
 
 def chunk_offset(index: int, raw: bool = False) -> int:

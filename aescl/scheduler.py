@@ -43,7 +43,7 @@ from .chunkformat import (
     plaintext_run,
     sealed_run,
 )
-from .devices import HOST_ID, Device, get_device, host_device, opencl_devices
+from .devices import Device, get_device, host_device, opencl_devices
 from .engines import BLOCK_SIZE, BlockTransform, Engine, engine_for
 from .errors import AuthenticationError, DeviceNotFound, TruncatedError, first_failure
 
@@ -55,7 +55,7 @@ DevicesSpec = DeviceSpec | Sequence[Device | str]
 SPLIT_MIN_BYTES = 1 << 20
 
 # Guessed rates (GB/s, host memory to host memory) until a device has measured one.
-_GUESSED_GB_S = {"gpu": 40.0, "accelerator": 10.0, "host": 2.0, "cpu": 1.0}
+_GUESSED_GB_S = {"gpu": 40.0, "accelerator": 10.0, "cpu": 1.0}  # the host: per core, below
 _GUESSED_HOST_GB_S_PER_CORE = 5.0
 
 
@@ -266,21 +266,29 @@ class Team:
         return TeamChunks(self, key, base_nonce, batch_chunks)
 
 
+class _Workers:
+    """One job's worker per engine, made when the engine first takes part (an OpenCL
+    worker builds its kernel then); callable from every member's thread."""
+
+    def __init__(self, make: Callable[[Engine], Any]) -> None:
+        self._make = make
+        self._made: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, engine: Engine) -> Any:
+        with self._lock:
+            if engine.device.id not in self._made:
+                self._made[engine.device.id] = self._make(engine)
+            return self._made[engine.device.id]
+
+
 class TeamBlocks:
     """A block job (ECB, CTR) on every engine of a team; one worker per engine, made
     when the engine first takes part (an OpenCL worker builds its kernel then)."""
 
     def __init__(self, team: Team, transform: BlockTransform) -> None:
         self._team = team
-        self._transform = transform
-        self._workers: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def worker(self, engine: Engine) -> Any:
-        with self._lock:
-            if engine.device.id not in self._workers:
-                self._workers[engine.device.id] = engine.blocks(self._transform)
-            return self._workers[engine.device.id]
+        self.worker = _Workers(lambda engine: engine.blocks(transform))
 
     def run(self, source: Any, target: Any, first_block: int = 0) -> None:
         """Every whole block of ``source`` into ``target`` (the same length; may be the
@@ -301,17 +309,8 @@ class TeamChunks:
         check_base_nonce(base_nonce)
         self._batch_chunks = batch_chunks
         self._team = team
-        self._key = bytes(key)
-        self._base_nonce = bytes(base_nonce)
-        self._workers: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def worker(self, engine: Engine) -> Any:
-        with self._lock:
-            if engine.device.id not in self._workers:
-                self._workers[engine.device.id] = engine.chunks(self._key, self._base_nonce,
-                                                                self._batch_chunks)
-            return self._workers[engine.device.id]
+        key, base_nonce = bytes(key), bytes(base_nonce)
+        self.worker = _Workers(lambda engine: engine.chunks(key, base_nonce, batch_chunks))
 
     def seal_full(self, plaintext: Any, sealed: Any, first: int) -> None:
         """Seal every whole chunk of ``plaintext`` (message chunks ``first, ...``) into
@@ -424,4 +423,4 @@ def team(device: DevicesSpec) -> Team:
     return existing
 
 
-__all__ = ["HOST_ID", "Share", "Team", "resolve_devices", "team"]
+__all__ = ["Share", "Team", "resolve_devices", "team"]

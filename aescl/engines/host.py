@@ -181,7 +181,7 @@ class HostChunks:
         check_base_nonce(base_nonce)
         self._engine = engine
         self._aead = AESGCM(bytes(key))
-        self._base_nonce = bytes(base_nonce)
+        self._base_nonce = int.from_bytes(base_nonce, "big")  # converted once, not per chunk
 
     def _seal_chunk(self, source: memoryview, target: memoryview, index: int) -> None:
         """One chunk, full or final: ciphertext then tag, as the sealed layout has them."""
