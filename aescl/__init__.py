@@ -11,10 +11,12 @@ Promises of this API:
 * The key length picks AES-128, -192 or -256. Output is bit-identical on every
   device and to pycryptodome / OpenSSL for the same parameters.
 * ``device`` is a :class:`Device`, a spec string (see :mod:`aescl.devices`) or
-  ``None`` (``$AESCL_DEVICE``, else the best real device: GPUs, then the host
-  engine, then OpenCL CPUs). ``"host"`` is the host engine (OpenSSL on every
-  core, no OpenCL). ``"all"`` (every GPU and the host engine) or a list of
-  devices and specs splits each ECB, CTR or chunked job over them
+  ``None`` (``$AESCL_DEVICE``, else each job's own choice: the host engine
+  below a crossover, without starting OpenCL; above it the device measured
+  fastest, as ``aescl bench`` stored it, else GPUs, the host engine, OpenCL
+  CPUs). ``"host"`` is the host engine (OpenSSL on every core, no OpenCL).
+  ``"all"`` (every GPU and the host engine) or a list of devices and specs
+  splits each ECB, CTR or chunked job over them
   (:mod:`aescl.scheduler`): the output is the same bytes as on one device, and
   a device that fails mid-job is dropped while the others redo its part. A GCM
   stream runs on the fastest device named.
@@ -52,8 +54,11 @@ Promises of this API:
 
 from __future__ import annotations
 
-from . import chunked, chunkformat, fileformat, scheduler, tuning
+import importlib
+from typing import Any
+
 from .devices import Device, devices, get_device
+from .engines import MODE_GCM
 from .errors import (
     AesclError,
     AuthenticationError,
@@ -68,7 +73,6 @@ from .errors import (
     TruncatedError,
     WrongKeyError,
 )
-from .gcm import MODE_GCM, GcmCipher
 from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, new, pinned_empty
 
 __version__ = "0.1.0"
@@ -103,3 +107,21 @@ __all__ = [
     "pinned_empty",
     "tuning",
 ]
+
+# Imported on first use: `import aescl` stays free of numpy and pyopencl, which only a
+# job on an OpenCL device needs (PEP 562).
+_LAZY = {"GcmCipher": ("gcm", "GcmCipher"),
+         **{name: (name, None) for name in ("chunked", "chunkformat", "fileformat", "scheduler",
+                                            "tuning")}}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'aescl' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(f".{module_name}", __name__)
+    return module if attribute is None else getattr(module, attribute)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -32,9 +32,7 @@ import io
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-import numpy as np
-
-from ._arrays import BytesLike, finish, input_array, output_array
+from ._arrays import BytesLike, byte_view, finish, new_buffer, output_view, wipe
 from ._streams import read_full
 from .chunkformat import (
     AEAD_NAME,
@@ -57,14 +55,14 @@ from .chunkformat import (
 from .chunkformat import open_header as _open_header
 from .chunkformat import opened_size as _opened_size
 from .chunkformat import random_salt as _random_salt
-from .engines.opencl import DEFAULT_BATCH_CHUNKS, ChunkCipher
+from .engines import DEFAULT_BATCH_CHUNKS
 from .errors import FormatError, TruncatedError
 from .scheduler import DevicesSpec, TeamChunks, team
 
 __all__ = [
     "AEAD_NAME", "CHUNK_SIZE", "COMMITMENT_SIZE", "DEFAULT_BATCH_CHUNKS", "HEADER_SIZE",
     "INFO_PREFIX", "KEY_SIZE", "MAX_CHUNKS", "NONCE_SIZE", "SALT_SIZE", "SEALED_CHUNK_SIZE",
-    "TAG_SIZE", "ChunkCipher", "Reader", "Writer", "chunk_nonce", "chunk_offset", "decrypt",
+    "TAG_SIZE", "Reader", "Writer", "chunk_nonce", "chunk_offset", "decrypt",
     "decrypt_range", "decrypt_raw", "derive", "encrypt", "encrypt_raw", "hkdf_expand_sha512",
     "sealed_size",
 ]
@@ -75,21 +73,21 @@ def _chunks(key: bytes, base_nonce: bytes, device: DevicesSpec, batch_chunks: in
     return team(device).chunks(key, base_nonce, batch_chunks)
 
 
-def _seal_all(cipher: TeamChunks, message: np.ndarray, sealed: np.ndarray) -> None:
-    full = message.nbytes // CHUNK_SIZE
+def _seal_all(cipher: TeamChunks, message: memoryview, sealed: memoryview) -> None:
+    full = len(message) // CHUNK_SIZE
     cipher.seal_full(message[: full * CHUNK_SIZE], sealed[: full * SEALED_CHUNK_SIZE], 0)
     sealed[full * SEALED_CHUNK_SIZE :] = cipher.seal(message[full * CHUNK_SIZE :], full,
                                                      final=True)
 
 
-def _open_all(cipher: TeamChunks, body: np.ndarray, plaintext: np.ndarray) -> None:
-    full = body.nbytes // SEALED_CHUNK_SIZE
+def _open_all(cipher: TeamChunks, body: memoryview, plaintext: memoryview) -> None:
+    full = len(body) // SEALED_CHUNK_SIZE
     try:
         cipher.open_full(body[: full * SEALED_CHUNK_SIZE], plaintext[: full * CHUNK_SIZE], 0)
         plaintext[full * CHUNK_SIZE :] = cipher.open(body[full * SEALED_CHUNK_SIZE :], full,
                                                      final=True)
     except Exception:
-        plaintext[:] = 0  # runs that passed stay unreleased when a later one fails
+        wipe(plaintext)  # runs that passed stay unreleased when a later one fails
         raise
 
 
@@ -104,9 +102,9 @@ def encrypt_raw(
     ``output`` (``sealed_size(len(message), raw=True)`` bytes, pinned memory from
     :func:`aescl.pinned_empty` is fastest) the result goes there and None is returned.
     """
-    source = input_array(message)
-    size = sealed_size(source.nbytes, raw=True)
-    sealed = np.empty(size, np.uint8) if output is None else output_array(output, size)
+    source = byte_view(message)
+    size = sealed_size(len(source), raw=True)
+    sealed = new_buffer(size) if output is None else output_view(output, size)
     _seal_all(_chunks(key, base_nonce, device, batch_chunks), source, sealed)
     return finish(sealed, output)
 
@@ -118,9 +116,9 @@ def decrypt_raw(
 ) -> bytes | None:
     """Raw mode decryption: every chunk authenticated, truncation detected. On failure
     nothing is returned, and an ``output`` buffer is left zeroed."""
-    body = input_array(ciphertext)
-    size = _opened_size(body.nbytes)
-    plaintext = np.empty(size, np.uint8) if output is None else output_array(output, size)
+    body = byte_view(ciphertext)
+    size = _opened_size(len(body))
+    plaintext = new_buffer(size) if output is None else output_view(output, size)
     _open_all(_chunks(key, base_nonce, device, batch_chunks), body, plaintext)
     return finish(plaintext, output)
 
@@ -151,7 +149,7 @@ def decrypt(
     :class:`AuthenticationError`: a chunk was modified, reordered or added.
     :class:`TruncatedError`: the message was cut short.
     """
-    data = input_array(ciphertext)
+    data = byte_view(ciphertext)
     chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)
     plaintext = decrypt_raw(
         chunk_key, base_nonce, data[HEADER_SIZE:], device=device, batch_chunks=batch_chunks
@@ -189,7 +187,7 @@ class Writer:
     def write(self, data: BytesLike) -> int:
         if self._closed:
             raise ValueError("write to a closed Writer")
-        view = memoryview(input_array(data))
+        view = byte_view(data)
         self._buffer += view
         self.bytes_in += len(view)
         while len(self._buffer) >= self._batch_bytes:  # full chunks are never final
@@ -275,7 +273,7 @@ class Reader:
         else:
             plaintext = self._cipher.open(data, self._next_chunk, final=True)
             self._finished = True
-        self._plaintext += memoryview(plaintext)  # not `+= array`: numpy would add them
+        self._plaintext += plaintext
 
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` bytes of authenticated plaintext (all of it if negative)."""
@@ -373,5 +371,5 @@ def _random_access(source: BinaryIO | BytesLike) -> tuple[int, Any]:
             return read_full(stream, count)
 
         return stream.seek(0, io.SEEK_END), read_at
-    data = input_array(source)
-    return data.nbytes, lambda start, count: data[start : start + count].tobytes()
+    data = byte_view(source)
+    return len(data), lambda start, count: data[start : start + count].tobytes()

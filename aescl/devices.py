@@ -22,19 +22,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib.metadata
 import os
-import platform as _platform
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyopencl as cl
-
-from . import _icd
-from ._cache import cache_root
 from .errors import DeviceNotFound, NoPlatformError
+
+if TYPE_CHECKING:
+    from ._icd import IcdReport
 
 VENDOR_CLASSES = ("nvidia", "amd", "intel", "apple", "pocl", "oclgrind", "openssl", "other")
 DEVICE_TYPES = ("gpu", "cpu", "accelerator", "simulator", "host", "other")
@@ -100,6 +97,8 @@ def vendor_class(platform_vendor: str, platform_name: str) -> str:
 
 
 def _device_type(vendor: str, cl_type: int) -> str:
+    import pyopencl as cl
+
     if vendor == "oclgrind":
         return "simulator"
     for name, flag in (
@@ -113,8 +112,11 @@ def _device_type(vendor: str, cl_type: int) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def icd_report() -> _icd.IcdReport:
+def icd_report() -> IcdReport:
     """Discover ICDs and register unregistered drivers, once per process."""
+    from . import _icd
+    from ._cache import cache_root
+
     report = _icd.discover()
     try:
         return _icd.register_unregistered(report, cache_root() / "icd")
@@ -123,6 +125,10 @@ def icd_report() -> _icd.IcdReport:
 
 
 def _platforms() -> list[Any]:
+    # pyopencl is imported here, on the first look at OpenCL, not with aescl: the host
+    # engine and small jobs never need it (it and numpy took 0.3 s of every CLI run).
+    import pyopencl as cl
+
     icd_report()
     try:
         return list(cl.get_platforms())
@@ -135,6 +141,8 @@ def _platforms() -> list[Any]:
 
 @functools.lru_cache(maxsize=1)
 def _all_devices() -> tuple[Device, ...]:
+    import pyopencl as cl
+
     found = []
     for p_index, platform in enumerate(_platforms()):
         vendor = vendor_class(platform.vendor, platform.name)
@@ -168,6 +176,8 @@ def _all_devices() -> tuple[Device, ...]:
 @functools.lru_cache(maxsize=1)
 def host_device() -> Device:
     """The host engine as a device: OpenSSL (through ``cryptography``) on every core."""
+    import platform as _platform
+
     model = _platform.processor() or _platform.machine()
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -175,8 +185,10 @@ def host_device() -> Device:
                 model = line.partition(":")[2].strip()
                 break
     try:
-        version = importlib.metadata.version("cryptography")
-    except importlib.metadata.PackageNotFoundError:
+        import cryptography
+
+        version = cryptography.__version__
+    except ImportError:
         version = "not installed"
     memory = 0
     with contextlib.suppress(ValueError, OSError, AttributeError):
@@ -195,6 +207,8 @@ def sub_devices(device: Device, count: int) -> list[Device]:
     """Split an OpenCL device that supports fission (PoCL's CPU device does) into
     ``count`` devices of equal compute units, with ids ``P:D.k``: several devices made
     from one, for running a split job where there is only one device."""
+    import pyopencl as cl
+
     parent = device.cl_device
     if parent is None or cl.device_partition_property.EQUALLY not in (
             parent.partition_properties or []):
@@ -208,6 +222,11 @@ def sub_devices(device: Device, count: int) -> list[Device]:
 def opencl_devices() -> list[Device]:
     """Every OpenCL device on every platform, simulators included."""
     return list(_all_devices())
+
+
+def opencl_started() -> bool:
+    """Whether this process has looked for OpenCL devices yet (and so paid for it)."""
+    return _all_devices.cache_info().currsize > 0
 
 
 def devices() -> list[Device]:
@@ -271,6 +290,8 @@ def get_device(spec: str | None = None) -> Device:
     """
     if spec is None:
         spec = os.environ.get("AESCL_DEVICE") or None
+    if spec is not None and spec.strip().lower() == HOST_ID:
+        return host_device()  # without looking for OpenCL at all
     return select(spec, devices())
 
 

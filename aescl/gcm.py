@@ -27,12 +27,10 @@ import pyopencl as cl
 from . import ghash, keyschedule
 from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from .devices import Device
-from .engines import gcm_nonce
+from .engines import MODE_GCM, gcm_nonce
 from .errors import AuthenticationError, CounterOverflowError
 from .kernels import aes_options, kernel, runtime
 from .tuning import launch_config
-
-MODE_GCM = 11  # pycryptodome's value
 
 BLOCK_SIZE = 16
 MAX_TEXT_BYTES = (2**32 - 2) * BLOCK_SIZE  # SP 800-38D: 2^39 - 256 bits

@@ -30,6 +30,7 @@ import pyopencl as cl
 
 from ._cache import cache_root, disk_cache_enabled, write_cache_file
 from .devices import Device
+from .engines import check_key_schedule
 from .errors import KernelBuildError
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
@@ -130,12 +131,6 @@ def hardware_rounds_wanted() -> bool:
     return value != "0"
 
 
-KEY_SCHEDULES = ("host", "device")
-
-
-def check_key_schedule(key_schedule: str) -> None:
-    if key_schedule not in KEY_SCHEDULES:
-        raise ValueError(f"key_schedule must be 'host' or 'device', not {key_schedule!r}")
 
 
 def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:

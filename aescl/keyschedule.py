@@ -9,7 +9,10 @@ what a plain 32-bit load of the byte stream gives on every little-endian device;
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BLOCK_SIZE = 16
 KEY_SIZES = (16, 24, 32)
@@ -80,6 +83,8 @@ def _inv_mix_column(word: int) -> int:
 
 def _to_kernel_words(words: list[int]) -> np.ndarray:
     # Big-endian FIPS words to the kernels' little-endian columns: a byte swap.
+    import numpy as np  # only OpenCL engines upload round keys
+
     return np.array(words, dtype=np.uint32).byteswap()
 
 
@@ -109,5 +114,7 @@ def decryption_round_keys(key: bytes) -> np.ndarray:
 def kernel_key_material(key: bytes, key_schedule: str, decrypt: bool) -> np.ndarray:
     """What a kernel's key argument holds: round keys (``"host"``) or the raw key (``"device"``)."""
     if key_schedule == "device":
+        import numpy as np
+
         return np.frombuffer(key, dtype="<u4")  # the kernel expands it
     return decryption_round_keys(key) if decrypt else encryption_round_keys(key)

@@ -10,17 +10,18 @@ the next call.
 from __future__ import annotations
 
 import os
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import keyschedule
-from ._arrays import BytesLike, finish, input_array, output_array
-from .engines import BlockTransform
+from ._arrays import BytesLike, byte_view, finish, new_buffer, output_view
+from .engines import MODE_GCM, BlockTransform, check_key_schedule
 from .errors import CounterOverflowError, KeystreamReuseError
-from .gcm import MODE_GCM, GcmCipher
-from .kernels import check_key_schedule
 from .scheduler import DevicesSpec, Team, resolve_devices, team
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .gcm import GcmCipher
 
 MODE_ECB = 1  # the values pycryptodome uses
 MODE_CTR = 6
@@ -41,11 +42,11 @@ class EcbCipher:
         }
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
-        source = input_array(data)
-        if source.nbytes % BLOCK_SIZE:
+        source = byte_view(data)
+        if len(source) % BLOCK_SIZE:
             raise ValueError("Data must be aligned to block boundary in ECB mode")
-        target = np.empty_like(source) if output is None else output_array(output, source.nbytes)
-        if source.nbytes:
+        target = new_buffer(len(source)) if output is None else output_view(output, len(source))
+        if len(source):
             self._jobs[decrypt].run(source, target)
         return finish(target, output)
 
@@ -97,7 +98,7 @@ class CtrCipher:
         self._position = 0  # keystream offset in bytes
         self._encrypted_until = 0  # keystream below this offset has encrypted data
         self._direction: str | None = None
-        self._partial: tuple[int, np.ndarray] | None = None  # (block index, its keystream)
+        self._partial: tuple[int, bytes] | None = None  # (block index, its keystream)
 
     @staticmethod
     def _initial_counter(initial_value: int | bytes | None, counter_bytes: int) -> int:
@@ -126,16 +127,16 @@ class CtrCipher:
             raise ValueError("offset must not be negative")
         self._position = offset
 
-    def _keystream_block(self, index: int) -> np.ndarray:
+    def _keystream_block(self, index: int) -> bytes:
         if self._partial is None or self._partial[0] != index:
-            self._partial = (index, np.frombuffer(self._job.keystream(index), np.uint8))
+            self._partial = (index, self._job.keystream(index))
         return self._partial[1]
 
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
         if self._direction not in (None, direction):
             raise TypeError(f"{direction}() cannot be called after {self._direction}()")
-        source = input_array(data)
-        length = source.nbytes
+        source = byte_view(data)
+        length = len(source)
         start = self._position
         if direction == "encrypt" and start < self._encrypted_until:
             raise KeystreamReuseError(
@@ -144,7 +145,7 @@ class CtrCipher:
             )
         if -(-(start + length) // BLOCK_SIZE) > 1 << self._counter_bits:
             raise CounterOverflowError("The counter has wrapped around in CTR mode")
-        target = np.empty_like(source) if output is None else output_array(output, length)
+        target = new_buffer(length) if output is None else output_view(output, length)
         self._direction = direction
 
         done = 0
@@ -152,7 +153,7 @@ class CtrCipher:
             skip = start % BLOCK_SIZE
             done = min(length, BLOCK_SIZE - skip)
             keystream = self._keystream_block(start // BLOCK_SIZE)
-            np.bitwise_xor(source[:done], keystream[skip : skip + done], out=target[:done])
+            target[:done] = _xor(source[:done], keystream[skip : skip + done])
         whole = (length - done) - (length - done) % BLOCK_SIZE
         if whole:
             first = (start + done) // BLOCK_SIZE
@@ -160,7 +161,7 @@ class CtrCipher:
             done += whole
         if done < length:  # a partial final block: keep its keystream for the next call
             keystream = self._keystream_block((start + done) // BLOCK_SIZE)
-            np.bitwise_xor(source[done:], keystream[: length - done], out=target[done:])
+            target[done:] = _xor(source[done:], keystream[: length - done])
 
         self._position = start + length
         if direction == "encrypt":
@@ -176,6 +177,12 @@ class CtrCipher:
         return self._process(ciphertext, output, "decrypt")
 
 
+def _xor(data: memoryview, keystream: bytes) -> bytes:
+    """Less than a block of data XORed with its keystream (the partial blocks of CTR)."""
+    mixed = int.from_bytes(data, "big") ^ int.from_bytes(keystream, "big")
+    return mixed.to_bytes(len(data), "big")
+
+
 def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     """A uint8 array of ``nbytes`` in page-locked host memory for ``device`` (for a
     list or ``all``, its first OpenCL device; ordinary memory for the host engine).
@@ -188,6 +195,8 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
         raise ValueError("nbytes must not be negative")
     on_opencl = [d for d in resolve_devices(device) if d.is_opencl]
     if not on_opencl:  # the host engine reads and writes ordinary memory in place
+        import numpy as np
+
         return np.empty(nbytes, np.uint8)
     from . import _pipeline
 
@@ -219,5 +228,5 @@ def new(
     if mode == MODE_GCM:
         if initial_value is not None:
             raise TypeError("GCM mode takes no initial_value")
-        return team(device).lead.gcm(key, nonce, mac_len, key_schedule)
+        return team(device).stream_engine().gcm(key, nonce, mac_len, key_schedule)
     raise ValueError(f"unsupported mode {mode!r}: use MODE_ECB, MODE_CTR or MODE_GCM")

@@ -24,15 +24,15 @@ job at once and is raised as it is.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-import numpy as np
-
-from ._arrays import input_array
+from . import rates
+from ._arrays import byte_view, new_buffer, wipe
 from .chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
@@ -43,7 +43,14 @@ from .chunkformat import (
     plaintext_run,
     sealed_run,
 )
-from .devices import Device, get_device, host_device, opencl_devices
+from .devices import (
+    Device,
+    get_device,
+    host_device,
+    opencl_devices,
+    opencl_started,
+    select,
+)
 from .engines import BLOCK_SIZE, BlockTransform, Engine, engine_for
 from .errors import AuthenticationError, DeviceNotFound, TruncatedError, first_failure
 
@@ -54,9 +61,23 @@ DevicesSpec = DeviceSpec | Sequence[Device | str]
 # (threads, a kernel launch per engine) than it saves.
 SPLIT_MIN_BYTES = 1 << 20
 
-# Guessed rates (GB/s, host memory to host memory) until a device has measured one.
-_GUESSED_GB_S = {"gpu": 40.0, "accelerator": 10.0, "cpu": 1.0}  # the host: per core, below
-_GUESSED_HOST_GB_S_PER_CORE = 5.0
+# With no device named, a job smaller than this runs on the host engine while this
+# process has not started OpenCL: in a fresh process the OpenCL start-up alone (platforms,
+# context, kernel binaries: 0.5-0.9 s on the H100 and H200 hosts, docs/benchmarks) costs
+# more than the host engine takes for a job of this size even on 2 cores.
+COLD_HOST_BYTES = 256 << 20
+
+# Guessed rates (GB/s, host memory to host memory) of devices never measured, by kind of
+# work; the host's are per core. From the figures in docs/benchmarks: a GPU behind
+# pageable memory, the host engine at 2-5 GB/s per core for blocks and 1.5-3 GB/s for
+# chunks (its AEAD calls hold the GIL), PoCL's CPU device at a tenth of that.
+_GUESSED_GB_S = {
+    ("gpu", "blocks"): 10.0, ("gpu", "chunks"): 8.0,
+    ("accelerator", "blocks"): 5.0, ("accelerator", "chunks"): 4.0,
+    ("cpu", "blocks"): 1.0, ("cpu", "chunks"): 0.1,
+}
+_GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
+_GUESSED_HOST_CHUNKS_GB_S = 3.0
 
 
 def resolve_devices(device: DevicesSpec) -> list[Device]:
@@ -166,16 +187,28 @@ class _Claims:
         return claimed
 
 
-# device id -> measured rate in bytes per second, over the jobs of this process
-_measured: dict[str, float] = {}
+# (device id, kind of work) -> measured rate in bytes per second, over this process's jobs
+_measured: dict[tuple[str, str], float] = {}
 
 
-def _initial_rate(device: Device) -> float:
-    if device.id in _measured:
-        return _measured[device.id]
+def expected_rate(device: Device, kind: str, stored_first: bool = False) -> float:
+    """Bytes per second ``device`` is expected to do ``kind`` of work at: as measured in
+    this process (the conditions of now: what a split sizes its ranges by), else as
+    stored (aescl.rates), else guessed from its kind. ``stored_first`` puts the stored
+    figure first: ``aescl bench`` measured it on purpose, at a size that shows the device
+    rather than one job's overheads (what the default device is chosen by)."""
+    stored = rates.stored_rate(device, kind)
+    if stored is not None and stored_first:
+        return stored * 1e9
+    if (device.id, kind) in _measured:
+        return _measured[device.id, kind]
+    if stored is not None:
+        return stored * 1e9
     if device.type == "host":
-        return _GUESSED_HOST_GB_S_PER_CORE * device.compute_units * 1e9
-    return _GUESSED_GB_S.get(device.type, 1.0) * 1e9
+        if kind == "chunks":
+            return _GUESSED_HOST_CHUNKS_GB_S * 1e9
+        return _GUESSED_HOST_BLOCKS_GB_S_PER_CORE * device.compute_units * 1e9
+    return _GUESSED_GB_S.get((device.type, kind), 1.0) * 1e9
 
 
 class Team:
@@ -192,13 +225,22 @@ class Team:
     def lead(self) -> Engine:
         """The engine that runs work too small or too sequential to split: the one with
         the highest rate."""
-        return max(self.engines, key=lambda e: _initial_rate(e.device))
+        return max(self.engines, key=lambda e: expected_rate(e.device, "blocks"))
+
+    def stream_engine(self) -> Engine:
+        """The engine of a stream that cannot be split (a GCM message)."""
+        return self.lead
+
+    def for_job(self, nbytes: int, kind: str) -> Team:
+        """The team that runs a job of ``nbytes`` of ``kind`` of work: this one."""
+        return self
 
     def split(self, units: int, unit_bytes: int,
-              work: Callable[[Engine, Iterable[tuple[int, int]]], None]) -> None:
+              work: Callable[[Engine, Iterable[tuple[int, int]]], None],
+              kind: str = "blocks") -> None:
         """Run ``work(engine, ranges)`` on every engine at once over ``units`` units; each
         engine pulls its ranges from one cursor. Returns when every unit is done."""
-        members = [_Member(e, _initial_rate(e.device)) for e in self.engines]
+        members = [_Member(e, expected_rate(e.device, kind)) for e in self.engines]
         if units <= 0:
             self.shares = [Share(m.engine.device) for m in members]
             return
@@ -254,7 +296,8 @@ class Team:
         for member in everyone:
             share = member.share
             if share and not share.failed and share.units and share.seconds > 0:
-                _measured[member.engine.device.id] = share.units * unit_bytes / share.seconds
+                _measured[member.engine.device.id, kind] = (share.units * unit_bytes
+                                                             / share.seconds)
         if errors:
             raise first_failure(errors)
 
@@ -264,6 +307,45 @@ class Team:
 
     def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> TeamChunks:
         return TeamChunks(self, key, base_nonce, batch_chunks)
+
+
+class DefaultTeam(Team):
+    """The team when no device is named (and ``$AESCL_DEVICE`` is unset): each job runs on
+    one device chosen for it.
+
+    * A job below the crossover runs on the host engine and never starts OpenCL: below
+      :data:`COLD_HOST_BYTES` while this process has not started OpenCL, below
+      :data:`SPLIT_MIN_BYTES` once it has (a device call's fixed costs are then paid).
+    * A larger job runs on the device with the highest expected rate for its kind of
+      work (:func:`expected_rate`: measured, stored by ``aescl bench``, else guessed),
+      among the real OpenCL devices and the host engine.
+
+    Small pieces of a job (CTR's partial blocks, the format's final chunk) and GCM
+    streams, whose length is unknown when they start, follow the same rules.
+    """
+
+    def __init__(self) -> None:
+        self._host = Team([host_device()])
+        super().__init__(self._host.devices)
+
+    def crossover_bytes(self) -> int:
+        return SPLIT_MIN_BYTES if opencl_started() else COLD_HOST_BYTES
+
+    def best_device(self, kind: str) -> Device:
+        """The real device expected to be fastest at ``kind`` of work."""
+        candidates = [d for d in opencl_devices() if not d.is_simulator] + [host_device()]
+        rated = {d.id: expected_rate(d, kind, stored_first=True) for d in candidates}
+        best = max(rated.values())
+        # Ties (as between unmeasured devices of one kind) go as get_device ranks them.
+        return select(None, [d for d in candidates if rated[d.id] == best])
+
+    def for_job(self, nbytes: int, kind: str) -> Team:
+        if nbytes < self.crossover_bytes():
+            return self._host
+        return team(self.best_device(kind))
+
+    def stream_engine(self) -> Engine:
+        return team(self.best_device("chunks")).lead
 
 
 class _Workers:
@@ -293,9 +375,10 @@ class TeamBlocks:
     def run(self, source: Any, target: Any, first_block: int = 0) -> None:
         """Every whole block of ``source`` into ``target`` (the same length; may be the
         same memory), their block 0 being the transform's block ``first_block``."""
-        self._team.split(len(memoryview(source).cast("B")) // BLOCK_SIZE, BLOCK_SIZE,
-                         lambda engine, ranges: self.worker(engine).run(
-                             source, target, ranges, first_block))
+        blocks = len(byte_view(source)) // BLOCK_SIZE
+        self._team.for_job(blocks * BLOCK_SIZE, "blocks").split(
+            blocks, BLOCK_SIZE,
+            lambda engine, ranges: self.worker(engine).run(source, target, ranges, first_block))
 
     def keystream(self, index: int) -> bytes:
         return bytes(self.worker(self._team.lead).keystream(index))
@@ -315,56 +398,61 @@ class TeamChunks:
     def seal_full(self, plaintext: Any, sealed: Any, first: int) -> None:
         """Seal every whole chunk of ``plaintext`` (message chunks ``first, ...``) into
         ``sealed``, 16400 bytes each."""
-        count = len(memoryview(plaintext).cast("B")) // CHUNK_SIZE
+        count = len(byte_view(plaintext)) // CHUNK_SIZE
         check_chunk_range(first, count)
-        self._team.split(count, CHUNK_SIZE, lambda engine, ranges: self.worker(
-            engine).seal_ranges(plaintext, sealed, first, ranges))
+        self._team.for_job(count * CHUNK_SIZE, "chunks").split(
+            count, CHUNK_SIZE,
+            lambda engine, ranges: self.worker(engine).seal_ranges(plaintext, sealed, first,
+                                                                   ranges), "chunks")
 
     def open_full(self, sealed: Any, plaintext: Any, first: int) -> None:
         """Open every whole sealed chunk of ``sealed``; a range's plaintext is written
         only after its chunks authenticated, and a failure raises AuthenticationError."""
-        count = len(memoryview(sealed).cast("B")) // SEALED_CHUNK_SIZE
+        count = len(byte_view(sealed)) // SEALED_CHUNK_SIZE
         check_chunk_range(first, count)
-        self._team.split(count, CHUNK_SIZE, lambda engine, ranges: self.worker(
-            engine).open_ranges(sealed, plaintext, first, ranges))
+        self._team.for_job(count * CHUNK_SIZE, "chunks").split(
+            count, CHUNK_SIZE,
+            lambda engine, ranges: self.worker(engine).open_ranges(sealed, plaintext, first,
+                                                                   ranges), "chunks")
 
-    def seal(self, plaintext: Any, first: int, final: bool) -> np.ndarray:
+    def seal(self, plaintext: Any, first: int, final: bool) -> memoryview:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
-        source = input_array(plaintext)
-        full, rest = plaintext_run(source.nbytes, final)
-        out = np.empty(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0), np.uint8)
+        source = byte_view(plaintext)
+        full, rest = plaintext_run(len(source), final)
+        out = new_buffer(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0))
         self.seal_full(source[: full * CHUNK_SIZE], out[: full * SEALED_CHUNK_SIZE], first)
         if final:
-            out[full * SEALED_CHUNK_SIZE :] = input_array(self.worker(self._team.lead).seal(
+            out[full * SEALED_CHUNK_SIZE :] = byte_view(self.worker(self._team.lead).seal(
                 source[full * CHUNK_SIZE :], first + full, final=True))
         return out
 
-    def open(self, ciphertext: Any, first: int, final: bool) -> np.ndarray:
+    def open(self, ciphertext: Any, first: int, final: bool) -> memoryview:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
         run is returned unless all of it passed."""
-        source = input_array(ciphertext)
-        full, rest = sealed_run(source.nbytes, first, final)
-        out = np.empty(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0), np.uint8)
+        source = byte_view(ciphertext)
+        full, rest = sealed_run(len(source), first, final)
+        out = new_buffer(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0))
         try:
             self.open_full(source[: full * SEALED_CHUNK_SIZE], out[: full * CHUNK_SIZE], first)
             if final:
-                out[full * CHUNK_SIZE :] = input_array(self.worker(self._team.lead).open(
+                out[full * CHUNK_SIZE :] = byte_view(self.worker(self._team.lead).open(
                     source[full * SEALED_CHUNK_SIZE :], first + full, final=True))
         except BaseException:
-            out[:] = 0
+            wipe(out)
             raise
         return out
 
-    def _single_opencl(self) -> Any:
-        """The worker of a team of one OpenCL engine, which streams files itself."""
-        engines = self._team.engines
+    def _single_opencl(self, count: int) -> Any:
+        """The worker of the OpenCL engine that runs a file job of ``count`` chunks alone,
+        which streams files itself; None when the job is on the host or split."""
+        engines = self._team.for_job(count * CHUNK_SIZE, "chunks").engines
         return self.worker(engines[0]) if len(engines) == 1 and engines[0].device.is_opencl \
             else None
 
     def seal_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
                   progress: Callable[[int], None] | None = None) -> None:
         """Seal ``count`` full chunks read from ``source`` into ``sink``."""
-        own = self._single_opencl()
+        own = self._single_opencl(count)
         if own is not None:
             own.seal_file(source, sink, first, count, self._batch_chunks, progress)
             return
@@ -375,7 +463,7 @@ class TeamChunks:
                   progress: Callable[[int], None] | None = None) -> None:
         """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
         window only after all of its chunks authenticated."""
-        own = self._single_opencl()
+        own = self._single_opencl(count)
         if own is not None:
             own.open_file(source, sink, first, count, self._batch_chunks, progress)
             return
@@ -392,11 +480,11 @@ class TeamChunks:
         if count <= 0:
             return
         window = min(count, self._batch_chunks)
-        data = np.empty(window * in_size, np.uint8)
-        out = np.empty(window * out_size, np.uint8)
+        data = new_buffer(window * in_size)
+        out = new_buffer(window * out_size)
         for start in range(0, count, window):
             chunks = min(window, count - start)
-            view = memoryview(data)[: chunks * in_size]
+            view = data[: chunks * in_size]
             got = 0
             while got < len(view):
                 read = source.readinto(view[got:])  # type: ignore[attr-defined]
@@ -405,7 +493,7 @@ class TeamChunks:
                                          "while being read?)")
                 got += read
             crypt(data[: chunks * in_size], out[: chunks * out_size], first + start)
-            sink.write(memoryview(out)[: chunks * out_size])
+            sink.write(out[: chunks * out_size])
             if progress:
                 progress(chunks * in_size)
 
@@ -413,8 +501,16 @@ class TeamChunks:
 _teams: dict[tuple[str, ...], Team] = {}
 
 
+_default_team: list[DefaultTeam] = []
+
+
 def team(device: DevicesSpec) -> Team:
-    """The team for a device spec (see :func:`resolve_devices`), reused across calls."""
+    """The team for a device spec (see :func:`resolve_devices`), reused across calls;
+    with no device named and ``$AESCL_DEVICE`` unset, the :class:`DefaultTeam`."""
+    if device is None and not os.environ.get("AESCL_DEVICE"):
+        if not _default_team:
+            _default_team.append(DefaultTeam())
+        return _default_team[0]
     devices = resolve_devices(device)
     key = tuple(d.id for d in devices)
     existing = _teams.get(key)
@@ -423,4 +519,4 @@ def team(device: DevicesSpec) -> Team:
     return existing
 
 
-__all__ = ["Share", "Team", "resolve_devices", "team"]
+__all__ = ["DefaultTeam", "Share", "Team", "expected_rate", "resolve_devices", "team"]

@@ -12,10 +12,9 @@ from typing import Any
 import click
 
 import aescl
-from aescl import bench, chunked, fileformat, raw
+from aescl import benchreport, chunked, fileformat, raw
 from aescl.devices import NO_PLATFORM_HINT, icd_report
 from aescl.devices import matches as device_matches
-from aescl.diagnostics import diagnose
 
 from .files import (
     STDIO,
@@ -103,6 +102,8 @@ def run() -> None:
                    "problems and their fixes, and the kernel cache.")
 def devices(as_json: bool, verbose: bool) -> None:
     """List OpenCL platforms and devices (simulators included), then the host engine."""
+    from aescl.diagnostics import diagnose
+
     found = aescl.devices()
     report = icd_report()
     registered = report.registered_by_aescl
@@ -315,8 +316,11 @@ def _crypt_command(decrypt: bool):
     return main.command(name=verb)(command)
 
 
-def _chosen_device(specs: tuple[str, ...]) -> list[aescl.Device]:
-    """The devices of --device (repeated, or ``all``); none given: the default device."""
+def _chosen_device(specs: tuple[str, ...]) -> list[aescl.Device] | None:
+    """The devices of --device (repeated, or ``all``); none given: $AESCL_DEVICE, else
+    None, for the library's default (a small job then never starts OpenCL)."""
+    if not specs and not os.environ.get("AESCL_DEVICE"):
+        return None
     try:
         return aescl.scheduler.resolve_devices(list(specs) if specs else None)
     except aescl.DeviceNotFound as exc:
@@ -402,7 +406,7 @@ def _size_list(ctx, param, value: str | None) -> tuple[int, ...] | None:
     if value is None:
         return None
     try:
-        return tuple(bench.parse_size(part) for part in value.split(",") if part.strip())
+        return tuple(benchreport.parse_size(part) for part in value.split(",") if part.strip())
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -411,7 +415,7 @@ def _size_list(ctx, param, value: str | None) -> tuple[int, ...] | None:
 @click.option("--device", "device_specs", metavar="SPEC", multiple=True,
               help="Device spec to bench; repeat for several. Default: all, every real "
                    "device (the simulator only when named).")
-@click.option("--mode", "modes", type=click.Choice(bench.MODES), multiple=True,
+@click.option("--mode", "modes", type=click.Choice(benchreport.MODES), multiple=True,
               help="Mode to bench; repeat for several. Default: all.")
 @click.option("--key-bits", type=click.Choice(["128", "192", "256"]), multiple=True,
               help="Key size; repeat for several. Default: all (gcm-chunked is AES-256 only).")
@@ -456,26 +460,28 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
         raise Refusal("--tune would be ignored: AESCL_TUNE=0 keeps the default launch settings")
     if load_path is not None:
         try:
-            report = bench.Report.from_dict(json.load(load_path))
+            report = benchreport.Report.from_dict(json.load(load_path))
         except (ValueError, KeyError, TypeError) as exc:
             raise Refusal(f"{load_path.name} is not an aescl bench --json report ({exc})") from None
     else:
         report = _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host,
                             tune, quiet)
-    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else bench.table(report),
+    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else benchreport.table(report),
                nl=not as_json)
     if plot_path:
-        bench.save_plot(report, plot_path)
+        benchreport.save_plot(report, plot_path)
     if report.mismatches:
         raise _JobFailed("output differs from the reference: " + "; ".join(report.mismatches),
                          EXIT_FAILED)
 
 
 def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, tune, quiet
-               ) -> bench.Report:
-    base = bench.QUICK if quick else bench.Settings()
+               ) -> benchreport.Report:
+    from aescl import bench  # numpy and OpenCL: only when measuring
+
+    base = benchreport.QUICK if quick else benchreport.Settings()
     try:
-        settings = bench.Settings(
+        settings = benchreport.Settings(
             modes=tuple(modes) or base.modes,
             key_bits=tuple(int(b) for b in key_bits) or base.key_bits,
             sizes=sizes or base.sizes,

@@ -200,3 +200,59 @@ def test_a_rejected_chunk_stops_the_split_job_and_releases_nothing(opencl_cpu, f
         chunked.decrypt_raw(chunk_key, base_nonce, body, device=devices,
                             output=out[: aescl.chunkformat.opened_size(body.nbytes)])
     assert not out[:-1].any()  # the output buffer is left zeroed
+
+
+# ---- no device named: the default team -------------------------------------------------
+
+@pytest.fixture
+def no_device_named(monkeypatch, tmp_path):
+    """A default team with nothing measured in this process and an empty rates store."""
+    monkeypatch.delenv("AESCL_DEVICE", raising=False)
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(scheduler, "_measured", {})
+    monkeypatch.setattr(scheduler, "_default_team", [])
+    return scheduler.team(None)
+
+
+def test_no_device_named_gives_the_default_team(no_device_named, monkeypatch):
+    assert isinstance(no_device_named, scheduler.DefaultTeam)
+    monkeypatch.setenv("AESCL_DEVICE", "host")  # a device named in the environment
+    assert not isinstance(scheduler.team(None), scheduler.DefaultTeam)
+
+
+def test_a_small_job_runs_on_the_host_engine(no_device_named, opencl_cpu):
+    small = scheduler.SPLIT_MIN_BYTES - 16
+    for kind in ("blocks", "chunks"):
+        assert no_device_named.for_job(small, kind).devices == [host_device()]
+
+
+@pytest.mark.parametrize("kind", ["blocks", "chunks"])
+def test_a_large_job_runs_on_the_device_measured_fastest(no_device_named, opencl_cpu, kind):
+    from aescl import rates
+
+    large = max(scheduler.SPLIT_MIN_BYTES, scheduler.COLD_HOST_BYTES)
+    for fast, slow in ((opencl_cpu, host_device()), (host_device(), opencl_cpu)):
+        assert rates.store_rates(fast, {kind: 50.0}, 64 << 20)
+        assert rates.store_rates(slow, {kind: 5.0}, 64 << 20)
+        assert no_device_named.best_device(kind) == fast
+        assert no_device_named.for_job(large, kind).devices == [fast]
+
+
+def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(no_device_named,
+                                                                      opencl_cpu):
+    # The guesses alone: on the same cores OpenSSL ran 6-20x PoCL (docs/benchmarks).
+    for kind in ("blocks", "chunks"):
+        assert no_device_named.best_device(kind) == host_device()
+
+
+def test_default_jobs_match_pycryptodome_and_the_format(no_device_named, monkeypatch):
+    # Large enough to go past the crossover once it is lowered: the default device runs it.
+    monkeypatch.setattr(scheduler, "COLD_HOST_BYTES", 1 << 20)
+    data = os.urandom((3 << 20) + 7)
+    key, iv = os.urandom(16), os.urandom(16)
+    ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv)
+    assert ours.encrypt(data) == AES.new(key, AES.MODE_CTR, nonce=b"",
+                                          initial_value=iv).encrypt(data)
+    message_key = os.urandom(32)
+    sealed = chunked.encrypt(message_key, data)
+    assert chunked.decrypt(message_key, sealed, device="host") == data

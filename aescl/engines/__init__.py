@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from ..devices import Device
 
 BLOCK_SIZE = 16
+MODE_GCM = 11  # pycryptodome's value; every engine's GCM stream reports it as its .mode
+KEY_SCHEDULES = ("host", "device")  # where an OpenCL kernel's round keys are expanded
+DEFAULT_BATCH_CHUNKS = 1024  # chunks per batch: 16 MiB, one device launch
 # Block and chunk ranges: (start, stop), relative to the job's arrays.
 Ranges = Iterator[tuple[int, int]]
 
@@ -76,6 +79,11 @@ class BlockTransform:
     def __repr__(self) -> str:  # never show key material
         kind = "ctr" if self.is_ctr else ("ecb-decrypt" if self.decrypt else "ecb-encrypt")
         return f"BlockTransform({kind}, AES-{8 * len(self.key)})"
+
+
+def check_key_schedule(key_schedule: str) -> None:
+    if key_schedule not in KEY_SCHEDULES:
+        raise ValueError(f"key_schedule must be 'host' or 'device', not {key_schedule!r}")
 
 
 def gcm_nonce(nonce: bytes | None, mac_len: int) -> bytes:

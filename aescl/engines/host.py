@@ -32,6 +32,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .._arrays import byte_view, output_view
 from ..chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
@@ -45,7 +46,7 @@ from ..chunkformat import (
 )
 from ..devices import Device
 from ..errors import AuthenticationError, first_failure
-from . import BLOCK_SIZE, BlockTransform, Ranges, gcm_nonce
+from . import BLOCK_SIZE, MODE_GCM, BlockTransform, Ranges, gcm_nonce
 
 # One pull of a host thread. Each pull costs some Python work under the GIL (a new
 # OpenSSL context for CTR's counter): with 1 MiB pieces, 16 threads of the H100 host
@@ -60,11 +61,6 @@ CHUNK_THREADS = 2
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-
-
-def _bytes_view(buffer: Any) -> memoryview:
-    view = memoryview(buffer)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
 class _Shares:
@@ -154,7 +150,7 @@ class HostBlocks:
             source[(hi - 1) * BLOCK_SIZE : hi * BLOCK_SIZE])
 
     def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None:
-        src, dst = _bytes_view(source), _bytes_view(target)
+        src, dst = byte_view(source), byte_view(target)
         transform = self._transform
         shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE)
 
@@ -202,7 +198,7 @@ class HostChunks:
             ) from None
 
     def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
-        src, dst = _bytes_view(plaintext), _bytes_view(sealed)
+        src, dst = byte_view(plaintext), byte_view(sealed)
 
         def work(lo: int, hi: int) -> None:
             check_chunk_range(first + lo, hi - lo)
@@ -215,7 +211,7 @@ class HostChunks:
                     _Shares(ranges, PIECE_BYTES // CHUNK_SIZE), work)
 
     def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
-        src, dst = _bytes_view(sealed), _bytes_view(plaintext)
+        src, dst = byte_view(sealed), byte_view(plaintext)
 
         def work(lo: int, hi: int) -> None:
             check_chunk_range(first + lo, hi - lo)
@@ -228,7 +224,7 @@ class HostChunks:
 
     def seal(self, plaintext: Any, first: int, final: bool) -> bytearray:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
-        source = _bytes_view(plaintext)
+        source = byte_view(plaintext)
         full, rest = plaintext_run(len(source), final)
         check_chunk_range(first, full + int(final))
         out = bytearray(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0))
@@ -243,7 +239,7 @@ class HostChunks:
     def open(self, ciphertext: Any, first: int, final: bool) -> bytearray:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
         run is returned unless every chunk in it passed."""
-        source = _bytes_view(ciphertext)
+        source = byte_view(ciphertext)
         full, rest = sealed_run(len(source), first, final)
         out = bytearray(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0))
         target = memoryview(out)
@@ -279,7 +275,7 @@ class HostGcmCipher:
     aescl's promises on top (a 12-byte random nonce by default, AuthenticationError,
     ``decrypt_and_verify`` releasing no plaintext on a wrong tag)."""
 
-    mode = 11  # MODE_GCM
+    mode = MODE_GCM
     block_size = BLOCK_SIZE
 
     def __init__(self, key: bytes, nonce: bytes | None, mac_len: int) -> None:
@@ -290,18 +286,16 @@ class HostGcmCipher:
         self._finished = False  # digest() or verify() was called
 
     def update(self, assoc_data: Any) -> HostGcmCipher:
-        self._cipher.update(_bytes_view(assoc_data))
+        self._cipher.update(byte_view(assoc_data))
         return self
 
     def _crypt(self, call: Callable[..., Any], data: Any, output: Any) -> bytes | None:
-        from .._arrays import output_array
-
         if self._finished:  # the device cipher's words, not pycryptodome's
             raise TypeError(f"{call.__name__}() cannot be called after digest() or verify()")
-        source = _bytes_view(data)
+        source = byte_view(data)
         if output is None:
             return bytes(call(source))
-        call(source, output=_bytes_view(output_array(output, len(source))))
+        call(source, output=output_view(output, len(source)))
         return None
 
     def encrypt(self, plaintext: Any, output: Any = None) -> bytes | None:
@@ -341,7 +335,5 @@ class HostGcmCipher:
         self.verify(received_mac_tag)
         if output is None:
             return plaintext
-        from .._arrays import output_array
-
-        _bytes_view(output_array(output, len(plaintext)))[:] = plaintext
+        output_view(output, len(plaintext))[:] = plaintext
         return None

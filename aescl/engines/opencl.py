@@ -36,8 +36,6 @@ from ..kernels import aes_options, kernel, runtime
 from ..tuning import launch_config
 from . import BLOCK_SIZE, BlockTransform, Ranges
 
-DEFAULT_BATCH_CHUNKS = 1024  # chunks per launch: 16 MiB
-
 # (queue, source buffer, target buffer, blocks) -> event: a mode's kernel over device-resident
 # data, for measuring it (aescl.bench) without host transfers.
 DeviceLaunch = Callable[[Any, Any, Any, int], Any]
@@ -252,6 +250,8 @@ class ChunkCipher:
         """Seal the whole chunks of each range pulled from ``ranges`` from ``plaintext``
         into ``sealed`` (16400 bytes each), in one pipeline run. Either array may be
         pinned memory (aescl.pinned_empty)."""
+        plaintext, sealed = input_array(plaintext), input_array(sealed)
+
         def piece(done: int, chunks: int, piece: Piece) -> Piece:
             return Piece.through(
                 self._device, plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE],
@@ -267,6 +267,8 @@ class ChunkCipher:
         ``plaintext``. Each run's plaintext is copied out only after all of its tags
         matched; a failure raises AuthenticationError, and the runs before it have
         been written."""
+        sealed, plaintext = input_array(sealed), input_array(plaintext)
+
         def piece(done: int, chunks: int, piece: Piece) -> Piece:
             target = plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE]
             piece.read_from(
@@ -416,6 +418,7 @@ class OpenclBlocks:
 
     def run(self, source: np.ndarray, target: np.ndarray, ranges: Ranges,
             first_block: int = 0) -> None:
+        source, target = input_array(source), input_array(target)
         self.launcher.run(source, target, ranges, lambda lo: self.kernel_args(first_block + lo))
 
     def keystream(self, index: int) -> bytes:

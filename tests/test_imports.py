@@ -1,0 +1,62 @@
+"""Start-up: ``import aescl``, the CLI and a small job on the default device import
+neither numpy nor pyopencl, and never look for OpenCL (real subprocesses)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numpy", "pyopencl")
+
+
+def _loaded_after(code: str, cwd=None) -> list[str]:
+    check = f"{code}\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    env_free = "import os; os.environ.pop('AESCL_DEVICE', None)\n"
+    result = subprocess.run([sys.executable, "-c", env_free + check], capture_output=True,
+                            text=True, cwd=cwd, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return eval(result.stdout.strip().splitlines()[-1])
+
+
+def test_import_aescl_and_the_cli_load_neither():
+    assert _loaded_after("import aescl, aescl.chunked, aescl.fileformat, aescl.cli.main") == []
+
+
+def test_a_small_default_job_loads_neither():
+    code = """
+import os
+import aescl
+from aescl import chunked
+from Crypto.Cipher import AES
+key, iv, data = os.urandom(16), os.urandom(16), os.urandom(100_000)
+ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data)
+assert ours == AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data)
+assert aescl.new(key, aescl.MODE_ECB).decrypt(aescl.new(key, aescl.MODE_ECB).encrypt(
+    data[:4096])) == data[:4096]
+k32 = os.urandom(32)
+assert chunked.decrypt(k32, chunked.encrypt(k32, data)) == data
+assert not aescl.devices.__module__ is None
+from aescl.devices import opencl_started
+assert not opencl_started()
+"""
+    assert _loaded_after(code) == []
+
+
+@pytest.mark.parametrize("device_args", [(), ("--device", "host")])
+def test_the_cli_encrypts_and_decrypts_a_small_file_without_them(tmp_path, device_args):
+    (tmp_path / "small.bin").write_bytes(b"x" * 1024)
+    code = f"""
+import aescl.cli.main as cli
+for args in (["keygen", "-o", "k.key"],
+             ["encrypt", "--key-file", "k.key", *{device_args!r}, "small.bin"],
+             ["decrypt", "--key-file", "k.key", *{device_args!r}, "-o", "back.bin",
+              "small.bin.aescl"]):
+    try:
+        cli.main(args)
+    except SystemExit as done:
+        assert done.code in (0, None), (args, done.code)
+"""
+    assert _loaded_after(code, cwd=tmp_path) == []
+    assert (tmp_path / "back.bin").read_bytes() == b"x" * 1024

@@ -1,0 +1,52 @@
+"""aescl/rates.py: measured rates kept between runs, and ``aescl bench`` storing them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aescl import rates
+from aescl.devices import host_device
+from test_cli import run
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_rates_are_kept_per_device_and_kind():
+    host = host_device()
+    assert rates.stored_rate(host, "blocks") is None
+    assert rates.store_rates(host, {"blocks": 12.5}, 64 << 20)
+    assert rates.store_rates(host, {"chunks": 2.5}, 64 << 20)
+    assert (rates.stored_rate(host, "blocks"), rates.stored_rate(host, "chunks")) == (12.5, 2.5)
+    record = json.loads(rates.rates_path().read_text())[rates.device_key(host)]
+    assert record["bytes"] == 64 << 20 and record["date"]
+
+
+def test_figures_from_small_inputs_or_without_a_cache_are_not_kept(monkeypatch):
+    host = host_device()
+    assert not rates.store_rates(host, {"blocks": 99.0}, rates.MIN_MEASURED_BYTES - 16)
+    monkeypatch.setenv("AESCL_NO_CACHE", "1")
+    assert not rates.store_rates(host, {"blocks": 99.0}, 64 << 20)
+    monkeypatch.delenv("AESCL_NO_CACHE")
+    assert rates.stored_rate(host, "blocks") is None
+
+
+def test_a_damaged_store_reads_as_unmeasured():
+    rates.rates_path().parent.mkdir(parents=True)
+    rates.rates_path().write_text("{not json")
+    assert rates.stored_rate(host_device(), "blocks") is None
+
+
+def test_bench_stores_the_host_figures_at_its_largest_size():
+    result = run("bench", "--device", "host", "--sizes", "1M,16M", "--mode", "ctr",
+                 "--mode", "gcm-chunked", "--key-bits", "256", "--min-time", "0",
+                 "--no-host", "--json")
+    assert result.returncode == 0, result.stderr
+    (target,) = [t for t in json.loads(result.stdout)["targets"] if t["id"] == "host"]
+    figures = {(r["mode"], r["bytes"]): r["host_gb_s"] for r in target["results"]}
+    assert rates.stored_rate(host_device(), "blocks") == figures["ctr", 16 << 20]
+    assert rates.stored_rate(host_device(), "chunks") == figures["gcm-chunked", 16 << 20]
