@@ -178,7 +178,8 @@ def host_device() -> Device:
     """The host engine as a device: OpenSSL (through ``cryptography``) on every core."""
     import platform as _platform
 
-    model = _platform.processor() or _platform.machine()
+    # Not platform.processor(): on Linux it runs `uname -p` in a subprocess.
+    model = _platform.machine()
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

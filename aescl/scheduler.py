@@ -225,6 +225,8 @@ class Team:
     def lead(self) -> Engine:
         """The engine that runs work too small or too sequential to split: the one with
         the highest rate."""
+        if len(self.engines) == 1:
+            return self.engines[0]
         return max(self.engines, key=lambda e: expected_rate(e.device, "blocks"))
 
     def stream_engine(self) -> Engine:

@@ -8,7 +8,7 @@ import pytest
 
 from aescl.cli import files
 
-RESERVE = 1 << 20
+RESERVE = files.RESERVE_MIN_BYTES
 
 
 def _needs_fallocate() -> None:
@@ -33,9 +33,9 @@ def test_reserved_room_is_allocated_then_cut_back_to_what_was_written(tmp_path):
 def test_writes_during_the_reservation_are_kept(tmp_path):
     _needs_fallocate()
     target = tmp_path / "out"
-    data = os.urandom(3 * RESERVE + 5)
+    data = os.urandom((3 << 20) + 5)
     with files.atomic_output(str(target)) as handle:
-        with files.reserving(handle, 64 * RESERVE):
+        with files.reserving(handle, 4 * RESERVE):
             for start in range(0, len(data), 4096):
                 handle.write(data[start : start + 4096])
                 handle.flush()
@@ -53,10 +53,11 @@ def test_a_reservation_that_cannot_be_had_is_ignored(tmp_path):
     assert target.read_bytes() == b"still written"
 
 
-def test_no_size_reserves_nothing(tmp_path):
+@pytest.mark.parametrize("size", [None, RESERVE - 1])
+def test_no_size_or_a_small_one_reserves_nothing(tmp_path, size):
     target = tmp_path / "out"
     with files.atomic_output(str(target)) as handle:
-        with files.reserving(handle, None):
+        with files.reserving(handle, size):
             assert os.fstat(handle.fileno()).st_size == 0
     assert target.read_bytes() == b""
 

@@ -29,7 +29,6 @@ import operator
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .._arrays import byte_view, output_view
@@ -59,7 +58,7 @@ PIECE_BYTES = 4 << 20
 # 1.7 on 16, and 0.8 in a 16-thread bench run.
 CHUNK_THREADS = 2
 
-_pool: ThreadPoolExecutor | None = None
+_pool: Any = None  # a ThreadPoolExecutor, made when a job first has pieces to share
 _pool_lock = threading.Lock()
 
 
@@ -106,6 +105,8 @@ def _on_threads(threads: int, shares: _Shares, work: Callable[[int, int], None])
     futures = []
     if threads > 1 and shares.pending():
         with _pool_lock:
+            from concurrent.futures import ThreadPoolExecutor  # (and logging): not for small jobs
+
             if _pool is None or _pool._max_workers < threads - 1:  # grows with the engine
                 _pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="aescl-host-engine")
             futures = [_pool.submit(loop) for _ in range(threads - 1)]
