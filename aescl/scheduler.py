@@ -12,6 +12,11 @@ all engines finish close together.
 Output is byte-identical whatever the split: every unit is computed from its
 position alone.
 
+**Who takes part.** A job below :data:`SPLIT_MIN_BYTES` runs on the leading engine
+alone. An engine that holds the GIL through a kind of work (the host engine's AEAD
+calls, for chunks) sits out a split of that kind beside engines that do not: it
+would starve their feeding threads. Engines left out stay in reserve for faults.
+
 **Faults.** An engine that fails (an OpenCL error, a device out of memory, a
 lost device) is dropped from the job, and every range it had taken is redone by
 the engines that are left; the job fails only when none is left. Ranges are
@@ -62,10 +67,11 @@ DevicesSpec = DeviceSpec | Sequence[Device | str]
 SPLIT_MIN_BYTES = 1 << 20
 
 # With no device named, a job smaller than this runs on the host engine while this
-# process has not started OpenCL: in a fresh process the OpenCL start-up alone (platforms,
-# context, kernel binaries: 0.5-0.9 s on the H100 and H200 hosts, docs/benchmarks) costs
-# more than the host engine takes for a job of this size even on 2 cores.
-COLD_HOST_BYTES = 256 << 20
+# process has not started OpenCL. In a fresh process OpenCL's start-up (platforms,
+# context, kernel binaries) costs 0.8-0.9 s on the H100 host: there, whole `aescl
+# encrypt` runs took on the host engine 0.27 s for 128 MiB and 1.17-1.20 s for 1 GiB,
+# on the GPU 1.07-1.19 s and 1.31-1.35 s (docs/benchmarks): break-even near 1.2 GiB.
+COLD_HOST_BYTES = 1 << 30
 
 # Guessed rates (GB/s, host memory to host memory) of devices never measured, by kind of
 # work; the host's are per core. From the figures in docs/benchmarks: a GPU behind
@@ -244,13 +250,17 @@ class Team:
         engine pulls its ranges from one cursor. Returns when every unit is done."""
         members = [_Member(e, expected_rate(e.device, kind)) for e in self.engines]
         if units <= 0:
-            self.shares = [Share(m.engine.device) for m in members]
-            return
+            return  # (the shares stay those of the last job that had work)
         everyone = members
         if len(members) > 1 and units * unit_bytes < SPLIT_MIN_BYTES:
             # Too little to split: the leading engine alone, with no threads to start
             # (the others stay in reserve, in case it fails).
             members = [m for m in members if m.engine is self.lead]
+        free = [m for m in members if kind not in m.engine.holds_gil_for]
+        if free and len(free) < len(members):
+            # An engine that holds the GIL through this kind of work would starve the
+            # others of it: it stays in reserve.
+            members = free
         job = _Job(units, unit_bytes, members)
         errors: list[BaseException] = []  # rejections of the data: raised as they are
         device_errors: list[BaseException] = []  # engine failures: redone elsewhere

@@ -87,6 +87,7 @@ class _FailingEngine:
 
     def __init__(self, engine, device, took):
         self._engine, self.device, self.piece_bytes = engine, device, 64 << 10
+        self.holds_gil_for = frozenset()  # takes part in a split of every kind of work
         self._took = took
 
     def _failing(self, worker):
@@ -119,6 +120,7 @@ class _LateEngine:
 
     def __init__(self, engine, start):
         self._engine, self.device, self.piece_bytes = engine, engine.device, engine.piece_bytes
+        self.holds_gil_for = engine.holds_gil_for
         self._start = start
 
     def _late(self, worker):
@@ -256,3 +258,17 @@ def test_default_jobs_match_pycryptodome_and_the_format(no_device_named, monkeyp
     message_key = os.urandom(32)
     sealed = chunked.encrypt(message_key, data)
     assert chunked.decrypt(message_key, sealed, device="host") == data
+
+
+def test_an_engine_that_holds_the_gil_sits_out_a_split_of_that_kind(opencl_cpu, monkeypatch):
+    # The host engine's chunk work holds the GIL (each AEAD call): beside an OpenCL
+    # engine it would starve the pipeline's threads, so the OpenCL engine seals alone.
+    monkeypatch.setattr(scheduler, "SPLIT_MIN_BYTES", 0)
+    devices = [host_device(), opencl_cpu]
+    assert "chunks" in engine_for(host_device()).holds_gil_for
+    key, data = os.urandom(32), os.urandom(3 << 20)
+    sealed = chunked.encrypt(key, data, device=devices)
+    assert chunked.decrypt(key, sealed, device="host") == data
+    host_share, cpu_share = scheduler.team(devices).shares
+    assert host_share.units == 0 and cpu_share.units > 0
+    # (Block work releases the GIL inside OpenSSL: both take part, as the first test shows.)

@@ -6,7 +6,7 @@ the host engine's settings and of Python's GIL switch interval. Then the crossov
 the default device: whole `aescl encrypt` runs of files of several sizes, host engine
 against the GPU, each in a fresh process (OpenCL start-up included).
 
-Run on the accelerator machine: python3 tools/probe_split.py
+Run on the accelerator machine: python3 tools/probe_split.py [--crossover-only]
 """
 
 from __future__ import annotations
@@ -66,6 +66,9 @@ def split_table(gpu, label, buffers) -> None:
 
 
 def main() -> None:
+    if "--crossover-only" in sys.argv:
+        crossover()
+        return
     gpu = aescl.get_device("gpu")
     print("gpu", gpu.id, gpu.name, "| host", host_device().name, flush=True)
     data = np.frombuffer(os.urandom(N), np.uint8)
@@ -93,13 +96,16 @@ def main() -> None:
     host_engine.PIECE_BYTES = engine.piece_bytes = defaults[0]
     engine.threads = defaults[1]
     sys.setswitchinterval(defaults[2])
+    crossover()
 
+
+def crossover() -> None:
     # The default device's crossover: fresh processes, so OpenCL start-up counts.
     os.makedirs("/dev/shm/probe", exist_ok=True)
     key = "/dev/shm/probe/k.key"
     if not os.path.exists(key):
         subprocess.run(["aescl", "keygen", "-o", key], check=True)
-    for size in (1 << 10, 16 << 20, 64 << 20, 256 << 20, 1 << 30):
+    for size in (1 << 10, 16 << 20, 64 << 20, 128 << 20, 256 << 20, 1 << 30):
         path = f"/dev/shm/probe/in-{size}"
         with open(path, "wb") as handle:
             handle.write(os.urandom(size))
@@ -116,12 +122,22 @@ def main() -> None:
             row.append(f"{spec or 'default'} {sorted(times)[1]:.3f} s")
         print(f"aescl encrypt {size:>11} B: " + ", ".join(row), flush=True)
         os.unlink(path)
-    clicks = []
-    for _ in range(5):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import click"], check=True)
-        clicks.append(time.perf_counter() - start)
-    print(f"python3 -c 'import click': median {sorted(clicks)[2]:.3f} s")
+    small = "/dev/shm/probe/small"
+    with open(small, "wb") as handle:
+        handle.write(os.urandom(1024))
+    pairs = []
+    for _ in range(9):  # paired runs, as farm-bench pairs them
+        times = []
+        for command in ([sys.executable, "-c", "import click"],
+                        ["aescl", "encrypt", "--key-file", key, "-f", "-o", small + ".out", small]):
+            start = time.perf_counter()
+            subprocess.run(command, check=True)
+            times.append(time.perf_counter() - start)
+        pairs.append(times)
+    click_s, aescl_s = (sorted(p[i] for p in pairs)[4] for i in (0, 1))
+    ratio = sorted(p[1] / p[0] for p in pairs)[4]
+    print(f"1 KiB, 9 paired runs, medians: python3 -c 'import click' {click_s:.3f} s, "
+          f"aescl encrypt {aescl_s:.3f} s, paired ratio {ratio:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -116,8 +116,11 @@ class ChunkWorker(Protocol):
 class Engine(Protocol):
     device: Device
     # Bytes of work one pull of ``ranges`` takes (a pipeline piece, or a host thread's
-    # cache-sized share): the scheduler's unit of work stealing for this engine.
+    # share): the scheduler's unit of work stealing for this engine.
     piece_bytes: int
+    # Kinds of work ("blocks", "chunks") during which the engine's threads hold the GIL:
+    # the scheduler does not run them beside engines that need it.
+    holds_gil_for: frozenset[str]
 
     def blocks(self, transform: BlockTransform) -> BlockWorker: ...
 

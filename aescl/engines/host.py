@@ -13,8 +13,9 @@ call. The GIL is released inside OpenSSL, so the threads run at once.
   thread routes measured (docs/benchmarks: a GCM context with ``update_into``
   per chunk is slower), but it does not scale past a few threads, because each
   call holds the GIL for as long as OpenSSL works on the chunk: 3.1 GB/s on one
-  thread of the H100 host, 1.7 on 16. Worker processes over shared memory
-  reached 29.5 GB/s there and are the route to build next.
+  thread of the H100 host, 1.7 on 16: it runs on one thread (CHUNK_THREADS), and
+  stays out of a split beside an OpenCL engine (HOLDS_GIL_FOR). Worker processes
+  over shared memory reached 29.5 GB/s there and are the route to build next.
 * ``aescl.new(..., MODE_GCM, device="host")``: one stream cannot be split over
   cores, so it is pycryptodome's GCM object (AES-NI and CLMUL), the calling
   convention aescl copies, for every nonce length (OpenSSL's GCM takes 8 bytes
@@ -48,27 +49,38 @@ from ..errors import AuthenticationError, first_failure
 from . import BLOCK_SIZE, MODE_GCM, BlockTransform, Ranges, gcm_nonce
 
 # One pull of a host thread. Each pull costs some Python work under the GIL (a new
-# OpenSSL context for CTR's counter): with 1 MiB pieces, 16 threads of the H100 host
-# reached 16.9 GB/s (CTR-128, 1 GiB), with 4 MiB 36.9 (docs/benchmarks).
-PIECE_BYTES = 4 << 20
+# OpenSSL context for CTR's counter), and a thread back from OpenSSL may wait a whole
+# GIL switch interval (5 ms) for it while another thread runs Python. CTR-128 on 1 GiB,
+# 16 threads of the H100 host (docs/benchmarks): 1 MiB pieces 16.9 GB/s, 4 MiB 19.4-36.9,
+# 16 MiB 35.9; on the 2-core CI kind 13.1 (4 MiB) and 13.5 (16 MiB) on 64 MiB.
+PIECE_BYTES = 16 << 20
 
 # Threads that seal or open chunks: each AEAD call holds the GIL while OpenSSL works,
-# so more threads only queue for it. Measured (docs/benchmarks): 2 threads 4.6 GB/s
-# against 3.5 on 1 (2-core CI kind); on the H100 host's 16 cores, 3.1 on 1, 1.8 on 4,
-# 1.7 on 16, and 0.8 in a 16-thread bench run.
-CHUNK_THREADS = 2
+# so more threads only queue for it. Measured (docs/benchmarks): on the 2-core CI kind
+# 3.47 GB/s on 1 thread, 3.17 on 2; on the H100 host's 16 cores 3.1 on 1, 1.8 on 4.
+CHUNK_THREADS = 1
+
+# Kinds of work during which this engine's threads hold the GIL (the AEAD calls):
+# beside an engine that needs the GIL to keep its device fed, they would stall it
+# (1 GiB chunked on the H100 host: 43.5 GB/s on the GPU alone, 15.2 with the host
+# engine beside it), so the scheduler leaves such an engine out of a split.
+HOLDS_GIL_FOR = frozenset({"chunks"})
 
 _pool: Any = None  # a ThreadPoolExecutor, made when a job first has pieces to share
 _pool_lock = threading.Lock()
 
 
 class _Shares:
-    """The ranges a job hands this engine, cut into pieces of at most ``unit`` for the
-    engine's threads; thread-safe, and pulls a new range only when one is needed."""
+    """The ranges a job hands this engine, cut into pieces for the engine's threads: at
+    most ``unit``, and small enough that a range gives each of ``threads`` threads a
+    piece, down to ``unit // 16``. Thread-safe; pulls a new range only when one is needed."""
 
-    def __init__(self, ranges: Ranges, unit: int) -> None:
+    def __init__(self, ranges: Ranges, unit: int, threads: int = 1) -> None:
         self._ranges = ranges
-        self._unit = max(1, unit)
+        self._max_unit = max(1, unit)
+        self._min_unit = max(1, unit // 16)
+        self._threads = max(1, threads)
+        self._unit = self._max_unit
         self._next = self._stop = 0
         self._lock = threading.Lock()
 
@@ -84,6 +96,8 @@ class _Shares:
         with self._lock:
             if self._next >= self._stop:
                 self._next, self._stop = next(self._ranges)  # StopIteration ends the thread
+                each = -(-(self._stop - self._next) // self._threads)
+                self._unit = max(self._min_unit, min(self._max_unit, each))
             lo = self._next
             self._next = min(self._stop, lo + self._unit)
             return lo, self._next
@@ -153,7 +167,7 @@ class HostBlocks:
     def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None:
         src, dst = byte_view(source), byte_view(target)
         transform = self._transform
-        shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE)
+        shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE, self._engine.threads)
 
         def work(lo: int, hi: int) -> None:
             while lo < hi:
@@ -259,6 +273,7 @@ class HostEngine:
         self.device = device
         self.threads = threads or device.compute_units or os.cpu_count() or 1
         self.piece_bytes = PIECE_BYTES
+        self.holds_gil_for = HOLDS_GIL_FOR
 
     def blocks(self, transform: BlockTransform) -> HostBlocks:
         return HostBlocks(self, transform)

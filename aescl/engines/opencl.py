@@ -439,6 +439,7 @@ class OpenclEngine:
     def __init__(self, device: Device) -> None:
         self.device = device
         self.piece_bytes = min(PIECE_BYTES, default_slice_bytes(device))
+        self.holds_gil_for: frozenset[str] = frozenset()  # waits and copies release it
 
     def blocks(self, transform: BlockTransform) -> OpenclBlocks:
         return OpenclBlocks(self.device, transform)
