@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import probe_timing  # tools/, beside this script
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -26,12 +27,7 @@ OUT = np.empty(N + N // CHUNK * 16, np.uint8)
 
 
 def best_gb_s(action, repeats=3):
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - start)
-    return N / best / 1e9
+    return probe_timing.best_gb_s(action, N, repeats)
 
 
 def on_threads(threads, starts, work):

@@ -17,6 +17,7 @@ import sys
 import time
 
 import numpy as np
+import probe_timing  # tools/, beside this script
 
 import aescl
 from aescl import chunked, scheduler
@@ -28,14 +29,8 @@ N = 1 << 30
 KEY16, KEY32, NONCE = os.urandom(16), os.urandom(32), os.urandom(12)
 
 
-def best_gb_s(action, repeats=4) -> float:
-    action()  # warm-up: kernels built, staging allocated
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - start)
-    return N / best / 1e9
+def best_gb_s(action) -> float:
+    return probe_timing.best_gb_s(action, N, repeats=4, warm_up=True)
 
 
 def ctr(devices, source, target):
