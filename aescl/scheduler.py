@@ -332,8 +332,9 @@ class DefaultTeam(Team):
       work (:func:`expected_rate`: measured, stored by ``aescl bench``, else guessed),
       among the real OpenCL devices and the host engine.
 
-    Small pieces of a job (CTR's partial blocks, the format's final chunk) and GCM
-    streams, whose length is unknown when they start, follow the same rules.
+    Small pieces of a job (CTR's partial blocks, the format's final chunk) run on the
+    host engine. A GCM stream, whose length is unknown when it starts, runs on the
+    device expected fastest for chunks (the same GCM work).
     """
 
     def __init__(self) -> None:

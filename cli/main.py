@@ -256,7 +256,8 @@ def _crypt_command(decrypt: bool):
     @click.option("--device", "device", metavar="SPEC", multiple=True,
                   help="Device spec (gpu, cpu, nvidia, 0:1, host, ...); repeat it, or say all "
                        "(every GPU and the host engine), to split the job over several "
-                       "devices. Default: $AESCL_DEVICE, else the best device.")
+                       "devices. Default: $AESCL_DEVICE, else chosen per job: the host "
+                       "engine for small inputs, else the device measured fastest.")
     @click.option("--key-schedule", type=click.Choice(["host", "device"]), default="host",
                   show_default=True, help="Expand round keys on the host or on the device.")
     @click.option("-f", "--force", is_flag=True, help="Replace an existing output file.")
