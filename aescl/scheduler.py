@@ -56,7 +56,7 @@ from .devices import (
     opencl_started,
     select,
 )
-from .engines import BLOCK_SIZE, BlockTransform, Engine, engine_for
+from .engines import BLOCK_SIZE, BlockTransform, Engine, Ranges, engine_for
 from .errors import AuthenticationError, DeviceNotFound, TruncatedError, first_failure
 
 DeviceSpec = Device | str | None
@@ -408,25 +408,25 @@ class TeamChunks:
         key, base_nonce = bytes(key), bytes(base_nonce)
         self.worker = _Workers(lambda engine: engine.chunks(key, base_nonce, batch_chunks))
 
+    def _split(self, count: int, first: int, call: Callable[[Any, Ranges], None]) -> None:
+        """``count`` whole chunks from message chunk ``first``, split over the team that
+        runs a job of their size; ``call(worker, ranges)`` does an engine's part."""
+        check_chunk_range(first, count)
+        self._team.for_job(count * CHUNK_SIZE, "chunks").split(
+            count, CHUNK_SIZE, lambda engine, ranges: call(self.worker(engine), ranges),
+            "chunks")
+
     def seal_full(self, plaintext: Any, sealed: Any, first: int) -> None:
         """Seal every whole chunk of ``plaintext`` (message chunks ``first, ...``) into
         ``sealed``, 16400 bytes each."""
-        count = len(byte_view(plaintext)) // CHUNK_SIZE
-        check_chunk_range(first, count)
-        self._team.for_job(count * CHUNK_SIZE, "chunks").split(
-            count, CHUNK_SIZE,
-            lambda engine, ranges: self.worker(engine).seal_ranges(plaintext, sealed, first,
-                                                                   ranges), "chunks")
+        self._split(len(byte_view(plaintext)) // CHUNK_SIZE, first,
+                    lambda worker, ranges: worker.seal_ranges(plaintext, sealed, first, ranges))
 
     def open_full(self, sealed: Any, plaintext: Any, first: int) -> None:
         """Open every whole sealed chunk of ``sealed``; a range's plaintext is written
         only after its chunks authenticated, and a failure raises AuthenticationError."""
-        count = len(byte_view(sealed)) // SEALED_CHUNK_SIZE
-        check_chunk_range(first, count)
-        self._team.for_job(count * CHUNK_SIZE, "chunks").split(
-            count, CHUNK_SIZE,
-            lambda engine, ranges: self.worker(engine).open_ranges(sealed, plaintext, first,
-                                                                   ranges), "chunks")
+        self._split(len(byte_view(sealed)) // SEALED_CHUNK_SIZE, first,
+                    lambda worker, ranges: worker.open_ranges(sealed, plaintext, first, ranges))
 
     def seal(self, plaintext: Any, first: int, final: bool) -> memoryview:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
