@@ -42,6 +42,7 @@ try:
 except ImportError:  # not POSIX: files are written with positional writes
     fcntl = None  # type: ignore[assignment]
 
+from ._space import reserve
 from .devices import Device
 from .errors import TruncatedError
 from .kernels import DeviceRuntime, runtime
@@ -191,8 +192,10 @@ class FileSink:
     unmapped by a host thread: unmapping written pages takes about 12 ms per GiB
     on the H200 host, which stalled the pipeline when the main thread did it. Any other
     regular file gets one positional write per piece; other streams are written
-    in order. After a failure, a grown file keeps its size, with zeros where
-    nothing was written.
+    in order. The mapping is used only once fallocate(2) has allocated the room
+    (aescl._space); elsewhere, a full disk included, positional writes report
+    what goes wrong. After a failure, a grown file keeps its size, with zeros
+    where nothing was written.
     """
 
     def __init__(self, stream: BinaryIO, total_bytes: int = 0) -> None:
@@ -206,10 +209,9 @@ class FileSink:
         self._unmapping: list[Future[None]] = []
         self._maps = False
         if self._file is not None and total_bytes > 0 and _readable_and_writable(self._file[0]):
-            with contextlib.suppress(OSError):
-                if os.fstat(self._file[0]).st_size < self._end:
-                    os.ftruncate(self._file[0], self._end)
-                self._maps = True
+            # Mapped only where the room is allocated: a mapped write the file system
+            # cannot back (a full disk) is a SIGBUS, where pwrite reports ENOSPC.
+            self._maps = reserve(self._file[0], self._position, total_bytes)
 
     def _mapped(self, fd: int, offset: int, nbytes: int) -> np.ndarray | None:
         """A writable view of the file's bytes [offset, offset + nbytes), or None

@@ -1,24 +1,31 @@
 """Choosing and writing the output file safely.
 
-Output goes to a temporary file in the output's own directory, is fsynced, and
-is renamed into place only when the whole job succeeded. Room for it may be
-reserved ahead (:func:`reserving`); the file is cut back to what was written. On any failure, Ctrl-C
-included, the temporary file is removed, so a failed run leaves the directory
-exactly as it was.
+Output is written to a file with no name in the output's own directory
+(``O_TMPFILE`` on Linux; elsewhere a hidden temporary name), fsynced, and given
+its name only when the whole job succeeded. Without ``--force`` the name is
+taken with link(2), which fails if the name exists: a file that appeared
+meanwhile (another run writing the same name) is never replaced. On any
+failure, Ctrl-C included, the file is removed; after ``kill -9`` an unnamed file
+leaves nothing at all. Room may be reserved ahead (:func:`reserving`); the file
+is cut back to what was written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import click
+
+from aescl import _space
 
 SUFFIX = ".aescl"
 STDIO = "-"
@@ -46,6 +53,8 @@ def default_output(input_path: str, decrypt: bool) -> str:
 def check_output(input_path: str, output_path: str, force: bool) -> None:
     """Refuse a terminal, the input itself, or an existing file without ``--force``."""
     if output_path == STDIO:
+        if not _is_open(sys.stdout):
+            raise Refusal("standard output is closed; use -o FILE")
         if sys.stdout.isatty():
             raise Refusal("refusing to write binary output to a terminal; use -o FILE or "
                           "redirect standard output")
@@ -61,25 +70,140 @@ def check_output(input_path: str, output_path: str, force: bool) -> None:
         raise Refusal(f"the directory of {output_path} does not exist")
 
 
+def _is_open(stream: object) -> bool:
+    """Whether a standard stream is there: Python sets it to None when its descriptor
+    was closed before the start."""
+    try:
+        os.fstat(stream.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def open_input(path: str) -> Iterator[BinaryIO]:
     if path == STDIO:
+        if not _is_open(sys.stdin):
+            raise Refusal("standard input is closed; name an INPUT file")
         yield sys.stdin.buffer
     else:
         with open(path, "rb") as handle:
             yield handle
 
 
+class OutputAppeared(FileExistsError):
+    """The output's name was taken while this run wrote it (by another run, say)."""
+
+
+LinkFile = Callable[[int, Path], None]  # gives an open unnamed file a name, or raises
+
+
+def _link_by_descriptor(fd: int, name: Path) -> None:
+    """linkat(2) of the descriptor itself (AT_EMPTY_PATH)."""
+    import ctypes
+
+    library = _space.libc()
+    if library is None or library.linkat(fd, b"", _AT_FDCWD, os.fsencode(name),
+                                         _AT_EMPTY_PATH) != 0:
+        code = ctypes.get_errno() if library is not None else errno.ENOSYS
+        raise OSError(code, os.strerror(code), str(name))
+
+
+def _link_by_proc(fd: int, name: Path) -> None:
+    """link(2) of /proc/self/fd/N, followed: the way open(2) documents."""
+    os.link(f"/proc/self/fd/{fd}", name, follow_symlinks=True)
+
+
+_AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
+_link_methods: dict[int, LinkFile | None] = {}  # by file system (st_dev)
+
+
+def _hidden_name(directory: Path) -> Path:
+    return directory / f".aescl.{secrets.token_hex(8)}.part"
+
+
+def _tmpfile_link(directory: Path) -> LinkFile | None:
+    """How an unnamed file in ``directory`` can be given a name, tried once per file
+    system on a throwaway file: kernels, file systems and privileges differ (linkat
+    of a descriptor needs CAP_DAC_READ_SEARCH on older kernels; some kernels refuse
+    the /proc route across their mounts). None: no unnamed files there."""
+    if not hasattr(os, "O_TMPFILE"):
+        return None
+    device = os.stat(directory).st_dev
+    if device not in _link_methods:
+        _link_methods[device] = None
+        with contextlib.suppress(OSError):
+            probe = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+            try:
+                for method in (_link_by_proc, _link_by_descriptor):
+                    name = _hidden_name(directory)
+                    with contextlib.suppress(OSError):
+                        method(probe, name)
+                        os.unlink(name)
+                        _link_methods[device] = method
+                        break
+            finally:
+                os.close(probe)
+    return _link_methods[device]
+
+
+def _unnamed_file(directory: Path) -> tuple[int, str | None, LinkFile | None]:
+    """A new file open for reading and writing in ``directory``, mode 0600: with no
+    name (and how to name it) where the system allows, else a hidden temporary name."""
+    link = _tmpfile_link(directory)
+    if link is not None:
+        return os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600), None, link
+    fd, temp_name = tempfile.mkstemp(prefix=".aescl.", suffix=".part", dir=directory)
+    return fd, temp_name, None
+
+
+def _publish(fd: int, temp_name: str | None, link: LinkFile | None, target: Path,
+             replace: bool) -> None:
+    """Give the finished file its name: a link where the name must not exist yet, else
+    a hidden name first and then rename(2) over the old file."""
+    def name_it(name: Path) -> None:
+        if link is not None:
+            link(fd, name)
+        else:
+            os.link(temp_name, name)  # type: ignore[arg-type]
+
+    if not replace:
+        try:
+            name_it(target)
+        except FileExistsError:
+            raise OutputAppeared(errno.EEXIST, "appeared while this run was writing it; "
+                                 "nothing was replaced (use --force to replace it)",
+                                 str(target)) from None
+        if temp_name is not None:
+            os.unlink(temp_name)
+        return
+    while temp_name is None:  # a hidden name that nothing else has taken
+        with contextlib.suppress(FileExistsError):
+            candidate = _hidden_name(target.parent)
+            name_it(candidate)
+            temp_name = str(candidate)
+    try:
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+
+
 @contextlib.contextmanager
-def atomic_output(path: str) -> Iterator[BinaryIO]:
-    """Yield a file that becomes ``path`` only if the block finishes without an exception."""
+def atomic_output(path: str, replace: bool = False) -> Iterator[BinaryIO]:
+    """Yield a file that becomes ``path`` only if the block finishes without an
+    exception. An existing ``path`` is replaced only with ``replace``; one that
+    appears meanwhile without it raises :class:`OutputAppeared`."""
     if path == STDIO:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
     target = Path(path).resolve()
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
-                                     dir=target.parent)
+    try:
+        fd, temp_name, link = _unnamed_file(target.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target.parent)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -88,32 +212,43 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
             if os.fstat(fd).st_size > written:  # room reserved beyond the output
                 os.ftruncate(fd, written)
             os.fsync(fd)
-        os.replace(temp_name, target)
+            _publish(fd, temp_name, link, target, replace)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
+        if temp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp_name)
         raise
+    with contextlib.suppress(OSError):  # the new name itself survives a crash
+        directory = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def describe_os_error(exc: OSError, output_path: str) -> str:
+    """One line for people about a failed read or write."""
+    where = exc.filename or output_path
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the device for {output_path}; nothing was written"
+    if exc.errno == errno.EDQUOT:
+        return f"disk quota exceeded writing {output_path}; nothing was written"
+    if exc.errno == errno.EFBIG:
+        return (f"{output_path} would exceed the file size limit (ulimit -f) or the file "
+                "system's largest file; nothing was written")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied: {where}"
+    if exc.errno == errno.EROFS:
+        return f"read-only file system: {where}"
+    if isinstance(exc, OutputAppeared):
+        return f"{exc.filename} {exc.strerror}"
+    detail = exc.strerror or str(exc)
+    return f"{detail}: {exc.filename}" if exc.filename else detail
 
 
 # Below this an output is written in a few milliseconds: reserving its room first saves
 # nothing and costs the thread and the C library lookup.
 RESERVE_MIN_BYTES = 16 << 20
-
-
-def _linux_fallocate() -> object | None:
-    """fallocate(2) from the C library, where there is one."""
-    import ctypes  # here, not at the top: 3 ms of every run, for large outputs only
-
-    try:
-        library = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    function = getattr(library, "fallocate64", None) or getattr(library, "fallocate", None)
-    if function is None:  # not Linux
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    function.restype = ctypes.c_int
-    return function
 
 
 def _room_for(fd: int, nbytes: int) -> bool:
@@ -140,21 +275,17 @@ def reserving(output: BinaryIO, nbytes: int | None) -> Iterator[None]:
     writes report any real problem. atomic_output cuts the file back to what was written.
 
     The block may write meanwhile, because fallocate(2) never changes data that is
-    there and its size only grows. That is why it is called directly rather than
-    through os.posix_fallocate: where a file system lacks fallocate, the C library
-    emulates it by writing to every block, which would race with the job's writes
-    (and be slower than the writes it would speed up).
+    there and its size only grows (aescl._space says why it is not posix_fallocate).
     """
     fd = output.fileno()
     worth_it = nbytes is not None and nbytes >= RESERVE_MIN_BYTES
-    fallocate = _linux_fallocate() if worth_it and _room_for(fd, nbytes) else None
-    if fallocate is None:
+    if not (worth_it and _space.can_reserve() and _room_for(fd, nbytes)):
         yield
         return
     # One call, although a write that comes meanwhile waits for all of it (the file
     # system holds the file's lock): in steps, each step would wait for the GIL,
     # which device discovery holds (measured: slower overall).
-    thread = threading.Thread(target=fallocate, args=(fd, 0, 0, nbytes),
+    thread = threading.Thread(target=_space.reserve, args=(fd, 0, nbytes),
                               name="aescl-reserve", daemon=True)
     thread.start()  # ctypes calls run without the GIL
     try:

@@ -22,6 +22,7 @@ from .files import (
     atomic_output,
     check_output,
     default_output,
+    describe_os_error,
     open_input,
     reserving,
 )
@@ -31,6 +32,7 @@ EXIT_FAILED = 1       # the job failed: I/O, OpenCL or input that is not what wa
 EXIT_USAGE = 2        # refused before any work: bad arguments or an unsafe output
 EXIT_REJECTED = 3     # the data was rejected: wrong key, bad padding, tampering, truncation
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # the reader of standard output went away: stop quietly, as `cat` does
 
 
 def _gib(nbytes: int) -> str:
@@ -87,10 +89,14 @@ def run() -> None:
         status = EXIT_FAILED
     try:
         sys.stdout.flush()
-    except OSError as exc:  # e.g. the reader of a pipe went away
-        click.echo(f"aescl: cannot write standard output: {exc.strerror or exc}", err=True)
-        status = status or EXIT_FAILED
-    with contextlib.suppress(OSError):
+    except BrokenPipeError:  # the reader went away: nothing more to say to it
+        status = status or EXIT_BROKEN_PIPE
+    except (OSError, AttributeError) as exc:  # (no stdout at all: nothing to flush)
+        if isinstance(exc, OSError):
+            click.echo(f"aescl: cannot write standard output: {exc.strerror or exc}",
+                       err=True)
+            status = status or EXIT_FAILED
+    with contextlib.suppress(OSError, AttributeError):
         sys.stderr.flush()
     os._exit(status)
 
@@ -174,7 +180,8 @@ class _Progress:
     def __init__(self, input_path: str, quiet: bool) -> None:
         is_file = input_path != STDIO and os.path.isfile(input_path)
         self._size = os.path.getsize(input_path) if is_file else 0
-        self._enabled = bool(self._size) and not quiet and sys.stderr.isatty()
+        self._enabled = (bool(self._size) and not quiet and sys.stderr is not None
+                         and sys.stderr.isatty())
         self._bar: Any = None
 
     def update(self, nbytes: int) -> None:
@@ -279,7 +286,7 @@ def _crypt_command(decrypt: bool):
         check_output(input_path, output_path, force)
         progress = _Progress(input_path, quiet)
         try:
-            with open_input(input_path) as source, atomic_output(output_path) as sink:
+            with open_input(input_path) as source, atomic_output(output_path, force) as sink:
                 reserve = None
                 if output_path != STDIO:
                     bound = (raw if raw_mode else fileformat).output_size_bound
@@ -296,7 +303,13 @@ def _crypt_command(decrypt: bool):
         except KeyboardInterrupt:
             click.echo("aescl: interrupted; no output written", err=True)
             sys.exit(EXIT_INTERRUPTED)
-        except (OSError, ValueError, aescl.AesclError) as exc:
+        except BrokenPipeError:
+            if output_path != STDIO:
+                raise _JobFailed(f"broken pipe writing {output_path}", EXIT_FAILED) from None
+            sys.exit(EXIT_BROKEN_PIPE)
+        except OSError as exc:
+            raise _JobFailed(describe_os_error(exc, output_path), EXIT_FAILED) from None
+        except (ValueError, aescl.AesclError) as exc:
             raise _JobFailed(str(exc).splitlines()[0], EXIT_FAILED) from None
 
     if not decrypt:
@@ -525,7 +538,7 @@ class _BenchProgress:
 
     def __init__(self, quiet: bool) -> None:
         self._quiet = quiet
-        self._tty = sys.stderr.isatty()
+        self._tty = sys.stderr is not None and sys.stderr.isatty()
 
     def __call__(self, message: str) -> None:
         if self._quiet:

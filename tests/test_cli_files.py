@@ -6,13 +6,14 @@ import os
 
 import pytest
 
+from aescl import _space
 from aescl.cli import files
 
 RESERVE = files.RESERVE_MIN_BYTES
 
 
 def _needs_fallocate() -> None:
-    if files._linux_fallocate() is None:
+    if not _space.can_reserve():
         pytest.skip("no fallocate(2) in this C library: reserving does nothing here")
 
 
