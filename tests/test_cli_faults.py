@@ -1,0 +1,241 @@
+"""Faults while ``aescl encrypt``/``decrypt`` run, as real subprocesses: each ends with a
+documented exit code and one line on stderr, leaves the output directory exactly as
+it was (or holds the complete file), and never touches the input (docs/security.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import resource
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import selected_devices
+from test_cli import AESCL
+
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 1, 2, 130, 141
+
+# The two ways a file gets written: the host engine's writes, and the OpenCL pipeline's
+# (which maps a file where fallocate reserved its room).
+ENGINES = ["host", selected_devices()[0].id]
+
+
+def aescl_run(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([AESCL, *args], capture_output=True, text=True, timeout=300,
+                          **kwargs)
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("aescl: ")
+    return lines[0]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def job(tmp_path):
+    """A key, a random 8 MiB input and its encryption, in a directory of their own."""
+    key = tmp_path / "k.key"
+    assert aescl_run("keygen", "-o", str(key)).returncode == 0
+    plain = tmp_path / "plain.bin"
+    plain.write_bytes(os.urandom(8 << 20))
+    sealed = tmp_path / "plain.bin.aescl"
+    assert aescl_run("encrypt", "--key-file", str(key), "--device", "host",
+                     str(plain)).returncode == 0
+    return key, plain, sealed
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(where: Path, options: str):
+    """A tmpfs of its own (needs root and mount(8)); skipped visibly where it cannot be had."""
+    where.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                           capture_output=True, text=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (root needed): {mount.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("verb", ["encrypt", "decrypt"])
+def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, job, engine, verb):
+    key, plain, sealed = job
+    source = plain if verb == "encrypt" else sealed
+    before = digest(source)
+    with mounted_tmpfs(tmp_path / "disk", "size=2m") as disk:
+        result = aescl_run(verb, "--key-file", str(key), "--device", engine, "-o",
+                           str(disk / "out"), str(source))
+        assert result.returncode == EXIT_FAILED, result.stderr  # not a SIGBUS (-7)
+        assert "no space left" in one_line(result.stderr)
+        assert os.listdir(disk) == []
+    assert digest(source) == before
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_file_size_limit_is_one_line_and_leaves_nothing(tmp_path, job, engine):
+    key, plain, _ = job
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    result = aescl_run("encrypt", "--key-file", str(key), "--device", engine, "-o",
+                       str(out_dir / "big.aescl"), str(plain), preexec_fn=limit_file_size)
+    assert result.returncode == EXIT_FAILED, result.stderr
+    assert "file size limit" in one_line(result.stderr)
+    assert os.listdir(out_dir) == []
+
+
+def _started(tmp_path: Path, key: Path, output: Path, *extra: str) -> subprocess.Popen:
+    """An encryption of standard input, waiting for it: the test feeds the input."""
+    return subprocess.Popen([AESCL, "encrypt", "--key-file", str(key), "--device", "host",
+                             *extra, "-o", str(output), "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("fed_mib", [0, 1, 24])
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_a_killed_or_interrupted_run_leaves_nothing(tmp_path, job, how, fed_mib):
+    key, *_ = job
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    process = _started(tmp_path, key, out_dir / "stream.aescl")
+    try:
+        process.stdin.write(os.urandom(fed_mib << 20))
+        process.stdin.flush()
+        time.sleep(1.5)  # started up and working on what it was given
+        process.send_signal(how)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    if how == signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+    else:
+        assert process.returncode == EXIT_INTERRUPTED, stderr
+        assert "interrupted" in one_line(stderr.decode())
+    assert os.listdir(out_dir) == []  # nothing named, not even a hidden part file
+
+
+def test_a_closed_standard_output_is_refused(job):
+    key, plain, _ = job
+    result = subprocess.run([AESCL, "encrypt", "--key-file", str(key), "-o", "-", str(plain)],
+                            stderr=subprocess.PIPE, text=True, timeout=120,
+                            preexec_fn=lambda: os.close(1))
+    assert result.returncode == EXIT_USAGE
+    assert "standard output is closed" in one_line(result.stderr)
+
+
+def test_a_reader_that_goes_away_stops_it_quietly(job):
+    key, plain, _ = job
+    process = subprocess.Popen([AESCL, "encrypt", "--key-file", str(key), "-o", "-",
+                                str(plain)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert len(process.stdout.read(100)) == 100  # as `| head -c 100` does
+    process.stdout.close()
+    assert process.wait(timeout=120) == EXIT_BROKEN_PIPE
+    assert process.stderr.read() == b""
+
+
+def test_an_unreadable_input_is_one_line(tmp_path, job):
+    key, *_ = job
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    # Reading /proc/self/mem at offset 0 fails with EIO, for root too.
+    inputs = ["/proc/self/mem"]
+    if os.geteuid() != 0:  # (root reads files whatever their mode)
+        locked = tmp_path / "locked.bin"
+        locked.write_bytes(b"secret")
+        locked.chmod(0)
+        inputs.append(str(locked))
+    for source in inputs:
+        result = aescl_run("encrypt", "--key-file", str(key), "-o", str(out_dir / "x"),
+                           source)
+        assert result.returncode == EXIT_FAILED, result.stderr
+        one_line(result.stderr)
+        assert os.listdir(out_dir) == []
+
+
+def test_an_output_directory_that_cannot_be_written_is_one_line(tmp_path, job):
+    key, plain, _ = job
+    if os.geteuid() == 0:
+        context = mounted_tmpfs(tmp_path / "readonly", "ro,size=1m")
+    else:
+        (tmp_path / "readonly").mkdir(mode=0o555)
+        context = contextlib.nullcontext(tmp_path / "readonly")
+    with context as directory:
+        result = aescl_run("encrypt", "--key-file", str(key), "-o", str(directory / "x"),
+                           str(plain))
+        assert result.returncode == EXIT_FAILED, result.stderr
+        line = one_line(result.stderr)
+        assert "read-only file system" in line or "permission denied" in line
+        assert os.listdir(directory) == []
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_two_runs_writing_one_name(tmp_path, job, force):
+    """Both start before the name exists. Without --force the first to finish takes
+    the name and the other fails, replacing nothing; with it the last one wins. Either
+    way the file is one run's whole output, never a mix."""
+    key, *_ = job
+    target = tmp_path / "shared.aescl"
+    inputs = [os.urandom(3 << 20), os.urandom(3 << 20)]
+    runs = [_started(tmp_path, key, target, *(["--force"] if force else [])) for _ in inputs]
+    for run, data in zip(runs, inputs, strict=True):
+        run.stdin.write(data)
+        run.stdin.flush()
+    results = []
+    for run in runs:  # the first finishes before the second is let finish
+        _, stderr = run.communicate(timeout=120)
+        results.append((run.returncode, stderr.decode()))
+    assert results[0][0] == 0, results[0][1]
+    if force:
+        assert results[1][0] == 0, results[1][1]
+    else:
+        assert results[1][0] == EXIT_FAILED
+        assert "appeared while this run was writing it" in one_line(results[1][1])
+    opened = aescl_run("decrypt", "--key-file", str(key), "-o", str(tmp_path / "opened"),
+                       str(target))
+    assert opened.returncode == 0, opened.stderr
+    assert (tmp_path / "opened").read_bytes() == inputs[1 if force else 0]
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["k.key", "plain.bin", "plain.bin.aescl", "shared.aescl", "opened"])
+
+
+def test_an_input_that_shrinks_while_read_fails_or_is_whole(tmp_path, job):
+    """The input is cut to half while the job reads it: the run either read all of it
+    first (and its output is whole) or fails with one line and leaves nothing; never a
+    shorter file that decrypts cleanly, never a crash."""
+    key, *_ = job
+    source = tmp_path / "shrinking.bin"
+    original = os.urandom(48 << 20)
+    source.write_bytes(original)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    process = subprocess.Popen([AESCL, "encrypt", "--key-file", str(key), "--device",
+                                ENGINES[1], "-o", str(out_dir / "x"), str(source)],
+                               stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    os.truncate(source, len(original) // 2)
+    _, stderr = process.communicate(timeout=300)
+    if process.returncode == 0:
+        opened = aescl_run("decrypt", "--key-file", str(key), "-o", str(tmp_path / "opened"),
+                           str(out_dir / "x"))
+        assert opened.returncode == 0, opened.stderr
+        assert (tmp_path / "opened").read_bytes() == original
+    else:
+        assert process.returncode == EXIT_FAILED, stderr
+        assert "ended early" in one_line(stderr.decode())
+        assert os.listdir(out_dir) == []
+
