@@ -298,6 +298,8 @@ def _crypt_command(decrypt: bool):
             raise _JobFailed("wrong key or passphrase", EXIT_REJECTED) from None
         except aescl.KeySourceError as exc:
             raise _JobFailed(str(exc), EXIT_USAGE) from None
+        except aescl.TruncatedError as exc:  # encrypting: the input changed, not bad data
+            raise _JobFailed(str(exc), EXIT_REJECTED if decrypt else EXIT_FAILED) from None
         except (aescl.AuthenticationError, aescl.FormatError, aescl.PaddingError) as exc:
             raise _JobFailed(str(exc), EXIT_REJECTED) from None
         except KeyboardInterrupt:
