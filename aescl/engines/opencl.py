@@ -230,7 +230,9 @@ class ChunkCipher:
         (chunks before the run, chunks in it, a pipeline piece with its launch and
         sizes); the caller attaches the piece's input and output. An opening piece's
         output is the plaintext, then the computed and the received tags."""
-        batch_chunks = batch_chunks or self._batch_chunks
+        # A batch is one allocation each way on the device: never more than it can hold.
+        batch_chunks = max(1, min(batch_chunks or self._batch_chunks,
+                                  default_slice_bytes(self._device) // SEALED_CHUNK_SIZE))
         for lo, hi in ranges:
             check_chunk_range(first + lo, hi - lo)
             for start in range(lo, hi, batch_chunks):
