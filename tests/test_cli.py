@@ -51,3 +51,20 @@ def test_devices_verbose_explains_the_setup():
     assert "ICD vendors directory:" in result.stdout and "kernel cache:" in result.stdout
     listing = json.loads(run("devices", "--verbose", "--json").stdout)
     assert any(f["message"].startswith("kernel cache:") for f in listing["diagnostics"])
+
+
+def test_python_dash_m_aescl_is_the_cli(tmp_path):
+    def module(*args: str) -> subprocess.CompletedProcess:
+        # Started outside the repository, whose aescl/ would shadow the installed package.
+        return subprocess.run([sys.executable, "-m", "aescl", *args], capture_output=True,
+                              cwd=tmp_path, timeout=120)
+
+    assert module("--version").stdout.decode().strip().endswith(aescl.__version__)
+    (tmp_path / "note.txt").write_bytes(b"round trip\n" * 100)
+    for args in (["keygen", "-o", "k.key"], ["encrypt", "--key-file", "k.key", "note.txt"],
+                 ["decrypt", "--key-file", "k.key", "-o", "back.txt", "note.txt.aescl"]):
+        result = module(*args)
+        assert result.returncode == 0, result.stderr
+    assert (tmp_path / "back.txt").read_bytes() == b"round trip\n" * 100
+    refused = module("encrypt", "--no-such-option")
+    assert refused.returncode == 2 and b"python -m aescl encrypt" in refused.stderr

@@ -62,3 +62,16 @@ for args in (["keygen", "-o", "k.key"],
 """
     assert _loaded_after(code, cwd=tmp_path) == []
     assert (tmp_path / "back.bin").read_bytes() == b"x" * 1024
+
+
+@pytest.mark.parametrize("args", [["--help"], ["bench", "--help"], ["encrypt", "--help"],
+                                  ["encrypt", "--no-such-option"], ["bench", "--sizes", "x"]])
+def test_help_and_argument_errors_load_neither(tmp_path, args):
+    code = f"""
+import aescl.cli.main as cli
+try:
+    cli.main({args!r})
+except SystemExit as done:
+    assert done.code in (0, 2, None), done.code
+"""
+    assert _loaded_after(code, cwd=tmp_path) == []
