@@ -36,7 +36,7 @@ Promises of this API:
   ``digest``/``verify``, ``encrypt_and_digest``/``decrypt_and_verify``. A
   wrong tag raises :class:`AuthenticationError` (a ``ValueError``), and
   ``decrypt_and_verify`` then releases no plaintext. Any nonce length works;
-  ``nonce=None`` picks 12 random bytes.
+  ``nonce=None`` picks 16 random bytes, as pycryptodome does.
 * :mod:`aescl.chunked` is the authenticated message format (C2SP
   chunked-encryption, AES-256-GCM): ``chunked.encrypt(key, message, context)``
   and ``chunked.decrypt``, streaming ``Writer``/``Reader``, ``decrypt_range``.

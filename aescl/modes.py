@@ -79,6 +79,7 @@ class CtrCipher:
         initial_value: int | bytes | None,
         team: Team,
         key_schedule: str,
+        threads: int | None = None,
     ) -> None:
         keyschedule.rounds_for_key(key)
         if nonce is None:
@@ -93,7 +94,7 @@ class CtrCipher:
         prefix = int.from_bytes(nonce, "big") << self._counter_bits
         self._transform = BlockTransform(key, counter=prefix | self._initial,
                                          counter_bits=self._counter_bits,
-                                         key_schedule=key_schedule)
+                                         key_schedule=key_schedule, threads=threads)
         self._job = team.blocks(self._transform)
         self._position = 0  # keystream offset in bytes
         self._encrypted_until = 0  # keystream below this offset has encrypted data
@@ -203,30 +204,81 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     return _pipeline.pinned_empty(nbytes, on_opencl[0])
 
 
+def _counter_block(counter: Any) -> tuple[bytes, int]:
+    """(nonce, initial value) of a ``Crypto.Util.Counter.new(...)`` object: its prefix is
+    the nonce, its value counts big-endian in the rest of the block."""
+    try:
+        fields = dict(counter)
+        counter_len, prefix = fields["counter_len"], bytes(fields["prefix"])
+        suffix, initial_value = bytes(fields["suffix"]), fields["initial_value"]
+        little_endian = fields["little_endian"]
+    except (KeyError, TypeError, ValueError):
+        raise TypeError("Incorrect counter object (use Crypto.Util.Counter.new)") from None
+    if len(prefix) + counter_len + len(suffix) != BLOCK_SIZE:
+        raise ValueError(f"Size of the counter block ({len(prefix) + counter_len + len(suffix)}"
+                         f" bytes) must match block size ({BLOCK_SIZE})")
+    if suffix or little_endian:
+        raise ValueError("aescl counts big-endian at the end of the counter block: a "
+                         "Counter with a suffix or little_endian=True is not supported")
+    return prefix, initial_value
+
+
 def new(
     key: bytes,
     mode: int,
-    *,
+    *args: Any,
     nonce: bytes | None = None,
     initial_value: int | bytes | None = None,
-    mac_len: int = 16,
+    counter: Any = None,
+    mac_len: int | None = None,
+    threads: int | None = None,
+    use_aesni: bool = True,
+    use_clmul: bool | None = None,
     device: DevicesSpec = None,
     key_schedule: str = "host",
 ) -> EcbCipher | CtrCipher | GcmCipher:
     """Create a cipher object, as ``Crypto.Cipher.AES.new`` does, running on ``device``:
     a device or spec, ``"all"``, or a list of them (aescl.scheduler splits ECB and CTR
-    over them; GCM, one sequential stream, runs on the fastest of them)."""
+    over them; GCM, one sequential stream, runs on the fastest of them).
+
+    The arguments pycryptodome's ``AES.new`` takes for each of these modes are taken
+    here with the same meaning, defaults and errors: GCM's positional nonce (16 random
+    bytes when none is given), CTR's ``counter=`` (a ``Crypto.Util.Counter`` without a
+    suffix, counting big-endian), ``threads=`` for CTR and GCM (the most threads the
+    host engine uses; 0: every core; OpenCL devices ignore it; aescl's default is
+    every core), and ``use_aesni``/``use_clmul``, accepted and ignored: each engine
+    chooses the CPU's instructions itself (docs/security.md)."""
     key = bytes(key)
     keyschedule.rounds_for_key(key)
     check_key_schedule(key_schedule)
+    if mode not in (MODE_ECB, MODE_CTR, MODE_GCM):
+        raise ValueError(f"unsupported mode {mode!r}: use MODE_ECB, MODE_CTR or MODE_GCM")
+    if args:  # pycryptodome's positional argument after the mode
+        if mode == MODE_ECB:
+            raise TypeError("IV is not meaningful for the ECB mode")
+        if mode == MODE_CTR or len(args) > 1:
+            raise TypeError("Too many arguments for this mode")
+        nonce = args[0]  # (over nonce=, as in pycryptodome)
+    if threads is not None:
+        if not isinstance(threads, int):
+            raise TypeError("'threads' must be an integer")
+        if threads < 0:
+            raise ValueError("'threads' must be a non-negative integer")
+    not_for = {MODE_ECB: {"nonce": nonce, "initial_value": initial_value, "counter": counter,
+                          "mac_len": mac_len, "threads": threads, "use_clmul": use_clmul},
+               MODE_CTR: {"mac_len": mac_len, "use_clmul": use_clmul},
+               MODE_GCM: {"initial_value": initial_value, "counter": counter}}[mode]
+    unknown = {name: value for name, value in not_for.items() if value is not None}
+    if unknown:
+        raise TypeError(f"Unknown parameters for this mode: {unknown}")
+    threads = threads or None  # 0: every core, the engines' own default
     if mode == MODE_ECB:
-        if nonce is not None or initial_value is not None:
-            raise TypeError("ECB mode takes no nonce or initial_value")
         return EcbCipher(key, team(device), key_schedule)
     if mode == MODE_CTR:
-        return CtrCipher(key, nonce, initial_value, team(device), key_schedule)
-    if mode == MODE_GCM:
-        if initial_value is not None:
-            raise TypeError("GCM mode takes no initial_value")
-        return team(device).stream_engine().gcm(key, nonce, mac_len, key_schedule)
-    raise ValueError(f"unsupported mode {mode!r}: use MODE_ECB, MODE_CTR or MODE_GCM")
+        if counter is not None:
+            if nonce is not None or initial_value is not None:
+                raise TypeError("'counter' and 'nonce'/'initial_value' are mutually exclusive")
+            nonce, initial_value = _counter_block(counter)
+        return CtrCipher(key, nonce, initial_value, team(device), key_schedule, threads)
+    return team(device).stream_engine().gcm(key, nonce, 16 if mac_len is None else mac_len,
+                                            key_schedule, threads)

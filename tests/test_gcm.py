@@ -108,7 +108,7 @@ def test_output_buffers_and_numpy_input(device):
 def test_calling_convention(device):
     key = os.urandom(16)
     cipher = aescl.new(key, aescl.MODE_GCM, device=device)
-    assert len(cipher.nonce) == 12  # a random 96-bit nonce by default
+    assert len(cipher.nonce) == 16  # random, as long as pycryptodome makes it
     assert aescl.new(key, aescl.MODE_GCM, device=device).nonce != cipher.nonce
     cipher.encrypt(b"abc")
     with pytest.raises(TypeError, match="update"):

@@ -59,6 +59,7 @@ class BlockTransform:
     counter: int | None = None
     counter_bits: int = 128
     key_schedule: str = "host"  # OpenCL only: expand round keys on the host or the device
+    threads: int | None = None  # host engine only: at most this many threads (None: all)
 
     @property
     def is_ctr(self) -> bool:
@@ -88,8 +89,8 @@ def check_key_schedule(key_schedule: str) -> None:
 
 def gcm_nonce(nonce: bytes | None, mac_len: int) -> bytes:
     """The nonce of a GCM stream, checked with its tag length as every engine takes them:
-    ``None`` gives 12 random bytes (SP 800-38D's recommendation and the fast path)."""
-    nonce = os.urandom(12) if nonce is None else bytes(nonce)
+    ``None`` gives 16 random bytes, as pycryptodome does (its callers may store them)."""
+    nonce = os.urandom(16) if nonce is None else bytes(nonce)
     if not nonce:
         raise ValueError("Nonce cannot be empty")
     if not 4 <= mac_len <= 16:
@@ -126,7 +127,8 @@ class Engine(Protocol):
 
     def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> ChunkWorker: ...
 
-    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str) -> Any: ...
+    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str,
+            threads: int | None = None) -> Any: ...
 
 
 _engines: dict[str, Engine] = {}

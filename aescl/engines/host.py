@@ -167,7 +167,8 @@ class HostBlocks:
     def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None:
         src, dst = byte_view(source), byte_view(target)
         transform = self._transform
-        shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE, self._engine.threads)
+        threads = min(transform.threads or self._engine.threads, self._engine.threads)
+        shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE, threads)
 
         def work(lo: int, hi: int) -> None:
             while lo < hi:
@@ -176,7 +177,7 @@ class HostBlocks:
                 self._crypt(src, dst, lo, stop, first_block)
                 lo = stop
 
-        _on_threads(self._engine.threads, shares, work)
+        _on_threads(threads, shares, work)
 
     def keystream(self, index: int) -> bytes:
         return bytes(self._context(index).update(bytes(BLOCK_SIZE)))
@@ -281,9 +282,9 @@ class HostEngine:
     def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int = 0) -> HostChunks:
         return HostChunks(self, key, base_nonce)
 
-    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str
-            ) -> HostGcmCipher:
-        return HostGcmCipher(key, nonce, mac_len)
+    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str,
+            threads: int | None = None) -> HostGcmCipher:
+        return HostGcmCipher(key, nonce, mac_len, threads)
 
 
 class HostGcmCipher:
@@ -294,11 +295,14 @@ class HostGcmCipher:
     mode = MODE_GCM
     block_size = BLOCK_SIZE
 
-    def __init__(self, key: bytes, nonce: bytes | None, mac_len: int) -> None:
+    def __init__(self, key: bytes, nonce: bytes | None, mac_len: int,
+                 threads: int | None = None) -> None:
         from Crypto.Cipher import AES
 
         self.nonce = nonce = gcm_nonce(nonce, mac_len)
-        self._cipher = AES.new(bytes(key), AES.MODE_GCM, nonce=nonce, mac_len=mac_len)
+        options = {} if threads is None else {"threads": threads}  # (pycryptodome 4's)
+        self._cipher = AES.new(bytes(key), AES.MODE_GCM, nonce=nonce, mac_len=mac_len,
+                               **options)
         self._finished = False  # digest() or verify() was called
 
     def update(self, assoc_data: Any) -> HostGcmCipher:

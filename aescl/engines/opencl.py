@@ -449,6 +449,6 @@ class OpenclEngine:
     def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> ChunkCipher:
         return ChunkCipher(key, base_nonce, self.device, batch_chunks)
 
-    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str
-            ) -> GcmCipher:
+    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str,
+            threads: int | None = None) -> GcmCipher:  # (a device has no host threads)
         return GcmCipher(key, nonce, mac_len, self.device, key_schedule)
