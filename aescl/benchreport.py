@@ -187,39 +187,117 @@ def table(report: Report) -> str:
             lines.append(f"  (sizes above {target.max_bytes / MiB:.0f} MiB skipped: "
                          "device or host memory)")
         lines.append("")
+    lines.extend(fastest(report))
     if report.mismatches:
         lines.append("OUTPUT MISMATCH (marked !): " + "; ".join(report.mismatches))
     return "\n".join(lines).rstrip() + "\n"
 
 
+# The one-thread baselines are yardsticks, not something ``--device`` can choose.
+_BASELINES = ("pycryptodome", "openssl")
+
+
+def _best(report: Report, mode: str, bits: int, size: int | None, measure: str
+          ) -> tuple[str, float] | None:
+    """The choosable target with the highest ``measure`` (at ``size``, or at any size)."""
+    figures = [(r.figure(measure), t.id) for t in report.targets if t.backend not in _BASELINES
+               for r in t.results
+               if (r.mode, r.key_bits) == (mode, bits) and (size is None or r.bytes == size)
+               and r.figure(measure) is not None and r.verified is not False]
+    if not figures:
+        return None
+    value, target = max(figures)
+    return target, value
+
+
+def fastest(report: Report) -> list[str]:
+    """The closing summary: for each mode and key size, the device to choose when the data
+    is in host memory (best host->host at each size) and when it already sits in device
+    memory (best kernel figure). Baselines and mismatched outputs never win."""
+    sizes = report.settings["sizes"]
+    configurations = sorted({(r.mode, r.key_bits) for t in report.targets for r in t.results
+                             if t.backend not in _BASELINES},
+                            key=lambda k: (MODES.index(k[0]), k[1]))
+    if not configurations:
+        return []
+    rows = [("", "", *[format_size(s) for s in sizes], "in device memory")]
+    for mode, bits in configurations:
+        cells = []
+        for size in sizes:
+            best = _best(report, mode, bits, size, "host")
+            cells.append("-" if best is None else f"{best[0]} {best[1]:.2f}")
+        on_device = _best(report, mode, bits, None, "kernel")
+        cells.append("-" if on_device is None else f"{on_device[0]} {on_device[1]:.1f}")
+        rows.append((mode, f"AES-{bits}", *cells))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["fastest device per mode, GB/s (from host memory: host->host at each size; "
+             "in device memory: best kernel figure)"]
+    for row in rows:
+        lines.append("  " + "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w)
+                                      in enumerate(zip(row, widths, strict=True))).rstrip())
+    return lines
+
+
+# How each measure is drawn in the plot; "resident" stays in the table (it tracks kernel).
+_PLOT_STYLES = {"kernel": ("-", "o"), "host": ("--", "s"), "pinned": (":", "^")}
+
+
 def save_plot(report: Report, path: str) -> None:
-    """Throughput against size: one row of panels per target, one panel per measure."""
+    """Draw :func:`plot` to ``path`` (PNG)."""
+    figure = plot(report)  # first: it chooses the Agg backend before pyplot loads
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def plot(report: Report) -> Any:
+    """Throughput against size, one panel per mode and key size: a matplotlib Figure.
+    Every target is one colour in every panel; the measure is the line style (kernel
+    solid, host->host dashed, pinned->pinned dotted), so which device wins at which size
+    reads off one panel."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     targets = [t for t in report.targets if t.results]
-    figure, axes = plt.subplots(len(targets), len(MEASURES), squeeze=False,
-                                figsize=(5 * len(MEASURES), 3.6 * len(targets)))
-    for row, target in zip(axes, targets, strict=True):
-        for ax, measure in zip(row, MEASURES, strict=True):
-            ax.set_title(f"{target.name}\n{MEASURE_LABELS[measure]}", fontsize=9)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xlabel("input bytes")
-            ax.set_ylabel("GB/s")
-            for mode, bits in sorted({(r.mode, r.key_bits) for r in target.results}):
+    configurations = sorted({(r.mode, r.key_bits) for t in targets for r in t.results},
+                            key=lambda k: (MODES.index(k[0]), k[1]))
+    columns = min(3, max(1, len(configurations)))
+    rows = -(-len(configurations) // columns)
+    figure, axes = plt.subplots(rows, columns, squeeze=False, layout="constrained",
+                                figsize=(5.2 * columns, 3.8 * rows + 0.9))
+    # By position, not id: reports saved before the host engine named both baselines "host".
+    colours = [plt.get_cmap("tab10")(i % 10) for i in range(len(targets))]
+    for ax, (mode, bits) in zip(axes.flat, configurations, strict=False):
+        ax.set_title(f"{mode} AES-{bits}", fontsize=10)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        sizes = sorted({r.bytes for t in targets for r in t.results})
+        ax.set_xticks(sizes, [format_size(s) for s in sizes], fontsize=8)
+        ax.minorticks_off()
+        ax.set_xlabel("input size")
+        ax.set_ylabel("GB/s")
+        ax.grid(True, which="major", alpha=0.3)
+        for colour, target in zip(colours, targets, strict=True):
+            for measure, (line, marker) in _PLOT_STYLES.items():
                 points = sorted((r.bytes, r.figure(measure)) for r in target.results
                                 if (r.mode, r.key_bits) == (mode, bits)
                                 and r.figure(measure) is not None)
                 if points:
-                    ax.plot(*zip(*points, strict=True), marker="o", label=f"{mode} AES-{bits}")
-            if ax.lines:
-                ax.legend(fontsize=7)
-            else:
-                ax.set_visible(False)
-    figure.suptitle(f"aescl bench {report.date}", fontsize=10)
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)
+                    ax.plot(*zip(*points, strict=True), linestyle=line, marker=marker,
+                            markersize=4, color=colour)
+    for ax in axes.flat[len(configurations):]:
+        ax.set_visible(False)
+    devices = [Line2D([], [], color=colour, linewidth=3, label=f"{t.id}: {t.name}")
+               for colour, t in zip(colours, targets, strict=True)]
+    measures = [Line2D([], [], color="black", linestyle=line, marker=marker,
+                       label=MEASURE_LABELS[measure])
+                for measure, (line, marker) in _PLOT_STYLES.items()]
+    figure.legend(handles=devices + measures, loc="outside lower center", fontsize=8,
+                  ncol=min(4, len(devices) + len(measures)), frameon=False)
+    figure.suptitle(f"aescl bench {report.date[:10]}: throughput against input size "
+                    "(colour: device, line: measure)", fontsize=10)
+    return figure
