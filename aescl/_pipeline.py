@@ -306,26 +306,54 @@ class Piece:
     upload_from: np.ndarray | None = None
     store: HostAction | None = None
     download_to: np.ndarray | None = None
+    # Host arrays the kernels use in place, on a device that shares host memory.
+    use_in: np.ndarray | None = None
+    use_out: np.ndarray | None = None
 
     @classmethod
     def through(cls, device: Device, source: np.ndarray, target: np.ndarray,
-                launch: Launch) -> Piece:
+                launch: Launch, writes_input: bool = False) -> Piece:
         """A piece from one host array to another (the device output is all of
-        ``target``), staged as needed."""
+        ``target``), staged as needed. ``writes_input``: the launch works in place
+        in its input buffer, which must then never be the caller's array."""
         piece = cls(source.nbytes, target.nbytes, launch)
-        piece.read_from(device, source)
-        if is_pinned(target, device):
+        piece.read_from(device, source, writes_input)
+        if usable_in_place(target, device, writable=True):
+            piece.use_out = target
+        elif is_pinned(target, device):
             piece.download_to = target
         else:
             piece.store = lambda staging: copy_parts(target, staging)
         return piece
 
-    def read_from(self, device: Device, source: np.ndarray) -> None:
-        """Take the input from a host array: directly if it is pinned, else staged."""
-        if is_pinned(source, device):
+    def read_from(self, device: Device, source: np.ndarray, writes_input: bool = False) -> None:
+        """Take the input from a host array: directly if it is pinned or the device
+        can use it in place, else staged."""
+        if not writes_input and usable_in_place(source, device, writable=False):
+            self.use_in = source
+        elif is_pinned(source, device):
             self.upload_from = source
         else:
             self.load = lambda staging: copy_parts(staging, source)
+
+
+def shares_host_memory(device: Device) -> bool:
+    """Whether ``device`` computes in host memory itself (a CPU device), so that its
+    kernels can work on the caller's arrays with no copy in or out."""
+    if device.type != "cpu":
+        return False
+    try:
+        return bool(device.cl_device.host_unified_memory)
+    except (cl.Error, AttributeError):
+        return False
+
+
+def usable_in_place(array: np.ndarray, device: Device, writable: bool) -> bool:
+    """Whether the kernels may use ``array`` itself as a buffer (CL_MEM_USE_HOST_PTR):
+    a device that shares host memory, and an array aligned for the kernels' 16-byte
+    loads. Elsewhere the runtime would copy it anyway, or the loads could fault."""
+    return (array.nbytes > 0 and _address(array) % 16 == 0 and array.flags.c_contiguous
+            and (array.flags.writeable or not writable) and shares_host_memory(device))
 
 
 class _Slot:
@@ -344,6 +372,9 @@ class _InFlight:
     piece: Piece
     slot: _Slot
     download: Any  # event, or None when the piece has no output
+    # The output mapped back to the host (a kernel's writes to a buffer over host
+    # memory are the host's only once mapped), to release after the store.
+    mapped: Any = None
 
 
 class Pipeline:
@@ -379,18 +410,33 @@ class Pipeline:
             slot.staging[which] = array
         return array[:nbytes]
 
+    def _in_place(self, array: np.ndarray, flags: Any) -> Any:
+        return cl.Buffer(self.runtime.context, flags | cl.mem_flags.USE_HOST_PTR, hostbuf=array)
+
     def _enqueue(self, piece: Piece, slot: _Slot) -> _InFlight:
-        device_in, device_out = self._device_buffers(slot, piece)
+        if piece.use_in is None or piece.use_out is None:
+            device_in, device_out = self._device_buffers(slot, piece)
         queue = self._compute_queue
-        if piece.in_bytes:
+        if piece.use_in is not None:
+            device_in = self._in_place(piece.use_in, cl.mem_flags.READ_ONLY)
+        elif piece.in_bytes:
             source = piece.upload_from
             if source is None:
                 source = self._staging(slot, "in", piece.in_bytes)
             upload = cl.enqueue_copy(self._upload_queue, device_in, source, is_blocking=False)
             self._upload_queue.flush()
             cl.enqueue_barrier(queue, wait_for=[upload])  # the kernels start after it
+        if piece.use_out is not None:
+            device_out = self._in_place(piece.use_out, cl.mem_flags.READ_WRITE)
         done = piece.launch(queue, device_in, device_out, slot.scratch)
         download = None
+        if piece.use_out is not None:
+            mapped, download = cl.enqueue_map_buffer(
+                self._download_queue, device_out, cl.map_flags.READ, 0, (piece.out_bytes,),
+                np.uint8, wait_for=[done], is_blocking=False)
+            queue.flush()
+            self._download_queue.flush()
+            return _InFlight(piece, slot, download, mapped)
         if piece.out_bytes:
             target = piece.download_to
             if target is None:
@@ -404,6 +450,9 @@ class Pipeline:
     def _store_tasks(self, flight: _InFlight) -> list[Callable[[], None]]:
         if flight.download is not None:
             flight.download.wait()
+        if flight.mapped is not None:
+            flight.mapped.base.release(self._download_queue)
+            flight.mapped = None
         if flight.piece.store is None:
             return []
         return flight.piece.store(self._staging(flight.slot, "out", flight.piece.out_bytes))

@@ -39,6 +39,9 @@ _MAX_LAUNCH_BLOCKS = 2**32 - 2**20  # kernels index blocks with 32-bit integers
 _MAX_GHASH_ITEMS = 256  # GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
 
 
+_CARRYLESS_RUN = 8  # GCM_CARRYLESS_RUN in aes_gcm.cl
+
+
 def _floor_power_of_two(n: int) -> int:
     return 1 << (max(1, n).bit_length() - 1)
 
@@ -141,7 +144,8 @@ class GcmEngine:
         groups = min(self._max_work_groups, message_count)
         self._ghash.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks), np.uint32(message_count),
-            self._h_tables(items), partials,
+            # The carry-less GHASH (CPUs) reads H^1..H^8 whatever the group size.
+            self._h_tables(max(items, _CARRYLESS_RUN)), partials,
         )
         return cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._ghash, (groups * items,), (items,)

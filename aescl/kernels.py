@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import re
 import time
 import warnings
@@ -72,7 +73,8 @@ class LaunchConfig:
     tables_in_local: bool
     table_lanes: int = 1  # copies of the round table in __local (AES_TABLE_LANES)
     byte_permute: bool = False  # NVIDIA's PRMT through inline PTX (AES_BYTE_PERMUTE)
-    hardware_rounds: bool = False  # the CPU's AES instructions if it has them
+    hardware_rounds: bool = False  # the CPU's AES instructions (AES_HARDWARE_ROUNDS)
+    blocks_per_item: int = 1  # blocks in flight per work-item (AES_BLOCKS_PER_ITEM)
 
 
 def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None = None) -> int:
@@ -104,8 +106,9 @@ def default_config(device: Device) -> LaunchConfig:
     the copy would only cost time. The simulator gets small groups, so that
     short test inputs still cover several groups, grid-stride steps and
     partial groups, and as many table copies as its groups and memory allow.
-    CPUs ask for their AES instructions (hardware_rounds_wanted), which x86
-    CPUs with AES-NI grant: several GB/s per core against about 0.2 for tables.
+    CPUs use their AES instructions where the host CPU has them
+    (hardware_rounds_wanted, cpu_features): several GB/s per core against about
+    0.2 for tables, with 8 blocks in flight per work-item to fill the pipeline.
     """
     local_ok = device.local_mem_bytes >= _LOCAL_BYTES_NEEDED
     if device.type in ("simulator", "gpu"):
@@ -115,8 +118,45 @@ def default_config(device: Device) -> LaunchConfig:
         lanes = table_lanes(device.local_mem_bytes, group) if local_ok else 1
         nvidia_gpu = device.vendor == "nvidia" and not simulator
         return LaunchConfig(group, groups, local_ok, lanes, byte_permute=nvidia_gpu)
+    hardware = hardware_rounds_wanted() and "aes" in cpu_features()
     return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
-                        hardware_rounds=hardware_rounds_wanted())
+                        hardware_rounds=hardware,
+                        blocks_per_item=_blocks_per_item(_HARDWARE_BLOCKS_PER_ITEM if hardware
+                                                         else 1))
+
+
+# Blocks in flight per work-item on the AES instructions: AESENC's latency over its
+# issue interval is 4 to 8 on recent x86 cores, and 8 states plus a round key still
+# fit the 16 vector registers. Measured on the CI kind (docs/benchmarks).
+_HARDWARE_BLOCKS_PER_ITEM = 8
+
+
+def _blocks_per_item(default: int) -> int:
+    """``default``, or ``$AESCL_BLOCKS_PER_ITEM`` (1..32) to compare on one device."""
+    value = os.environ.get("AESCL_BLOCKS_PER_ITEM", "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= 32:
+        raise ValueError(f"AESCL_BLOCKS_PER_ITEM must be a whole number 1..32, not {value!r}")
+    return int(value)
+
+
+@cache
+def cpu_features() -> frozenset[str]:
+    """The host CPU's x86 feature flags (``aes``, ``avx``, ``pclmulqdq``, ...) as the
+    kernel reports them in /proc/cpuinfo; empty on other CPUs and systems, which
+    then keep the portable kernels. A CPU OpenCL device runs on this CPU, so its
+    features, not the name the OpenCL runtime gives its target, decide."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return frozenset()
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def hardware_rounds_wanted() -> bool:
@@ -142,6 +182,9 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DAES_TABLE_LANES={config.table_lanes}"
         f" -DAES_BYTE_PERMUTE={int(config.byte_permute)}"
         f" -DAES_HARDWARE_ROUNDS={int(config.hardware_rounds)}"
+        f" -DAES_X86_VEX={int(config.hardware_rounds and 'avx' in cpu_features())}"
+        f" -DGHASH_CARRYLESS={int(config.hardware_rounds and 'pclmulqdq' in cpu_features())}"
+        f" -DAES_BLOCKS_PER_ITEM={config.blocks_per_item}"
     )
 
 

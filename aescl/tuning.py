@@ -262,8 +262,8 @@ _configs: dict[str, tuple[tuple[str, ...], LaunchConfig]] = {}  # device id -> (
 
 
 def _environment() -> tuple[str, ...]:
-    names = ("AESCL_TUNE", "AESCL_TABLE_LANES", "AESCL_HARDWARE_ROUNDS", "AESCL_CACHE_DIR",
-             "AESCL_NO_CACHE")
+    names = ("AESCL_TUNE", "AESCL_TABLE_LANES", "AESCL_HARDWARE_ROUNDS",
+             "AESCL_BLOCKS_PER_ITEM", "AESCL_CACHE_DIR", "AESCL_NO_CACHE")
     return tuple(os.environ.get(name, "") for name in names)
 
 

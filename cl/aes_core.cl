@@ -13,8 +13,8 @@
  * On x86 CPUs the rounds are the AES instructions instead (AES_HARDWARE_ROUNDS),
  * which are constant-time.
  *
- * -D options (set by aescl/kernels.py; all but AES_BYTE_PERMUTE and
- *             AES_HARDWARE_ROUNDS required):
+ * -D options (set by aescl/kernels.py; all but AES_BYTE_PERMUTE,
+ *             AES_HARDWARE_ROUNDS and AES_BLOCKS_PER_ITEM required):
  *   AES_ROUNDS              10, 12 or 14 (AES-128/192/256); the round loop is
  *                           unrolled at compile time.
  *   AES_KEY_SCHEDULE_DEVICE 0: the key argument holds the expanded round keys.
@@ -41,9 +41,17 @@
  *                           (aes_vendor.h). The lookups then cost one integer
  *                           and one multiply-add instruction each, not two
  *                           integer ones (aes_entry_offset).
- *   AES_HARDWARE_ROUNDS     1 on CPU devices: the rounds are x86 AES-NI
- *                           instructions where the compiler offers them
- *                           (aes_vendor.h; AES_CORE_VARIANT says which ran).
+ *   AES_HARDWARE_ROUNDS     1 on x86 CPU devices whose CPU has AES: the rounds
+ *                           are the AES-NI instructions (aes_vendor.h, which
+ *                           also reads AES_X86_VEX; AES_CORE_VARIANT says which
+ *                           rounds were compiled).
+ *   AES_BLOCKS_PER_ITEM     blocks each work-item takes at a time (default 1).
+ *                           aes_encrypt_blocks / aes_decrypt_blocks run their
+ *                           rounds interleaved: an AESENC has a latency of about
+ *                           four cycles but a new one can start every cycle or
+ *                           two, so one block at a time leaves the AES unit
+ *                           idle most of the time. 8 on CPUs with AES-NI; GPUs
+ *                           hide latency with other warps and keep 1.
  *
  * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
  * barrier whenever they write __local memory, so every work-item of the group
@@ -332,5 +340,74 @@ inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
 }
 
 #endif /* AES_X86_AESNI */
+
+#ifndef AES_BLOCKS_PER_ITEM
+#define AES_BLOCKS_PER_ITEM 1
+#endif
+
+#if AES_X86_AESNI
+/* AES_BLOCKS_PER_ITEM blocks in place, round by round across all of them: the
+ * blocks are independent, so their instructions overlap in the pipeline. Always
+ * inlined: PoCL otherwise may keep a call that passes the states through memory
+ * and stores each one after every round. */
+__attribute__((always_inline)) inline void aes_encrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *te)
+{
+    uint4 k[AES_ROUNDS + 1];
+    AES_UNROLL
+    for (int r = 0; r <= AES_ROUNDS; ++r)
+        k[r] = vload4(r, rk);
+    AES_UNROLL
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        s[j] ^= k[0];
+    AES_UNROLL
+    for (int r = 1; r < AES_ROUNDS; ++r) {
+        AES_UNROLL
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+            s[j] = aes_x86_encrypt_round(s[j], k[r]);
+    }
+    AES_UNROLL
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        s[j] = aes_x86_encrypt_last_round(s[j], k[AES_ROUNDS]);
+}
+
+__attribute__((always_inline)) inline void aes_decrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *td,
+                               AES_TABLE_SPACE const uchar *inv_sbox)
+{
+    uint4 k[AES_ROUNDS + 1];
+    AES_UNROLL
+    for (int r = 0; r <= AES_ROUNDS; ++r)
+        k[r] = vload4(r, rk);
+    AES_UNROLL
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        s[j] ^= k[0];
+    AES_UNROLL
+    for (int r = 1; r < AES_ROUNDS; ++r) {
+        AES_UNROLL
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+            s[j] = aes_x86_decrypt_round(s[j], k[r]);
+    }
+    AES_UNROLL
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        s[j] = aes_x86_decrypt_last_round(s[j], k[AES_ROUNDS]);
+}
+#else
+/* Table rounds have no long-latency instruction to hide: one block after another. */
+inline void aes_encrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *te)
+{
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        s[j] = aes_encrypt_block(s[j], rk, te);
+}
+
+inline void aes_decrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
+                               AES_TABLE_SPACE const uint *td,
+                               AES_TABLE_SPACE const uchar *inv_sbox)
+{
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        s[j] = aes_decrypt_block(s[j], rk, td, inv_sbox);
+}
+#endif
 
 #endif /* AES_CORE_CL */

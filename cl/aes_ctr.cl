@@ -12,10 +12,26 @@
  * pycryptodome and OpenSSL do, while the nonce bytes never change. The host
  * guarantees that no launch passes the point where a counter would repeat.
  *
- * Mapping: grid-stride loop, as in aes_ecb.cl.
+ * Mapping: grid-stride loop over runs of AES_BLOCKS_PER_ITEM blocks, as in
+ * aes_ecb.cl.
  * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
  */
 #include "aes_core.cl"
+
+/* Counter block `i` of the launch in the core's column layout. */
+inline uint4 aes_ctr_counter_block(const ulong counter_hi, const ulong counter_lo,
+                                   const ulong field_mask_hi, const ulong field_mask_lo,
+                                   const ulong i)
+{
+    /* 128-bit add with carry; bits outside the field are restored below. */
+    const ulong sum_lo = counter_lo + i;
+    const ulong sum_hi = counter_hi + (sum_lo < counter_lo ? 1ul : 0ul);
+    const ulong lo = (counter_lo & ~field_mask_lo) | (sum_lo & field_mask_lo);
+    const ulong hi = (counter_hi & ~field_mask_hi) | (sum_hi & field_mask_hi);
+    /* Big-endian counter bytes to columns with row 0 in the low byte. */
+    return (uint4)(aes_bswap32((uint)(hi >> 32)), aes_bswap32((uint)hi),
+                   aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
+}
 
 __kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
                           const ulong block_count,
@@ -24,15 +40,20 @@ __kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
                           __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
-    for (ulong i = get_global_id(0); i < block_count; i += get_global_size(0)) {
-        /* 128-bit add with carry; bits outside the field are restored below. */
-        const ulong sum_lo = counter_lo + i;
-        const ulong sum_hi = counter_hi + (sum_lo < counter_lo ? 1ul : 0ul);
-        const ulong lo = (counter_lo & ~field_mask_lo) | (sum_lo & field_mask_lo);
-        const ulong hi = (counter_hi & ~field_mask_hi) | (sum_hi & field_mask_hi);
-        /* Big-endian counter bytes to columns with row 0 in the low byte. */
-        const uint4 counter_block = (uint4)(aes_bswap32((uint)(hi >> 32)), aes_bswap32((uint)hi),
-                                            aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
-        output[i] = input[i] ^ aes_store(aes_encrypt_block(counter_block, rk, te));
+    const ulong stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
+    for (ulong first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
+         first += stride) {
+        /* Keystream past block_count is computed and dropped: cheaper than a
+         * shorter run's branches, and never leaves the work-item. */
+        uint4 s[AES_BLOCKS_PER_ITEM];
+        AES_UNROLL
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+            s[j] = aes_ctr_counter_block(counter_hi, counter_lo, field_mask_hi, field_mask_lo,
+                                         first + j);
+        aes_encrypt_blocks(s, rk, te);
+        AES_UNROLL
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+            if (first + j < block_count)
+                output[first + j] = input[first + j] ^ aes_store(s[j]);
     }
 }

@@ -5,26 +5,57 @@
  * work-item). key_material: see AES_KEY_SCHEDULE_DEVICE in aes_core.cl; for
  * decryption in host mode it holds keyschedule.decryption_round_keys.
  *
- * Mapping: a grid-stride loop, so work-item g handles blocks g, g + G, g + 2G, ...
- * (G = global size). Any global size works, and items past the end of the data
- * still reach the setup barrier.
+ * Mapping: a grid-stride loop over runs of AES_BLOCKS_PER_ITEM blocks (W), so
+ * work-item g handles blocks gW .. gW+W-1, then the same G·W blocks further on,
+ * and so on (G = global size). Any global size works, and items past the end of
+ * the data still reach the setup barrier.
  *
  * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
  */
 #include "aes_core.cl"
 
+/* The run of blocks from `first`, zeros past the end: never read past the input. */
+inline void aes_ecb_load_run(__global const uint4 *input, const ulong first,
+                             const ulong block_count, uint4 *s)
+{
+    AES_UNROLL
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        s[j] = first + j < block_count ? aes_load(input[first + j]) : (uint4)(0u);
+}
+
+inline void aes_ecb_store_run(__global uint4 *output, const ulong first,
+                              const ulong block_count, const uint4 *s)
+{
+    AES_UNROLL
+    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+        if (first + j < block_count)
+            output[first + j] = aes_store(s[j]);
+}
+
 __kernel void aes_ecb_encrypt(__global const uint4 *input, __global uint4 *output,
                               const ulong block_count, __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
-    for (ulong i = get_global_id(0); i < block_count; i += get_global_size(0))
-        output[i] = aes_store(aes_encrypt_block(aes_load(input[i]), rk, te));
+    const ulong stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
+    for (ulong first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
+         first += stride) {
+        uint4 s[AES_BLOCKS_PER_ITEM];
+        aes_ecb_load_run(input, first, block_count, s);
+        aes_encrypt_blocks(s, rk, te);
+        aes_ecb_store_run(output, first, block_count, s);
+    }
 }
 
 __kernel void aes_ecb_decrypt(__global const uint4 *input, __global uint4 *output,
                               const ulong block_count, __constant const uint *key_material)
 {
     AES_DECRYPT_SETUP(key_material);
-    for (ulong i = get_global_id(0); i < block_count; i += get_global_size(0))
-        output[i] = aes_store(aes_decrypt_block(aes_load(input[i]), rk, td, inv_sbox));
+    const ulong stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
+    for (ulong first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
+         first += stride) {
+        uint4 s[AES_BLOCKS_PER_ITEM];
+        aes_ecb_load_run(input, first, block_count, s);
+        aes_decrypt_blocks(s, rk, td, inv_sbox);
+        aes_ecb_store_run(output, first, block_count, s);
+    }
 }

@@ -43,23 +43,38 @@ inline uint4 gcm_keep_bytes(uint4 v, uint count)
  * first_step is 1 + the message's block offset for data (the first data block
  * uses J0 + 1); 0 yields E(J0) itself, which is how the host gets H = E(0^128) and
  * the tag mask. Bytes past the message end come out zero, so that GHASH over the
- * ciphertext sees the zero padding SP 800-38D prescribes. Grid-stride loop. */
+ * ciphertext sees the zero padding SP 800-38D prescribes. Grid-stride loop over
+ * runs of AES_BLOCKS_PER_ITEM blocks, as in aes_ecb.cl. */
 __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
                           const uint message_blocks, const uint first_step,
                           __global const uint4 *j0s, __global const ulong *message_bytes,
                           __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
-    for (uint i = get_global_id(0); i < block_count; i += get_global_size(0)) {
-        const uint m = i / message_blocks;
-        const uint j = i - m * message_blocks;
-        const uint4 counter = gcm_counter(aes_load(j0s[m]), first_step + j);
-        uint4 block = aes_load(data[i]) ^ aes_encrypt_block(counter, rk, te);
-        const ulong offset = 16ul * j;
-        if (message_bytes[m] < offset + 16ul)
-            block = gcm_keep_bytes(block, message_bytes[m] > offset
-                                              ? (uint)(message_bytes[m] - offset) : 0u);
-        data[i] = aes_store(block);
+    const uint stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
+    for (uint first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
+         first += stride) {
+        uint4 s[AES_BLOCKS_PER_ITEM];
+        AES_UNROLL
+        for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b) {
+            const uint i = min(first + b, block_count - 1u);   /* past the end: dropped */
+            const uint m = i / message_blocks;
+            s[b] = gcm_counter(aes_load(j0s[m]), first_step + (i - m * message_blocks));
+        }
+        aes_encrypt_blocks(s, rk, te);
+        AES_UNROLL
+        for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b) {
+            const uint i = first + b;
+            if (i >= block_count)
+                break;
+            const uint m = i / message_blocks;
+            const ulong offset = 16ul * (i - m * message_blocks);
+            uint4 block = aes_load(data[i]) ^ s[b];
+            if (message_bytes[m] < offset + 16ul)
+                block = gcm_keep_bytes(block, message_bytes[m] > offset
+                                                  ? (uint)(message_bytes[m] - offset) : 0u);
+            data[i] = aes_store(block);
+        }
     }
 }
 
@@ -74,6 +89,42 @@ __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
  * then puts its sum in place, and a tree of XORs in __local memory adds the T
  * sums. h_tables holds the nibble tables of H^1..H^T (table k-1 for H^k).
  * T <= GCM_MAX_GHASH_ITEMS. */
+#if GHASH_CARRYLESS && defined(__x86_64__)
+/* The carry-less form (ghash.cl): each work-item takes whole messages, and runs of
+ * GCM_CARRYLESS_RUN blocks share one reduction, each block multiplied by its own
+ * power of H (Horner's rule over runs): sum = (sum ^ X_i)·H^8 ^ X_(i+1)·H^7 ^ ...
+ * ^ X_(i+7)·H. A lead of length mod 8 blocks goes one at a time first. The powers
+ * come from the nibble tables: entry 8 of H^k's table is H^k itself. The host
+ * builds at least GCM_CARRYLESS_RUN tables (aescl/gcm.py). */
+#define GCM_CARRYLESS_RUN 8
+__kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
+                        const uint message_blocks, const uint message_count,
+                        __global const ulong2 *h_tables, __global ulong2 *partials)
+{
+    ulong2 powers[GCM_CARRYLESS_RUN];   /* powers[k] = H^(k+1) */
+    for (int k = 0; k < GCM_CARRYLESS_RUN; ++k)
+        powers[k] = h_tables[16 * k + 8];
+    for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {
+        const uint first = m * message_blocks;
+        const uint length = first < block_count ? min(message_blocks, block_count - first) : 0u;
+        __global const uint4 *x = data + first;
+        ulong2 sum = (ulong2)(0ul, 0ul);
+        uint i = 0;
+        for (; i < length % GCM_CARRYLESS_RUN; ++i)
+            sum = ghash_multiply_carryless(sum ^ ghash_load(x[i]), powers[0]);
+        for (; i < length; i += GCM_CARRYLESS_RUN) {
+            ulong4 product = ghash_clmul_wide(sum ^ ghash_load(x[i]),
+                                              powers[GCM_CARRYLESS_RUN - 1]);
+            AES_UNROLL
+            for (int b = 1; b < GCM_CARRYLESS_RUN; ++b)
+                product ^= ghash_clmul_wide(ghash_load(x[i + b]),
+                                            powers[GCM_CARRYLESS_RUN - 1 - b]);
+            sum = ghash_reduce(product);
+        }
+        partials[m] = sum;
+    }
+}
+#else
 __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_count,
                         __global const ulong2 *h_tables, __global ulong2 *partials)
@@ -110,6 +161,7 @@ __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
         barrier(CLK_LOCAL_MEM_FENCE);   /* scratch[0] is read before the next message writes */
     }
 }
+#endif
 
 /* The nibble tables of H^1..H^count (table k-1 for H^k, 16 entries each, entry n
  * as aescl/ghash.py:nibble_table defines it), H = (h_hi, h_lo). Item k raises H

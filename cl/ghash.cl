@@ -14,7 +14,13 @@
  * The multiply is linear and looks up secret-dependent indices, so like the AES
  * core it is NOT constant-time.
  *
- * -D options: none; aes_vendor.h supplies the byte-order helpers.
+ * On x86 CPUs with PCLMULQDQ (-DGHASH_CARRYLESS=1, which aescl/kernels.py sets
+ * with AES_HARDWARE_ROUNDS when the CPU has the instruction) products are
+ * carry-less multiplications instead (ghash_clmul_wide, ghash_reduce): no
+ * tables, constant time, and several products can share one reduction.
+ *
+ * -D options: GHASH_CARRYLESS (default 0); aes_vendor.h supplies the byte-order
+ * helpers and AES_X86_VEX.
  */
 #ifndef GHASH_CL
 #define GHASH_CL
@@ -90,5 +96,60 @@ inline ulong2 ghash_multiply_bitwise(ulong2 x, ulong2 y)
 
 GHASH_DEFINE_MULTIPLY(ghash_multiply_local, __local)
 GHASH_DEFINE_MULTIPLY(ghash_multiply_global, __global)
+
+#ifndef GHASH_CARRYLESS
+#define GHASH_CARRYLESS 0
+#endif
+#if GHASH_CARRYLESS && defined(__x86_64__)
+/* The 128-bit carry-less product of two 64-bit words, as (low word, high word).
+ * Inline assembly for the reason aes_vendor.h gives for AESENC. */
+__attribute__((always_inline)) inline ulong2 ghash_clmul64(ulong a, ulong b)
+{
+    ulong2 x = (ulong2)(a, 0ul);
+    const ulong2 y = (ulong2)(b, 0ul);
+#if AES_X86_VEX
+    __asm__("vpclmulqdq $0x00, %2, %1, %0" : "=x"(x) : "x"(x), "x"(y));
+#else
+    __asm__("pclmulqdq $0x00, %1, %0" : "+x"(x) : "x"(y));
+#endif
+    return x;
+}
+
+/* x·y before reduction: the 255-bit carry-less product of the two big-endian
+ * integers, words from the most significant down (s0 = bits 255..192). GCM's
+ * bit order is reflected: the coefficient of z^k sits at bit 127 - k of a factor
+ * and so at bit 254 - k of this product. Products add (XOR) before reducing, so
+ * a run of blocks pays for one reduction. */
+__attribute__((always_inline)) inline ulong4 ghash_clmul_wide(ulong2 x, ulong2 y)
+{
+    const ulong2 low = ghash_clmul64(x.s1, y.s1);
+    const ulong2 high = ghash_clmul64(x.s0, y.s0);
+    const ulong2 middle = ghash_clmul64(x.s1, y.s0) ^ ghash_clmul64(x.s0, y.s1);
+    return (ulong4)(high.s1, high.s0 ^ middle.s1, low.s1 ^ middle.s0, low.s0);
+}
+
+/* A sum of ghash_clmul_wide products reduced to a field element: shifted left by
+ * one bit, so that the coefficient of z^k sits at bit 255 - k, then folded modulo
+ * z^128 + z^7 + z^2 + z + 1 by shifts (Gueron and Kounavis, "Intel Carry-Less
+ * Multiplication Instruction and its Usage for Computing the GCM Mode", 2010,
+ * the reduction of their Algorithm 5). x3 is the most significant word. */
+__attribute__((always_inline)) inline ulong2 ghash_reduce(ulong4 p)
+{
+    const ulong x3 = (p.s0 << 1) | (p.s1 >> 63);
+    const ulong x2 = (p.s1 << 1) | (p.s2 >> 63);
+    const ulong x1 = (p.s2 << 1) | (p.s3 >> 63);
+    const ulong x0 = p.s3 << 1;
+    const ulong d = x1 ^ (x0 << 63) ^ (x0 << 62) ^ (x0 << 57);
+    const ulong h1 = d ^ (d >> 1) ^ (d >> 2) ^ (d >> 7);
+    const ulong h0 = x0 ^ ((x0 >> 1) | (d << 63)) ^ ((x0 >> 2) | (d << 62))
+                   ^ ((x0 >> 7) | (d << 57));
+    return (ulong2)(x3 ^ h1, x2 ^ h0);
+}
+
+inline ulong2 ghash_multiply_carryless(ulong2 x, ulong2 y)
+{
+    return ghash_reduce(ghash_clmul_wide(x, y));
+}
+#endif
 
 #endif /* GHASH_CL */

@@ -257,7 +257,8 @@ class ChunkCipher:
         def piece(done: int, chunks: int, piece: Piece) -> Piece:
             return Piece.through(
                 self._device, plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE],
-                sealed[done * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE], piece.launch)
+                sealed[done * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE], piece.launch,
+                writes_input=True)  # the chunks are encrypted in place in their slots
 
         pipeline(self._device).run(
             piece(*run) for run in self._runs(first, ranges, batch_chunks, opening=False))
