@@ -182,7 +182,6 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DAES_TABLE_LANES={config.table_lanes}"
         f" -DAES_BYTE_PERMUTE={int(config.byte_permute)}"
         f" -DAES_HARDWARE_ROUNDS={int(config.hardware_rounds)}"
-        f" -DAES_X86_VEX={int(config.hardware_rounds and 'avx' in cpu_features())}"
         f" -DGHASH_CARRYLESS={int(config.hardware_rounds and 'pclmulqdq' in cpu_features())}"
         f" -DAES_BLOCKS_PER_ITEM={config.blocks_per_item}"
     )

@@ -42,9 +42,9 @@
  *                           and one multiply-add instruction each, not two
  *                           integer ones (aes_entry_offset).
  *   AES_HARDWARE_ROUNDS     1 on x86 CPU devices whose CPU has AES: the rounds
- *                           are the AES-NI instructions (aes_vendor.h, which
- *                           also reads AES_X86_VEX; AES_CORE_VARIANT says which
- *                           rounds were compiled).
+ *                           are the AES-NI instructions (aes_vendor.h;
+ *                           AES_CORE_VARIANT says which rounds were compiled).
+ *                           Kernels that call the core carry AES_CPU_TARGET.
  *   AES_BLOCKS_PER_ITEM     blocks each work-item takes at a time (default 1).
  *                           aes_encrypt_blocks / aes_decrypt_blocks run their
  *                           rounds interleaved: an AESENC has a latency of about
@@ -277,8 +277,8 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 #define AES_ROUND_KEY(rk, r) \
     ((uint4)((rk)[4 * (r)], (rk)[4 * (r) + 1], (rk)[4 * (r) + 2], (rk)[4 * (r) + 3]))
 
-inline uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
-                               AES_TABLE_SPACE const uint *te)
+AES_X86_INLINE uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
+                                       AES_TABLE_SPACE const uint *te)
 {
     s ^= AES_ROUND_KEY(rk, 0);
     AES_UNROLL
@@ -287,9 +287,9 @@ inline uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
     return aes_x86_encrypt_last_round(s, AES_ROUND_KEY(rk, AES_ROUNDS));
 }
 
-inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
-                               AES_TABLE_SPACE const uint *td,
-                               AES_TABLE_SPACE const uchar *inv_sbox)
+AES_X86_INLINE uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
+                                       AES_TABLE_SPACE const uint *td,
+                                       AES_TABLE_SPACE const uchar *inv_sbox)
 {
     s ^= AES_ROUND_KEY(rk, 0);
     AES_UNROLL
@@ -350,7 +350,7 @@ inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
  * blocks are independent, so their instructions overlap in the pipeline. Always
  * inlined: PoCL otherwise may keep a call that passes the states through memory
  * and stores each one after every round. */
-__attribute__((always_inline)) inline void aes_encrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
+AES_X86_INLINE void aes_encrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
                                AES_TABLE_SPACE const uint *te)
 {
     uint4 k[AES_ROUNDS + 1];
@@ -371,7 +371,7 @@ __attribute__((always_inline)) inline void aes_encrypt_blocks(uint4 *s, AES_KEY_
         s[j] = aes_x86_encrypt_last_round(s[j], k[AES_ROUNDS]);
 }
 
-__attribute__((always_inline)) inline void aes_decrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
+AES_X86_INLINE void aes_decrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
                                AES_TABLE_SPACE const uint *td,
                                AES_TABLE_SPACE const uchar *inv_sbox)
 {

@@ -33,7 +33,7 @@ inline uint4 aes_ctr_counter_block(const ulong counter_hi, const ulong counter_l
                    aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
 }
 
-__kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
+AES_CPU_TARGET __kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
                           const ulong block_count,
                           const ulong counter_hi, const ulong counter_lo,
                           const ulong field_mask_hi, const ulong field_mask_lo,

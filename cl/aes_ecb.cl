@@ -32,7 +32,7 @@ inline void aes_ecb_store_run(__global uint4 *output, const ulong first,
             output[first + j] = aes_store(s[j]);
 }
 
-__kernel void aes_ecb_encrypt(__global const uint4 *input, __global uint4 *output,
+AES_CPU_TARGET __kernel void aes_ecb_encrypt(__global const uint4 *input, __global uint4 *output,
                               const ulong block_count, __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
@@ -46,7 +46,7 @@ __kernel void aes_ecb_encrypt(__global const uint4 *input, __global uint4 *outpu
     }
 }
 
-__kernel void aes_ecb_decrypt(__global const uint4 *input, __global uint4 *output,
+AES_CPU_TARGET __kernel void aes_ecb_decrypt(__global const uint4 *input, __global uint4 *output,
                               const ulong block_count, __constant const uint *key_material)
 {
     AES_DECRYPT_SETUP(key_material);

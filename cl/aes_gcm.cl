@@ -45,7 +45,7 @@ inline uint4 gcm_keep_bytes(uint4 v, uint count)
  * the tag mask. Bytes past the message end come out zero, so that GHASH over the
  * ciphertext sees the zero padding SP 800-38D prescribes. Grid-stride loop over
  * runs of AES_BLOCKS_PER_ITEM blocks, as in aes_ecb.cl. */
-__kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
+AES_CPU_TARGET __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
                           const uint message_blocks, const uint first_step,
                           __global const uint4 *j0s, __global const ulong *message_bytes,
                           __constant const uint *key_material)
@@ -89,7 +89,7 @@ __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
  * then puts its sum in place, and a tree of XORs in __local memory adds the T
  * sums. h_tables holds the nibble tables of H^1..H^T (table k-1 for H^k).
  * T <= GCM_MAX_GHASH_ITEMS. */
-#if GHASH_CARRYLESS && defined(__x86_64__)
+#if GHASH_CARRYLESS && AES_X86_AESNI
 /* The carry-less form (ghash.cl): each work-item takes whole messages, and runs of
  * GCM_CARRYLESS_RUN blocks share one reduction, each block multiplied by its own
  * power of H (Horner's rule over runs): sum = (sum ^ X_i)·H^8 ^ X_(i+1)·H^7 ^ ...
@@ -97,7 +97,7 @@ __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
  * come from the nibble tables: entry 8 of H^k's table is H^k itself. The host
  * builds at least GCM_CARRYLESS_RUN tables (aescl/gcm.py). */
 #define GCM_CARRYLESS_RUN 8
-__kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
+AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_count,
                         __global const ulong2 *h_tables, __global ulong2 *partials)
 {
@@ -125,7 +125,7 @@ __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
     }
 }
 #else
-__kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
+AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_count,
                         __global const ulong2 *h_tables, __global ulong2 *partials)
 {
@@ -167,7 +167,7 @@ __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
  * as aescl/ghash.py:nibble_table defines it), H = (h_hi, h_lo). Item k raises H
  * to k + 1 by square-and-multiply: a few dozen bitwise products, in parallel,
  * instead of a chain of count products on the host for every key. */
-__kernel void ghash_power_tables(const ulong h_hi, const ulong h_lo, const uint count,
+AES_CPU_TARGET __kernel void ghash_power_tables(const ulong h_hi, const ulong h_lo, const uint count,
                                  __global ulong2 *tables)
 {
     for (uint k = get_global_id(0); k < count; k += get_global_size(0)) {
@@ -196,7 +196,7 @@ __kernel void ghash_power_tables(const ulong h_hi, const ulong h_lo, const uint 
 /* Tags of messages with empty AAD: tag_m = E(J0_m) ^ (partial_m ^ L_m)·H, where
  * L_m is the length block (0 bits of AAD, 8·message_bytes[m] bits of text) and
  * h_tables starts with the table of H. One work-item per message. */
-__kernel void gcm_tags(__global const ulong2 *partials, const uint message_count,
+AES_CPU_TARGET __kernel void gcm_tags(__global const ulong2 *partials, const uint message_count,
                        __global const uint4 *j0s, __global const ulong *message_bytes,
                        __global const ulong2 *h_tables, __global uint4 *tags,
                        __constant const uint *key_material)

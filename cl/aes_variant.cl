@@ -6,7 +6,7 @@
  */
 #include "aes_core.cl"
 
-__kernel void aes_core_variant(__global uint *variant)
+AES_CPU_TARGET __kernel void aes_core_variant(__global uint *variant)
 {
     variant[0] = AES_CORE_VARIANT;
 }

@@ -44,25 +44,19 @@ inline uint aes_extract_byte(uint word, uint row)
 }
 #endif
 
-/* AES instructions of the CPU (x86 AES-NI) through inline assembly.
+/* AES instructions of the CPU (x86 AES-NI) through clang's builtins.
  * -DAES_HARDWARE_ROUNDS=1 asks for them; aescl/kernels.py sets it for a CPU
  * device only when the host CPU reports the AES feature (kernels.cpu_features),
- * and checks the result on a known block before using it (core_variant).
+ * and its tests check which rounds a device really compiled (core_variant).
  *
- * Why assembly and not clang's __builtin_ia32_aesenc128: a builtin compiles only
- * where the compiler's target has the AES feature, and that depends on how the
- * runtime names the CPU. Debian's PoCL 3.1 chose `pthread-haswell` on an AMD
- * EPYC, which has AES but whose target defines no __AES__, and the kernels fell
- * back to tables without a word. The assembler takes the instruction whatever
- * the target, so what decides is the CPU itself.
- *
- * -DAES_X86_VEX=1 (CPUs with AVX) selects the three-operand VEX form, which
- * leaves the upper halves of the vector registers alone and so avoids the
- * SSE/AVX transition stalls that the legacy form costs inside AVX code. Either
- * form names registers xmm0-15 only ("x"): a register from xmm16 up would need
- * the EVEX encoding, which CPUs with AVX-512 but no VAES do not have. (Not "xm"
- * for the round key: clang then always picks memory and copies every key to
- * the stack before each use.)
+ * The functions that use the builtins, and every kernel that calls them, carry
+ * AES_CPU_TARGET: a clang target attribute that enables the AES and PCLMUL
+ * instructions for that code whatever target the runtime compiles for. The
+ * target's own macros (__AES__) must not decide: Debian's PoCL 3.1 chose
+ * `pthread-haswell` on an AMD EPYC that has AES, defined no __AES__, and the
+ * kernels fell back to tables without a word. (Inline assembly would avoid the
+ * attribute, but PoCL 5.0's work-group compiler fails an LLVM assertion on it.)
+ * With AVX in the target, the builtins come out in the VEX encoding by themselves.
  *
  * AESENC/AESDEC take the state and round key as 16 bytes in memory order, which
  * on a little-endian device is exactly the core's uint4 of columns, and AESDEC
@@ -72,41 +66,31 @@ inline uint aes_extract_byte(uint word, uint row)
 #ifndef AES_HARDWARE_ROUNDS
 #define AES_HARDWARE_ROUNDS 0
 #endif
-#ifndef AES_X86_VEX
-#define AES_X86_VEX 0
-#endif
-#if AES_HARDWARE_ROUNDS && defined(__x86_64__)
+#if AES_HARDWARE_ROUNDS && defined(__clang__) && defined(__x86_64__)
 #define AES_X86_AESNI 1
 #define AES_CORE_VARIANT 1u
-#if AES_X86_VEX
-#define AES_X86_ROUND(name, s, k) \
-    __asm__("v" name " %2, %1, %0" : "=x"(s) : "x"(s), "x"(k))
-#else
-#define AES_X86_ROUND(name, s, k) __asm__(name " %1, %0" : "+x"(s) : "x"(k))
-#endif
-inline uint4 aes_x86_encrypt_round(uint4 s, uint4 k)
+#define AES_CPU_TARGET __attribute__((target("aes,pclmul")))
+#define AES_X86_INLINE AES_CPU_TARGET __attribute__((always_inline)) inline
+AES_X86_INLINE uint4 aes_x86_encrypt_round(uint4 s, uint4 k)
 {
-    AES_X86_ROUND("aesenc", s, k);
-    return s;
+    return as_uint4(__builtin_ia32_aesenc128(as_long2(s), as_long2(k)));
 }
-inline uint4 aes_x86_encrypt_last_round(uint4 s, uint4 k)
+AES_X86_INLINE uint4 aes_x86_encrypt_last_round(uint4 s, uint4 k)
 {
-    AES_X86_ROUND("aesenclast", s, k);
-    return s;
+    return as_uint4(__builtin_ia32_aesenclast128(as_long2(s), as_long2(k)));
 }
-inline uint4 aes_x86_decrypt_round(uint4 s, uint4 k)
+AES_X86_INLINE uint4 aes_x86_decrypt_round(uint4 s, uint4 k)
 {
-    AES_X86_ROUND("aesdec", s, k);
-    return s;
+    return as_uint4(__builtin_ia32_aesdec128(as_long2(s), as_long2(k)));
 }
-inline uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
+AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
 {
-    AES_X86_ROUND("aesdeclast", s, k);
-    return s;
+    return as_uint4(__builtin_ia32_aesdeclast128(as_long2(s), as_long2(k)));
 }
 #else
 #define AES_X86_AESNI 0
 #define AES_CORE_VARIANT 0u
+#define AES_CPU_TARGET
 #endif
 
 inline uint aes_bswap32(uint x)

@@ -19,8 +19,8 @@
  * carry-less multiplications instead (ghash_clmul_wide, ghash_reduce): no
  * tables, constant time, and several products can share one reduction.
  *
- * -D options: GHASH_CARRYLESS (default 0); aes_vendor.h supplies the byte-order
- * helpers and AES_X86_VEX.
+ * -D options: GHASH_CARRYLESS (default 0; used only with the AES-NI core, whose
+ * target attribute it shares); aes_vendor.h supplies the byte-order helpers.
  */
 #ifndef GHASH_CL
 #define GHASH_CL
@@ -100,19 +100,13 @@ GHASH_DEFINE_MULTIPLY(ghash_multiply_global, __global)
 #ifndef GHASH_CARRYLESS
 #define GHASH_CARRYLESS 0
 #endif
-#if GHASH_CARRYLESS && defined(__x86_64__)
+#if GHASH_CARRYLESS && AES_X86_AESNI
 /* The 128-bit carry-less product of two 64-bit words, as (low word, high word).
- * Inline assembly for the reason aes_vendor.h gives for AESENC. */
-__attribute__((always_inline)) inline ulong2 ghash_clmul64(ulong a, ulong b)
+ * AES_X86_INLINE: the builtin needs PCLMUL enabled, as aes_vendor.h explains. */
+AES_X86_INLINE ulong2 ghash_clmul64(ulong a, ulong b)
 {
-    ulong2 x = (ulong2)(a, 0ul);
-    const ulong2 y = (ulong2)(b, 0ul);
-#if AES_X86_VEX
-    __asm__("vpclmulqdq $0x00, %2, %1, %0" : "=x"(x) : "x"(x), "x"(y));
-#else
-    __asm__("pclmulqdq $0x00, %1, %0" : "+x"(x) : "x"(y));
-#endif
-    return x;
+    return as_ulong2(__builtin_ia32_pclmulqdq128(as_long2((ulong2)(a, 0ul)),
+                                                 as_long2((ulong2)(b, 0ul)), 0x00));
 }
 
 /* x·y before reduction: the 255-bit carry-less product of the two big-endian
@@ -120,7 +114,7 @@ __attribute__((always_inline)) inline ulong2 ghash_clmul64(ulong a, ulong b)
  * bit order is reflected: the coefficient of z^k sits at bit 127 - k of a factor
  * and so at bit 254 - k of this product. Products add (XOR) before reducing, so
  * a run of blocks pays for one reduction. */
-__attribute__((always_inline)) inline ulong4 ghash_clmul_wide(ulong2 x, ulong2 y)
+AES_X86_INLINE ulong4 ghash_clmul_wide(ulong2 x, ulong2 y)
 {
     const ulong2 low = ghash_clmul64(x.s1, y.s1);
     const ulong2 high = ghash_clmul64(x.s0, y.s0);
@@ -133,7 +127,7 @@ __attribute__((always_inline)) inline ulong4 ghash_clmul_wide(ulong2 x, ulong2 y
  * z^128 + z^7 + z^2 + z + 1 by shifts (Gueron and Kounavis, "Intel Carry-Less
  * Multiplication Instruction and its Usage for Computing the GCM Mode", 2010,
  * the reduction of their Algorithm 5). x3 is the most significant word. */
-__attribute__((always_inline)) inline ulong2 ghash_reduce(ulong4 p)
+AES_X86_INLINE ulong2 ghash_reduce(ulong4 p)
 {
     const ulong x3 = (p.s0 << 1) | (p.s1 >> 63);
     const ulong x2 = (p.s1 << 1) | (p.s2 >> 63);
@@ -146,7 +140,7 @@ __attribute__((always_inline)) inline ulong2 ghash_reduce(ulong4 p)
     return (ulong2)(x3 ^ h1, x2 ^ h0);
 }
 
-inline ulong2 ghash_multiply_carryless(ulong2 x, ulong2 y)
+AES_X86_INLINE ulong2 ghash_multiply_carryless(ulong2 x, ulong2 y)
 {
     return ghash_reduce(ghash_clmul_wide(x, y));
 }

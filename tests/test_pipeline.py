@@ -229,3 +229,34 @@ def test_inputs_larger_than_the_devices_largest_allocation_stream_through_it(dev
         pieces = [piece for _, _, piece in chunks._runs(0, [(0, 300)], None, opening)]
         assert len(pieces) > 1
         assert max(max(p.in_bytes, p.out_bytes) for p in pieces) <= 1 << 20
+
+
+def test_a_cpu_device_uses_the_callers_arrays_in_place(device):
+    """CPU devices compute in host memory: aligned arrays go to the kernels with no
+    staging copy either way; elsewhere, or misaligned, they are staged."""
+    aligned = np.zeros(4096 + 64, np.uint8)
+    offset = (-aligned.__array_interface__["data"][0]) % 16
+    source, target = aligned[offset:][:4096], np.empty(4096, np.uint8)
+    piece = Piece.through(device, source, target, lambda *_: None)
+    in_place = device.type == "cpu"
+    assert _pipeline.shares_host_memory(device) is in_place
+    assert (piece.use_in is source, piece.use_out is target) == (in_place, in_place)
+    assert (piece.load is None, piece.store is None) == (in_place, in_place)
+    misaligned = Piece.through(device, aligned[offset + 1 :][:4096], target, lambda *_: None)
+    assert misaligned.use_in is None and misaligned.load is not None
+    # A launch that works in place in its input never gets the caller's array.
+    written = Piece.through(device, source, target, lambda *_: None, writes_input=True)
+    assert written.use_in is None and written.load is not None
+
+
+@pytest.mark.parametrize("shift", [0, 1, 16])
+def test_in_place_output_matches_and_leaves_the_input_alone(device, shift):
+    raw = np.frombuffer(os.urandom((1 << 20) + 64), np.uint8)
+    data = raw[shift:][: (1 << 20) + 5]
+    before = data.copy()
+    key, nonce = os.urandom(16), os.urandom(8)
+    ours = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=device).encrypt(data)
+    assert ours == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data.tobytes())
+    sealed = aescl.chunked.encrypt_raw(bytes(32), bytes(12), data, device=device)
+    assert sealed == aescl.chunked.encrypt_raw(bytes(32), bytes(12), data, device="host")
+    assert np.array_equal(data, before)
