@@ -204,7 +204,11 @@ AES_CPU_TARGET __kernel void gcm_tags(__global const ulong2 *partials, const uin
     AES_ENCRYPT_SETUP(key_material);
     for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {
         const ulong2 length_block = (ulong2)(0ul, 8ul * message_bytes[m]);
+#if GHASH_CARRYLESS && AES_X86_AESNI
+        const ulong2 hash = ghash_multiply_carryless(partials[m] ^ length_block, h_tables[8]);
+#else
         const ulong2 hash = ghash_multiply_global(partials[m] ^ length_block, h_tables);
+#endif
         tags[m] = ghash_store(hash) ^ aes_store(aes_encrypt_block(aes_load(j0s[m]), rk, te));
     }
 }
