@@ -350,47 +350,37 @@ inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
  * blocks are independent, so their instructions overlap in the pipeline. Always
  * inlined: PoCL otherwise may keep a call that passes the states through memory
  * and stores each one after every round. */
+#define AES_X86_RUN(s, rk, round, last_round)                              \
+    do {                                                                    \
+        uint4 k[AES_ROUNDS + 1];                                            \
+        AES_UNROLL                                                          \
+        for (int r = 0; r <= AES_ROUNDS; ++r)                               \
+            k[r] = vload4(r, rk);                                           \
+        AES_UNROLL                                                          \
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)                       \
+            (s)[j] ^= k[0];                                                 \
+        AES_UNROLL                                                          \
+        for (int r = 1; r < AES_ROUNDS; ++r) {                              \
+            AES_UNROLL                                                      \
+            for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)                   \
+                (s)[j] = round((s)[j], k[r]);                               \
+        }                                                                   \
+        AES_UNROLL                                                          \
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)                       \
+            (s)[j] = last_round((s)[j], k[AES_ROUNDS]);                     \
+    } while (0)
+
 AES_X86_INLINE void aes_encrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
-                               AES_TABLE_SPACE const uint *te)
+                                       AES_TABLE_SPACE const uint *te)
 {
-    uint4 k[AES_ROUNDS + 1];
-    AES_UNROLL
-    for (int r = 0; r <= AES_ROUNDS; ++r)
-        k[r] = vload4(r, rk);
-    AES_UNROLL
-    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-        s[j] ^= k[0];
-    AES_UNROLL
-    for (int r = 1; r < AES_ROUNDS; ++r) {
-        AES_UNROLL
-        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-            s[j] = aes_x86_encrypt_round(s[j], k[r]);
-    }
-    AES_UNROLL
-    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-        s[j] = aes_x86_encrypt_last_round(s[j], k[AES_ROUNDS]);
+    AES_X86_RUN(s, rk, aes_x86_encrypt_round, aes_x86_encrypt_last_round);
 }
 
 AES_X86_INLINE void aes_decrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
-                               AES_TABLE_SPACE const uint *td,
-                               AES_TABLE_SPACE const uchar *inv_sbox)
+                                       AES_TABLE_SPACE const uint *td,
+                                       AES_TABLE_SPACE const uchar *inv_sbox)
 {
-    uint4 k[AES_ROUNDS + 1];
-    AES_UNROLL
-    for (int r = 0; r <= AES_ROUNDS; ++r)
-        k[r] = vload4(r, rk);
-    AES_UNROLL
-    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-        s[j] ^= k[0];
-    AES_UNROLL
-    for (int r = 1; r < AES_ROUNDS; ++r) {
-        AES_UNROLL
-        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-            s[j] = aes_x86_decrypt_round(s[j], k[r]);
-    }
-    AES_UNROLL
-    for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-        s[j] = aes_x86_decrypt_last_round(s[j], k[AES_ROUNDS]);
+    AES_X86_RUN(s, rk, aes_x86_decrypt_round, aes_x86_decrypt_last_round);
 }
 #else
 /* Table rounds have no long-latency instruction to hide: one block after another. */
