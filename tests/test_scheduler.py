@@ -53,13 +53,22 @@ def test_every_engine_takes_part_and_the_bytes_match(opencl_cpu, fission, layout
             monkeypatch.setattr(engine_for(device), "piece_bytes", 1 << 18)
     data = np.frombuffer(os.urandom((6 << 20) + 16 * 33 + 5), np.uint8)
     key, iv = os.urandom(32), os.urandom(16)
-    ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device=devices)
-    assert ours.encrypt(data) == AES.new(key, AES.MODE_CTR, nonce=b"",
-                                          initial_value=iv).encrypt(data.tobytes())
-    shares = scheduler.team(devices).shares
-    assert [s.device.id for s in shares] == [d.id for d in devices]
-    assert all(s.units > 0 and not s.failed for s in shares), shares
-    assert sum(s.units for s in shares) == data.nbytes // 16
+    expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data.tobytes())
+    # Work stealing has no fixed split: an engine whose thread starts late on a busy
+    # machine may find the job gone. Every run must be right; within a few runs each
+    # engine must have taken part.
+    took_part: set[str] = set()
+    for _ in range(5):
+        ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device=devices)
+        assert ours.encrypt(data) == expected
+        shares = scheduler.team(devices).shares
+        assert [s.device.id for s in shares] == [d.id for d in devices]
+        assert not any(s.failed for s in shares), shares
+        assert sum(s.units for s in shares) == data.nbytes // 16
+        took_part |= {s.device.id for s in shares if s.units > 0}
+        if len(took_part) == len(devices):
+            break
+    assert took_part == {d.id for d in devices}
 
     whole = data[: data.nbytes // 16 * 16]
     ecb = aescl.new(key, aescl.MODE_ECB, device=devices)
