@@ -128,6 +128,7 @@ class _Member:
     rate: float  # bytes per second, the current estimate
     taken: list[tuple[int, int]] = field(default_factory=list)
     share: Share | None = None
+    first: tuple[int, int] | None = None  # claimed before any engine started
 
 
 class _Job:
@@ -184,10 +185,13 @@ class _Claims:
     def __length_hint__(self) -> int:
         """1 while the job may still hand out a range (the host engine's threads ask)."""
         job = self._job
-        return int(not job.stopped and (job.cursor < job.units or bool(job.redo)))
+        return int(self._member.first is not None
+                   or not job.stopped and (job.cursor < job.units or bool(job.redo)))
 
     def __next__(self) -> tuple[int, int]:
-        claimed = self._job.take(self._member)
+        claimed, self._member.first = self._member.first, None
+        if claimed is None:
+            claimed = self._job.take(self._member)
         if claimed is None:
             raise StopIteration
         return claimed
@@ -268,7 +272,6 @@ class Team:
         def run(member: _Member) -> None:
             share = member.share = member.share or Share(member.engine.device)
             begun = time.perf_counter()
-            member.taken.clear()
             try:
                 work(member.engine, _Claims(job, member))
             except AuthenticationError as exc:
@@ -287,6 +290,11 @@ class Team:
             with job.lock:
                 share.units += sum(hi - lo for lo, hi in member.taken)
 
+        # Every engine's first range is claimed before any starts: otherwise the engine
+        # on the caller's thread, which starts last, could find a small job gone to an
+        # engine whose pipeline claims several pieces ahead at once.
+        for member in members:
+            member.first = job.take(member)
         threads = [threading.Thread(target=run, args=(m,), name=f"aescl-{m.engine.device.id}")
                    for m in members[1:]]
         for thread in threads:
