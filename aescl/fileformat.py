@@ -116,6 +116,66 @@ class Header:
         )
 
 
+@dataclass(frozen=True, repr=False)
+class PayloadKey:
+    """A file's encoded header and the chunked payload's 32-byte key under it.
+
+    One passphrase gives one scrypt run for a whole set of files: they share the
+    header, and every file still gets its own chunk key and nonces from its own
+    random 24-byte payload salt. ``repr`` never shows the key.
+    """
+
+    header: bytes
+    key: bytes
+
+    def __repr__(self) -> str:
+        return f"PayloadKey(header={self.header.hex()}, key=<hidden>)"
+
+    @classmethod
+    def new(cls, key: bytes | None = None, passphrase: bytes | None = None,
+            work_factor: int = DEFAULT_WORK_FACTOR) -> PayloadKey:
+        """For encrypting: from a key file's key, or a passphrase through scrypt."""
+        if (key is None) == (passphrase is None):
+            raise ValueError("give exactly one of key and passphrase")
+        header = Header.new(KEY_FILE if key is not None else PASSPHRASE, work_factor)
+        return cls(header.encode(), header.payload_key(key, lambda: passphrase or b""))
+
+    @classmethod
+    def read(cls, source: BinaryIO, key: bytes | None,
+             passphrase: Callable[[], bytes] | None) -> PayloadKey:
+        """For decrypting: parse the header at ``source``'s position (which is left just
+        after it) and derive its payload key; ``passphrase`` is called only if needed."""
+        header = Header.read(source)
+        return cls(header.encode(), header.payload_key(key, passphrase))
+
+
+class KeyRing:
+    """Payload keys for decrypting many files with one key or one passphrase: the
+    passphrase is asked for at most once, and scrypt runs once per distinct header
+    (files encrypted together share theirs)."""
+
+    def __init__(self, key: bytes | None, passphrase: Callable[[], bytes] | None) -> None:
+        self._key = key
+        self._passphrase = passphrase
+        self._text: bytes | None = None
+        self._keys: dict[bytes, bytes] = {}
+
+    def _ask(self) -> bytes:
+        if self._text is None:
+            assert self._passphrase is not None
+            self._text = self._passphrase()
+        return self._text
+
+    def read(self, source: BinaryIO) -> PayloadKey:
+        """Parse the header at ``source``'s position (left just after it); its payload key."""
+        header = Header.read(source)
+        encoded = header.encode()
+        if encoded not in self._keys:
+            self._keys[encoded] = header.payload_key(
+                self._key, self._ask if self._passphrase is not None else None)
+        return PayloadKey(encoded, self._keys[encoded])
+
+
 def encrypt_stream(
     source: BinaryIO, sink: BinaryIO, *, key: bytes | None = None,
     passphrase: bytes | None = None, work_factor: int = DEFAULT_WORK_FACTOR,
@@ -123,13 +183,18 @@ def encrypt_stream(
     progress: ProgressCallback | None = None,
 ) -> None:
     """Encrypt everything ``source`` yields into ``sink``, with a key or a passphrase."""
-    if (key is None) == (passphrase is None):
-        raise ValueError("give exactly one of key and passphrase")
-    header = Header.new(KEY_FILE if key is not None else PASSPHRASE, work_factor)
-    encoded = header.encode()
-    payload_key = header.payload_key(key, lambda: passphrase or b"")
-    sink.write(encoded)
-    with chunked.Writer(sink, payload_key, encoded, device=device,
+    encrypt_payload(source, sink, PayloadKey.new(key, passphrase, work_factor), device=device,
+                    batch_chunks=batch_chunks, progress=progress)
+
+
+def encrypt_payload(
+    source: BinaryIO, sink: BinaryIO, payload: PayloadKey, *, device: DevicesSpec = None,
+    batch_chunks: int = chunked.DEFAULT_BATCH_CHUNKS, progress: ProgressCallback | None = None,
+) -> None:
+    """Encrypt everything ``source`` yields into ``sink`` under a prepared header and key,
+    with a fresh random payload salt."""
+    sink.write(payload.header)
+    with chunked.Writer(sink, payload.key, payload.header, device=device,
                         batch_chunks=batch_chunks) as writer:
         length = remaining_file_bytes(source)
         if length is not None:  # a regular file: straight through the device's pipeline
@@ -160,9 +225,18 @@ def decrypt_stream(
 
     ``passphrase`` is called only if the header says the file needs one.
     """
-    header = Header.read(source)
-    payload_key = header.payload_key(key, passphrase)
-    reader = chunked.Reader(source, payload_key, header.encode(), device=device,
+    payload = PayloadKey.read(source, key, passphrase)
+    decrypt_payload(source, sink, payload, device=device, batch_chunks=batch_chunks,
+                    progress=progress)
+
+
+def decrypt_payload(
+    source: BinaryIO, sink: BinaryIO, payload: PayloadKey, *, device: DevicesSpec = None,
+    batch_chunks: int = chunked.DEFAULT_BATCH_CHUNKS, progress: ProgressCallback | None = None,
+) -> None:
+    """Decrypt the payload that follows ``payload.header`` (``source`` is positioned just
+    after the header) into ``sink``, writing only authenticated chunks."""
+    reader = chunked.Reader(source, payload.key, payload.header, device=device,
                             batch_chunks=batch_chunks)
     length = remaining_file_bytes(source)
     if length is not None:  # a regular file: straight through the device's pipeline

@@ -1,0 +1,100 @@
+"""Encrypt and decrypt files on a Dask cluster: ``pip install 'aescl[dask]'``.
+
+    >>> from distributed import Client
+    >>> from aescl import distributed
+    >>> client = Client("tcp://scheduler:8786")
+    >>> distributed.encrypt_files(client, ["a.csv", "b.csv"], key=key)   # a.csv.aescl, ...
+    >>> distributed.decrypt_files(client, ["big.bin.aescl"], key=key)    # split in ranges
+
+Each file is one task, and a local (or shared POSIX) file larger than
+``range_bytes`` is split into ranges of whole 16 KiB chunks that workers seal
+or open independently; the output is byte-identical to what one process writes
+for the same key and payload salt. The job is planned here (:mod:`aescl.filejobs`):
+outputs are checked, keys derived once (one scrypt per passphrase), and every
+output created under a hidden part name. Workers run the tasks on their own
+machine's devices, chosen by the usual specs (``device=``, else each worker's
+``$AESCL_DEVICE``, else its measured default); ``resources={"GPU": 1}`` sends
+tasks only to workers started with ``dask worker --resources GPU=1``.
+
+Every path must mean the same file to this process and to every worker: a
+shared file system, or a URL fsspec knows (``s3://``, ...). Outputs appear only
+when every task of the job succeeded. A worker that dies mid-task is restarted
+by its nanny and the task runs again from the start of its file or range, with
+the same result. A wrong key, a modified or truncated file, or any other error
+fails the whole job with that error, and no output appears.
+
+The payload key (never the passphrase) travels to the workers inside the tasks.
+Connect to the scheduler over TLS (``tls://``, with Dask's security settings)
+wherever the network between client, scheduler and workers is not trusted.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from distributed import Client, as_completed
+
+from .fileformat import DEFAULT_WORK_FACTOR, KeyRing, PayloadKey
+from .filejobs import DEFAULT_RANGE_BYTES, Devices, Plan, Task, plan_decrypt, plan_encrypt
+
+__all__ = ["DEFAULT_RANGE_BYTES", "decrypt_files", "encrypt_files", "run"]
+
+Progress = Callable[[int], None]
+
+
+def encrypt_files(
+    client: Client, inputs: Sequence[str], outputs: Sequence[str] | None = None, *,
+    key: bytes | None = None, passphrase: bytes | None = None,
+    work_factor: int = DEFAULT_WORK_FACTOR, device: Devices = None,
+    resources: dict[str, float] | None = None, range_bytes: int | None = DEFAULT_RANGE_BYTES,
+    force: bool = False, progress: Progress | None = None, salt: bytes | None = None,
+) -> list[str]:
+    """Encrypt every input (default outputs: ``INPUT.aescl``) on the cluster; returns
+    the outputs. ``salt`` fixes split files' payload salt, for tests only."""
+    payload = PayloadKey.new(key, passphrase, work_factor)
+    plan = plan_encrypt(inputs, payload, outputs, device=device, range_bytes=range_bytes,
+                        replace=force, salt=salt)
+    return run(client, plan, resources, progress)
+
+
+def decrypt_files(
+    client: Client, inputs: Sequence[str], outputs: Sequence[str] | None = None, *,
+    key: bytes | None = None, passphrase: Callable[[], bytes] | None = None,
+    device: Devices = None, resources: dict[str, float] | None = None,
+    range_bytes: int | None = DEFAULT_RANGE_BYTES, force: bool = False,
+    progress: Progress | None = None,
+) -> list[str]:
+    """Decrypt every input (default outputs: INPUT without ``.aescl``) on the cluster;
+    ``passphrase`` is called at most once, and only if a file needs it."""
+    plan = plan_decrypt(inputs, KeyRing(key, passphrase), outputs, device=device,
+                        range_bytes=range_bytes, replace=force)
+    return run(client, plan, resources, progress)
+
+
+def _run_task(task: Task) -> int:
+    return task()
+
+
+def run(client: Client, plan: Plan, resources: dict[str, float] | None = None,
+        progress: Progress | None = None) -> list[str]:
+    """Run a planned job's tasks on the cluster, then publish its outputs; on any
+    failure cancel what is left, remove every part and raise the task's error."""
+    job = secrets.token_hex(6)
+    # Named keys: Dask would otherwise hash the arguments, keys included, into the name.
+    futures: list[Any] = [
+        client.submit(_run_task, task, key=f"aescl-{job}-{index}", resources=resources,
+                      pure=False)
+        for index, task in enumerate(plan.tasks)
+    ]
+    try:
+        for future in as_completed(futures):
+            done = future.result()
+            if progress:
+                progress(done)
+        return plan.publish()
+    except BaseException:
+        client.cancel(futures)
+        plan.discard()
+        raise
