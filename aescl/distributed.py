@@ -34,12 +34,12 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from distributed import Client, as_completed
+from distributed import Client, KilledWorker, as_completed
 
 from .fileformat import DEFAULT_WORK_FACTOR, KeyRing, PayloadKey
 from .filejobs import DEFAULT_RANGE_BYTES, Devices, Plan, Task, plan_decrypt, plan_encrypt
 
-__all__ = ["DEFAULT_RANGE_BYTES", "decrypt_files", "encrypt_files", "run"]
+__all__ = ["DEFAULT_RANGE_BYTES", "Client", "KilledWorker", "decrypt_files", "encrypt_files", "run"]
 
 Progress = Callable[[int], None]
 

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 import aescl
-from aescl import benchreport, chunked, fileformat, raw
+from aescl import benchreport, chunked, fileformat, filejobs, raw
 from aescl.devices import NO_PLATFORM_HINT, icd_report
 from aescl.devices import matches as device_matches
 
@@ -172,14 +172,14 @@ class _JobFailed(click.ClickException):
 
 
 class _Progress:
-    """A progress bar on stderr, shown only for a file input when stderr is a terminal.
+    """A progress bar on stderr over ``size`` input bytes (file inputs), shown only when
+    stderr is a terminal.
 
     It appears on the first update, so that a passphrase prompt comes first.
     """
 
-    def __init__(self, input_path: str, quiet: bool) -> None:
-        is_file = input_path != STDIO and os.path.isfile(input_path)
-        self._size = os.path.getsize(input_path) if is_file else 0
+    def __init__(self, size: int, quiet: bool) -> None:
+        self._size = size
         self._enabled = (bool(self._size) and not quiet and sys.stderr is not None
                          and sys.stderr.isatty())
         self._bar: Any = None
@@ -242,12 +242,11 @@ def _payload_options(command):
 def _crypt_command(decrypt: bool):
     verb = "decrypt" if decrypt else "encrypt"
 
-    @click.argument("input_path", metavar="[INPUT]", default=STDIO,
-                    type=click.Path(dir_okay=False, allow_dash=True, exists=True))
+    @click.argument("input_paths", metavar="[INPUT]...", nargs=-1, callback=_existing_inputs)
     @click.option("-o", "--output", "output_path", metavar="OUTPUT",
-                  help="Output file, or - for standard output. Default: INPUT.aescl when "
-                       "encrypting, INPUT without .aescl when decrypting; standard output "
-                       "when reading standard input.")
+                  help="Output file, or - for standard output (one INPUT only). Default: "
+                       "INPUT.aescl when encrypting, INPUT without .aescl when decrypting; "
+                       "standard output when reading standard input.")
     @_payload_options
     @click.option("--raw", "raw_mode", is_flag=True,
                   help="Headerless output byte-compatible with `openssl enc`. UNAUTHENTICATED: "
@@ -264,14 +263,37 @@ def _crypt_command(decrypt: bool):
                   help="Device spec (gpu, cpu, nvidia, 0:1, host, ...); repeat it, or say all "
                        "(every GPU and the host engine), to split the job over several "
                        "devices. Default: $AESCL_DEVICE, else chosen per job: the host "
-                       "engine for small inputs, else the device measured fastest.")
+                       "engine for small inputs, else the device measured fastest. With "
+                       "--scheduler each worker resolves it on its own machine.")
+    @click.option("--scheduler", "scheduler_address", metavar="ADDRESS",
+                  help="Run on a Dask cluster (tcp://host:8786; needs aescl[dask]): a task "
+                       "per file, large files split into ranges of whole chunks. Every path "
+                       "must mean the same file on every worker (a shared file system, or an "
+                       "fsspec URL).")
+    @click.option("--resources", "worker_resources", metavar="NAME=N", multiple=True,
+                  help="With --scheduler: run only on workers that have these Dask worker "
+                       "resources (dask worker --resources GPU=1), e.g. GPU=1.")
     @click.option("--key-schedule", type=click.Choice(["host", "device"]), default="host",
                   show_default=True, help="Expand round keys on the host or on the device.")
-    @click.option("-f", "--force", is_flag=True, help="Replace an existing output file.")
+    @click.option("-f", "--force", is_flag=True, help="Replace existing output files.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-    def command(input_path, output_path, key_file, use_passphrase, passphrase_file,
-                batch_chunks, raw_mode, mode, key_hex, iv_hex, no_pad, device, key_schedule,
-                force, quiet, work_factor=fileformat.DEFAULT_WORK_FACTOR):
+    def command(input_paths, output_path, key_file, use_passphrase, passphrase_file,
+                batch_chunks, raw_mode, mode, key_hex, iv_hex, no_pad, device,
+                scheduler_address, worker_resources, key_schedule, force, quiet,
+                work_factor=fileformat.DEFAULT_WORK_FACTOR):
+        inputs = list(input_paths) or [STDIO]
+        several = len(inputs) > 1 or scheduler_address is not None
+        if several:
+            if raw_mode:
+                raise Refusal("--raw takes one INPUT and runs in this process")
+            if STDIO in inputs:
+                raise Refusal("standard input (-) can only be the one INPUT, without "
+                              "--scheduler")
+            if output_path is not None and len(inputs) > 1:
+                raise Refusal("-o names one output; with several inputs each output is "
+                              "named after its INPUT")
+        elif worker_resources:
+            raise Refusal("--resources only applies with --scheduler")
         if raw_mode:
             if key_file or use_passphrase or passphrase_file:
                 raise Refusal("--raw takes --key HEX; --key-file and passphrases are for the "
@@ -280,39 +302,26 @@ def _crypt_command(decrypt: bool):
         else:
             if mode or key_hex or iv_hex or no_pad:
                 raise Refusal("--mode, --key, --iv and --no-pad only apply with --raw")
-            job = _format_job(decrypt, key_file, use_passphrase, passphrase_file, work_factor,
-                              batch_chunks)
-        output_path = output_path or default_output(input_path, decrypt)
-        check_output(input_path, output_path, force)
-        progress = _Progress(input_path, quiet)
-        try:
-            with open_input(input_path) as source, atomic_output(output_path, force) as sink:
-                reserve = None
-                if output_path != STDIO:
-                    bound = (raw if raw_mode else fileformat).output_size_bound
-                    reserve = bound(source, decrypt)
-                with reserving(sink, reserve):  # while the device is found and set up
-                    job(source, sink, _chosen_device(device), progress.update)
-            progress.close()
-        except aescl.WrongKeyError:
-            raise _JobFailed("wrong key or passphrase", EXIT_REJECTED) from None
-        except aescl.KeySourceError as exc:
-            raise _JobFailed(str(exc), EXIT_USAGE) from None
-        except aescl.TruncatedError as exc:  # encrypting: the input changed, not bad data
-            raise _JobFailed(str(exc), EXIT_REJECTED if decrypt else EXIT_FAILED) from None
-        except (aescl.AuthenticationError, aescl.FormatError, aescl.PaddingError) as exc:
-            raise _JobFailed(str(exc), EXIT_REJECTED) from None
-        except KeyboardInterrupt:
-            click.echo("aescl: interrupted; no output written", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-        except BrokenPipeError:
-            if output_path != STDIO:
-                raise _JobFailed(f"broken pipe writing {output_path}", EXIT_FAILED) from None
-            sys.exit(EXIT_BROKEN_PIPE)
-        except OSError as exc:
-            raise _JobFailed(describe_os_error(exc, output_path), EXIT_FAILED) from None
-        except (ValueError, aescl.AesclError) as exc:
-            raise _JobFailed(str(exc).splitlines()[0], EXIT_FAILED) from None
+            keys = _FormatKeys(decrypt, key_file, use_passphrase, passphrase_file, work_factor)
+            job = keys.stream_job(batch_chunks)
+        if not several:
+            _crypt_one(decrypt, raw_mode, job, inputs[0], output_path, device, force, quiet)
+            return
+        outputs = [output_path] if output_path else [default_output(i, decrypt) for i in inputs]
+        for source, output in zip(inputs, outputs, strict=True):
+            if _is_local(output):
+                check_output(source, output, force)
+        with _job_errors(decrypt, outputs[0] if len(outputs) == 1 else "the outputs"):
+            plan = keys.plan(inputs, outputs, device, force,
+                             in_process=scheduler_address is None)
+            progress = _Progress(plan.input_bytes, quiet)
+            try:
+                if scheduler_address is None:
+                    filejobs.run_here(plan, progress.update)
+                else:
+                    _run_on_cluster(scheduler_address, plan, worker_resources, progress.update)
+            finally:
+                progress.close()
 
     if not decrypt:
         command = click.option(
@@ -330,6 +339,94 @@ def _crypt_command(decrypt: bool):
         "`openssl enc -K ... -iv ...`. Raw output is NOT authenticated, and ECB leaks patterns."
     )
     return main.command(name=verb)(command)
+
+
+def _existing_inputs(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
+    """Local inputs must exist and be files; URLs are checked where they are read."""
+    for value in values:
+        if value == STDIO or not _is_local(value):
+            continue
+        path = value[len("file://"):] if value.startswith("file://") else value
+        if not os.path.exists(path):
+            raise click.BadParameter(f"{value} does not exist", ctx, param)
+        if os.path.isdir(path):
+            raise click.BadParameter(f"{value} is a directory", ctx, param)
+    return values
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+@contextlib.contextmanager
+def _job_errors(decrypt: bool, output_label: str):
+    """Every failure of a job as one line and its exit code (docs/cli.md)."""
+    try:
+        yield
+    except aescl.WrongKeyError:
+        raise _JobFailed("wrong key or passphrase", EXIT_REJECTED) from None
+    except aescl.KeySourceError as exc:
+        raise _JobFailed(str(exc), EXIT_USAGE) from None
+    except aescl.TruncatedError as exc:  # encrypting: the input changed, not bad data
+        raise _JobFailed(str(exc), EXIT_REJECTED if decrypt else EXIT_FAILED) from None
+    except (aescl.AuthenticationError, aescl.FormatError, aescl.PaddingError) as exc:
+        raise _JobFailed(str(exc), EXIT_REJECTED) from None
+    except KeyboardInterrupt:
+        click.echo("aescl: interrupted; no output written", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        if output_label != STDIO:
+            raise _JobFailed(f"broken pipe writing {output_label}", EXIT_FAILED) from None
+        sys.exit(EXIT_BROKEN_PIPE)
+    except FileExistsError as exc:  # an output appeared after the checks
+        raise _JobFailed(describe_os_error(exc, output_label), EXIT_FAILED) from None
+    except OSError as exc:
+        raise _JobFailed(describe_os_error(exc, output_label), EXIT_FAILED) from None
+    except (ValueError, aescl.AesclError) as exc:
+        raise _JobFailed(str(exc).splitlines()[0], EXIT_FAILED) from None
+
+
+def _crypt_one(decrypt, raw_mode, job, input_path, output_path, device, force, quiet) -> None:
+    """One input, streamed in this process: standard input and output allowed."""
+    output_path = output_path or default_output(input_path, decrypt)
+    check_output(input_path, output_path, force)
+    size = os.path.getsize(input_path) if input_path != STDIO and os.path.isfile(
+        input_path) else 0
+    progress = _Progress(size, quiet)
+    with _job_errors(decrypt, output_path):
+        with open_input(input_path) as source, atomic_output(output_path, force) as sink:
+            reserve = None
+            if output_path != STDIO:
+                bound = (raw if raw_mode else fileformat).output_size_bound
+                reserve = bound(source, decrypt)
+            with reserving(sink, reserve):  # while the device is found and set up
+                job(source, sink, _chosen_device(device), progress.update)
+        progress.close()
+
+
+def _run_on_cluster(address: str, plan, worker_resources: tuple[str, ...], progress) -> None:
+    try:
+        from aescl import distributed as on_dask
+    except ImportError:
+        raise Refusal("--scheduler needs Dask: pip install 'aescl[dask]'") from None
+    resources = {}
+    for item in worker_resources:
+        name, _, amount = item.partition("=")
+        try:
+            resources[name.strip()] = float(amount)
+        except ValueError:
+            raise Refusal(f"--resources takes NAME=N, not {item!r}") from None
+    try:
+        client = on_dask.Client(address)  # waits distributed.comm.timeouts.connect
+    except (OSError, TimeoutError) as exc:
+        plan.discard()
+        raise _JobFailed(f"cannot reach the Dask scheduler at {address}: {exc}",
+                         EXIT_FAILED) from None
+    with client:
+        try:
+            on_dask.run(client, plan, resources or None, progress)
+        except on_dask.KilledWorker as exc:
+            raise _JobFailed(f"a task killed its worker too often: {exc}", EXIT_FAILED) from None
 
 
 def _chosen_device(specs: tuple[str, ...]) -> list[aescl.Device] | None:
@@ -362,37 +459,63 @@ def _raw_job(decrypt, mode, key_hex, iv_hex, no_pad, key_schedule):
     return job
 
 
-def _format_job(decrypt, key_file, use_passphrase, passphrase_file, work_factor, batch_chunks):
-    if key_file and (use_passphrase or passphrase_file):
-        raise Refusal("choose one key: --key-file, or a passphrase")
-    key = None
-    if key_file:
-        try:
-            key = fileformat.read_key_file(key_file)
-        except OSError as exc:
-            raise Refusal(f"cannot read the key file: {exc.strerror}") from None
-        except aescl.FormatError as exc:
-            raise Refusal(str(exc)) from None
-    if decrypt:
-        def job(source, sink, device, progress):
-            fileformat.decrypt_stream(
-                source, sink, key=key, device=device, batch_chunks=batch_chunks,
-                passphrase=None if key else lambda: _read_passphrase(passphrase_file, False),
-                progress=progress,
-            )
-        return job
-    passphrase = None
-    if key is None:
-        if not (use_passphrase or passphrase_file or "AESCL_PASSPHRASE" in os.environ):
-            raise Refusal("choose a key: --passphrase, --passphrase-file FILE or --key-file FILE "
-                          "(aescl keygen -o FILE makes one)")
-        passphrase = _read_passphrase(passphrase_file, confirm=True)
+class _FormatKeys:
+    """The authenticated format's key for a command: read once (one prompt, one scrypt)
+    whether it encrypts one stream or a whole set of files."""
 
-    def job(source, sink, device, progress):
-        fileformat.encrypt_stream(source, sink, key=key, passphrase=passphrase,
-                                  work_factor=work_factor, device=device,
-                                  batch_chunks=batch_chunks, progress=progress)
-    return job
+    def __init__(self, decrypt, key_file, use_passphrase, passphrase_file, work_factor):
+        if key_file and (use_passphrase or passphrase_file):
+            raise Refusal("choose one key: --key-file, or a passphrase")
+        self._decrypt = decrypt
+        key = None
+        if key_file:
+            try:
+                key = fileformat.read_key_file(key_file)
+            except OSError as exc:
+                raise Refusal(f"cannot read the key file: {exc.strerror}") from None
+            except aescl.FormatError as exc:
+                raise Refusal(str(exc)) from None
+        if decrypt:
+            self.ring = fileformat.KeyRing(
+                key, None if key else lambda: _read_passphrase(passphrase_file, False))
+            return
+        passphrase = None
+        if key is None:
+            if not (use_passphrase or passphrase_file or "AESCL_PASSPHRASE" in os.environ):
+                raise Refusal("choose a key: --passphrase, --passphrase-file FILE or --key-file "
+                              "FILE (aescl keygen -o FILE makes one)")
+            passphrase = _read_passphrase(passphrase_file, confirm=True)
+        self._key, self._passphrase, self._work_factor = key, passphrase, work_factor
+        self._payload: fileformat.PayloadKey | None = None
+
+    def payload(self) -> fileformat.PayloadKey:
+        if self._payload is None:
+            self._payload = fileformat.PayloadKey.new(self._key, self._passphrase,
+                                                      self._work_factor)
+        return self._payload
+
+    def stream_job(self, batch_chunks):
+        def job(source, sink, device, progress):
+            if self._decrypt:
+                fileformat.decrypt_payload(source, sink, self.ring.read(source), device=device,
+                                           batch_chunks=batch_chunks, progress=progress)
+            else:
+                fileformat.encrypt_payload(source, sink, self.payload(), device=device,
+                                           batch_chunks=batch_chunks, progress=progress)
+        return job
+
+    def plan(self, inputs, outputs, device, force, in_process) -> filejobs.Plan:
+        """A job over files: in this process one task per file (each on every chosen
+        device); on a cluster, large local files split into ranges."""
+        specs = list(device) or None
+        if in_process:
+            _chosen_device(device)  # an unknown spec is refused here, before any work
+        range_bytes = None if in_process else filejobs.DEFAULT_RANGE_BYTES
+        if self._decrypt:
+            return filejobs.plan_decrypt(inputs, self.ring, outputs, device=specs,
+                                         range_bytes=range_bytes, replace=force)
+        return filejobs.plan_encrypt(inputs, self.payload(), outputs, device=specs,
+                                     range_bytes=range_bytes, replace=force)
 
 
 encrypt = _crypt_command(decrypt=False)

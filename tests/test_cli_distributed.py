@@ -1,0 +1,172 @@
+"""``aescl encrypt``/``decrypt`` with several inputs, in this process and on a Dask
+cluster started the usual way (``dask scheduler``, ``dask worker``), as real
+subprocesses on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_cli import run
+
+DASK = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
+
+
+def _files(directory: Path, sizes: list[int]) -> dict[Path, bytes]:
+    contents = {}
+    for index, size in enumerate(sizes):
+        path = directory / f"file{index}.bin"
+        contents[path] = os.urandom(size)
+        path.write_bytes(contents[path])
+    return contents
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(os.listdir(directory))
+
+
+def _key(directory: Path) -> str:
+    key = directory.parent / f"{directory.name}.key"
+    if not key.exists():
+        assert run("keygen", "-o", str(key)).returncode == 0
+    return str(key)
+
+
+def test_several_inputs_round_trip_in_this_process(tmp_path):
+    contents = _files(tmp_path, [0, 5000, 16384, 300000])
+    key = _key(tmp_path)
+    inputs = [str(path) for path in contents]
+    result = run("encrypt", "--key-file", key, *inputs)
+    assert result.returncode == 0, result.stderr
+    for path in contents:
+        path.unlink()
+    result = run("decrypt", "--key-file", key, *[name + ".aescl" for name in inputs])
+    assert result.returncode == 0, result.stderr
+    for path, data in contents.items():
+        assert path.read_bytes() == data
+
+
+def test_one_bad_file_among_several_fails_the_job_and_publishes_nothing(tmp_path):
+    contents = _files(tmp_path, [40000, 40000, 40000])
+    key = _key(tmp_path)
+    inputs = [str(path) for path in contents]
+    assert run("encrypt", "--key-file", key, *inputs).returncode == 0
+    for path in contents:
+        path.unlink()
+    sealed = bytearray(Path(inputs[1] + ".aescl").read_bytes())
+    sealed[-100] ^= 1
+    Path(inputs[1] + ".aescl").write_bytes(sealed)
+    before = _names(tmp_path)
+    result = run("decrypt", "--key-file", key, *[name + ".aescl" for name in inputs])
+    assert result.returncode == 3
+    assert result.stderr.count("\n") == 1 and "authentication" in result.stderr
+    assert _names(tmp_path) == before
+
+
+def test_several_inputs_refuse_an_existing_output_before_any_work(tmp_path):
+    contents = _files(tmp_path, [100, 200])
+    key = _key(tmp_path)
+    inputs = [str(path) for path in contents]
+    Path(inputs[1] + ".aescl").write_bytes(b"keep me")
+    result = run("encrypt", "--key-file", key, *inputs)
+    assert result.returncode == 2 and "exists" in result.stderr
+    assert Path(inputs[1] + ".aescl").read_bytes() == b"keep me"
+    assert not Path(inputs[0] + ".aescl").exists()
+
+
+@pytest.mark.parametrize("extra", [["-o", "out"], ["--raw", "--key", "00" * 16, "--iv", "00" * 16],
+                                   ["-"]])
+def test_several_inputs_refuse_what_needs_one(tmp_path, extra):
+    contents = _files(tmp_path, [100, 200])
+    result = run("encrypt", "--key-file", _key(tmp_path), *map(str, contents), *extra)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("aescl: ") and result.stderr.count("\n") == 1
+    assert _names(tmp_path) == ["file0.bin", "file1.bin"]
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A scheduler and two single-threaded workers, started the usual way."""
+    if DASK is None:
+        pytest.skip("the dask command is not installed (pip install 'aescl[dask]')")
+    directory = tmp_path_factory.mktemp("dask")
+    scheduler_file = directory / "scheduler.json"
+    logs = open(directory / "log", "wb")
+    processes = [subprocess.Popen(
+        [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+         "--scheduler-file", str(scheduler_file)], stdout=logs, stderr=logs)]
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        processes.append(subprocess.Popen(
+            [DASK, "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
+             "--nthreads", "1", "--no-dashboard"], stdout=logs, stderr=logs))
+        from distributed import Client
+
+        address = json.loads(scheduler_file.read_text())["address"]
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+        logs.close()
+
+
+def test_files_and_a_split_file_round_trip_on_a_running_cluster(scheduler, tmp_path):
+    contents = _files(tmp_path, [1000, 70000, (300 << 20) + 11])  # the last one is split
+    key = _key(tmp_path)
+    inputs = [str(path) for path in contents]
+    result = run("encrypt", "--scheduler", scheduler, "--key-file", key, *inputs)
+    assert result.returncode == 0, result.stderr
+    for path in contents:
+        path.unlink()
+    result = run("decrypt", "--scheduler", scheduler, "--key-file", key,
+                 *[name + ".aescl" for name in inputs])
+    assert result.returncode == 0, result.stderr
+    for path, data in contents.items():
+        assert path.read_bytes() == data
+    assert not [name for name in _names(tmp_path) if name.startswith(".")]
+
+
+def test_a_flipped_bit_on_the_cluster_fails_with_exit_3_and_leaves_nothing(scheduler, tmp_path):
+    contents = _files(tmp_path, [(260 << 20) + 3])
+    key = _key(tmp_path)
+    (source,) = contents
+    assert run("encrypt", "--scheduler", scheduler, "--key-file", key,
+               str(source)).returncode == 0
+    source.unlink()
+    sealed = Path(str(source) + ".aescl")
+    with open(sealed, "r+b") as handle:
+        handle.seek(200 << 20)
+        byte = handle.read(1)
+        handle.seek(200 << 20)
+        handle.write(bytes([byte[0] ^ 4]))
+    result = run("decrypt", "--scheduler", scheduler, "--key-file", key, str(sealed))
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.startswith("aescl: ") and result.stderr.count("\n") == 1
+    assert _names(tmp_path) == [sealed.name]
+
+
+def test_an_unreachable_scheduler_is_one_line_and_exit_1(tmp_path):
+    pytest.importorskip("distributed")
+    contents = _files(tmp_path, [100])
+    from test_cli import AESCL
+
+    result = subprocess.run(
+        [AESCL, "encrypt", "--scheduler", "tcp://127.0.0.1:9", "--key-file", _key(tmp_path),
+         *map(str, contents)], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})  # Dask's setting
+    assert result.returncode == 1
+    assert "cannot reach the Dask scheduler" in result.stderr and result.stderr.count("\n") == 1
+    assert _names(tmp_path) == ["file0.bin"]
