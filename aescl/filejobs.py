@@ -30,6 +30,7 @@ import contextlib
 import os
 import posixpath
 import secrets
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -46,6 +47,11 @@ SUFFIX = ".aescl"
 DEFAULT_RANGE_BYTES = 256 << 20
 
 Devices = str | list[str] | None  # specs, resolved by each worker on its own machine
+
+# One task at a time per process: a task already uses every chosen device, and an OpenCL
+# device's pipeline and kernels serve one job at a time. A Dask worker with several
+# threads ran two tasks on one GPU at once and wrote wrong chunks before this lock.
+_one_task_at_a_time = threading.Lock()
 
 
 class Location:
@@ -178,7 +184,8 @@ class WholeFile:
 
     def __call__(self) -> int:
         crypt = decrypt_payload if self.decrypt else encrypt_payload
-        with self.source.open_read() as source, self.part.open_existing(truncate=True) as sink:
+        with _one_task_at_a_time, self.source.open_read() as source, \
+                self.part.open_existing(truncate=True) as sink:
             if self.decrypt:
                 read_full(source, len(self.payload.header))  # checked by the client
             crypt(source, sink, self.payload, device=self.device, batch_chunks=DEFAULT_BATCH_CHUNKS)
@@ -217,7 +224,7 @@ class Range:
         in_size, crypt_file = ((chunkformat.SEALED_CHUNK_SIZE, cipher.open_file) if self.decrypt
                                else (chunkformat.CHUNK_SIZE, cipher.seal_file))
         crypt_final = cipher.open if self.decrypt else cipher.seal
-        with open(self.source.path, "rb") as source, \
+        with _one_task_at_a_time, open(self.source.path, "rb") as source, \
                 self.part.open_existing(truncate=False) as sink:
             if os.fstat(source.fileno()).st_size != self.source_size:
                 raise TruncatedError(f"{self.source.url} changed size while being read")

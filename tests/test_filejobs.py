@@ -195,3 +195,27 @@ def test_file_urls_and_fsspec_file_systems(tmp_path):
                                                                   "/aescl-test/a.aescl"]
     finally:
         memory.rm("/aescl-test", recursive=True)
+
+
+def test_tasks_on_several_threads_of_one_process_stay_correct(tmp_path):
+    """A Dask worker runs tasks on several threads; they share one OpenCL device, whose
+    pipeline serves one job at a time (four of eight files came out wrong before)."""
+    import aescl
+
+    if not any(d.is_opencl and d.type == "cpu" for d in aescl.devices()):
+        pytest.skip("no OpenCL CPU device here")
+    from concurrent.futures import ThreadPoolExecutor
+
+    contents = {tmp_path / f"f{i}": os.urandom((3 << 20) + i) for i in range(8)}
+    for path, data in contents.items():
+        path.write_bytes(data)
+    plan = filejobs.plan_encrypt(list(map(str, contents)), _payload(), device="cpu")
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda task: task(), plan.tasks))
+    plan.publish()
+    for path in contents:
+        path.unlink()
+    filejobs.run_here(filejobs.plan_decrypt([f"{path}.aescl" for path in contents],
+                                            fileformat.KeyRing(KEY, None), device="host"))
+    for path, data in contents.items():
+        assert path.read_bytes() == data
