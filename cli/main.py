@@ -282,7 +282,9 @@ def _crypt_command(decrypt: bool):
                 scheduler_address, worker_resources, key_schedule, force, quiet,
                 work_factor=fileformat.DEFAULT_WORK_FACTOR):
         inputs = list(input_paths) or [STDIO]
-        several = len(inputs) > 1 or scheduler_address is not None
+        # A URL (file://, s3://, ...) is read and written through the file jobs too.
+        several = (len(inputs) > 1 or scheduler_address is not None
+                   or any("://" in name for name in inputs))
         if several:
             if raw_mode:
                 raise Refusal("--raw takes one INPUT and runs in this process")
@@ -309,8 +311,8 @@ def _crypt_command(decrypt: bool):
             return
         outputs = [output_path] if output_path else [default_output(i, decrypt) for i in inputs]
         for source, output in zip(inputs, outputs, strict=True):
-            if _is_local(output):
-                check_output(source, output, force)
+            if _is_local(output) and _is_local(source):
+                check_output(_local_path(source), _local_path(output), force)
         with _job_errors(decrypt, outputs[0] if len(outputs) == 1 else "the outputs"):
             plan = keys.plan(inputs, outputs, device, force,
                              in_process=scheduler_address is None)
@@ -346,7 +348,7 @@ def _existing_inputs(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
     for value in values:
         if value == STDIO or not _is_local(value):
             continue
-        path = value[len("file://"):] if value.startswith("file://") else value
+        path = _local_path(value)
         if not os.path.exists(path):
             raise click.BadParameter(f"{value} does not exist", ctx, param)
         if os.path.isdir(path):
@@ -356,6 +358,10 @@ def _existing_inputs(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
 
 def _is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
+
+
+def _local_path(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
 
 
 @contextlib.contextmanager

@@ -170,3 +170,15 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_1(tmp_path):
     assert result.returncode == 1
     assert "cannot reach the Dask scheduler" in result.stderr and result.stderr.count("\n") == 1
     assert _names(tmp_path) == ["file0.bin"]
+
+
+def test_file_urls_are_inputs_like_paths(tmp_path):
+    contents = _files(tmp_path, [3000])
+    key = _key(tmp_path)
+    (path,) = contents
+    assert run("encrypt", "--key-file", key, f"file://{path}").returncode == 0
+    again = run("encrypt", "--key-file", key, f"file://{path}")
+    assert again.returncode == 2 and "exists" in again.stderr
+    path.unlink()
+    assert run("decrypt", "--key-file", key, f"file://{path}.aescl").returncode == 0
+    assert path.read_bytes() == contents[path]
