@@ -41,6 +41,13 @@ Promises of this API:
   chunked-encryption, AES-256-GCM): ``chunked.encrypt(key, message, context)``
   and ``chunked.decrypt``, streaming ``Writer``/``Reader``, ``decrypt_range``.
   Every message gets a fresh random salt, hence a fresh key and nonce.
+* Sets of files, and files split into ranges of whole chunks, are one job in
+  :mod:`aescl.filejobs` (outputs appear only when every file succeeded), run in
+  this process or on a Dask cluster by :mod:`aescl.distributed` (the ``dask``
+  extra; docs/distributed.md).
+* One OpenCL device serves one job at a time per process: its pipeline and
+  kernels are shared, so calls from several threads on the same device must not
+  overlap (file jobs take a lock for this).
 * Host data streams through the device in overlapped pieces (upload, kernels
   and download at once). ``aescl.pinned_empty(n, device)`` allocates
   page-locked memory: input and ``output=`` there skip the host staging copy.

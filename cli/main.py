@@ -384,8 +384,6 @@ def _job_errors(decrypt: bool, output_label: str):
         if output_label != STDIO:
             raise _JobFailed(f"broken pipe writing {output_label}", EXIT_FAILED) from None
         sys.exit(EXIT_BROKEN_PIPE)
-    except FileExistsError as exc:  # an output appeared after the checks
-        raise _JobFailed(describe_os_error(exc, output_label), EXIT_FAILED) from None
     except OSError as exc:
         raise _JobFailed(describe_os_error(exc, output_label), EXIT_FAILED) from None
     except (ValueError, aescl.AesclError) as exc:
