@@ -139,7 +139,7 @@ class Location:
             else:
                 os.link(self.path, target.path)  # FileExistsError if the name was taken
                 os.unlink(self.path)
-            _sync_directory(os.path.dirname(os.path.abspath(target.path)))
+            sync_directory(os.path.dirname(os.path.abspath(target.path)))
             return
         if not replace and target.exists():
             raise FileExistsError(f"{target.url} exists")
@@ -147,7 +147,8 @@ class Location:
         fs.mv(path, target._fs()[1])
 
 
-def _sync_directory(directory: str) -> None:
+def sync_directory(directory: str) -> None:
+    """fsync a directory, so that a name just given in it survives a crash (best effort)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
         try:

@@ -25,9 +25,8 @@ from typing import BinaryIO
 
 import click
 
-from aescl import _space
+from aescl import _space, filejobs
 
-SUFFIX = ".aescl"
 STDIO = "-"
 
 
@@ -42,12 +41,10 @@ def default_output(input_path: str, decrypt: bool) -> str:
     """``INPUT.aescl`` when encrypting; ``INPUT`` without ``.aescl`` when decrypting."""
     if input_path == STDIO:
         return STDIO
-    if not decrypt:
-        return input_path + SUFFIX
-    if input_path.endswith(SUFFIX) and len(input_path) > len(SUFFIX):
-        return input_path[: -len(SUFFIX)]
-    raise Refusal(f"cannot name the output for {input_path} (it does not end in {SUFFIX}); "
-                  "use -o")
+    try:
+        return filejobs.default_output(input_path, decrypt)
+    except ValueError as exc:
+        raise Refusal(f"{exc}; use -o") from None
 
 
 def check_output(input_path: str, output_path: str, force: bool) -> None:
@@ -218,12 +215,7 @@ def atomic_output(path: str, replace: bool = False) -> Iterator[BinaryIO]:
             with contextlib.suppress(OSError):
                 os.unlink(temp_name)
         raise
-    with contextlib.suppress(OSError):  # the new name itself survives a crash
-        directory = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+    filejobs.sync_directory(str(target.parent))  # the new name itself survives a crash
 
 
 def describe_os_error(exc: OSError, output_path: str) -> str:
