@@ -75,6 +75,7 @@ class LaunchConfig:
     byte_permute: bool = False  # NVIDIA's PRMT through inline PTX (AES_BYTE_PERMUTE)
     hardware_rounds: bool = False  # the CPU's AES instructions (AES_HARDWARE_ROUNDS)
     blocks_per_item: int = 1  # blocks in flight per work-item (AES_BLOCKS_PER_ITEM)
+    contiguous_runs: bool = False  # one span of blocks per work-item (AES_CONTIGUOUS_RUNS)
 
 
 def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None = None) -> int:
@@ -109,6 +110,8 @@ def default_config(device: Device) -> LaunchConfig:
     CPUs use their AES instructions where the host CPU has them
     (hardware_rounds_wanted, cpu_features): several GB/s per core against about
     0.2 for tables, with 8 blocks in flight per work-item to fill the pipeline.
+    On CPUs each work-item takes one contiguous span of blocks (aes_core.cl,
+    AES_CONTIGUOUS_RUNS), so that every thread streams through memory in order.
     """
     local_ok = device.local_mem_bytes >= _LOCAL_BYTES_NEEDED
     if device.type in ("simulator", "gpu"):
@@ -122,7 +125,8 @@ def default_config(device: Device) -> LaunchConfig:
     return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
                         hardware_rounds=hardware,
                         blocks_per_item=_blocks_per_item(_HARDWARE_BLOCKS_PER_ITEM if hardware
-                                                         else 1))
+                                                         else 1),
+                        contiguous_runs=True)
 
 
 # Blocks in flight per work-item on the AES instructions: AESENC's latency over its
@@ -184,6 +188,7 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DAES_HARDWARE_ROUNDS={int(config.hardware_rounds)}"
         f" -DGHASH_CARRYLESS={int(config.hardware_rounds and 'pclmulqdq' in cpu_features())}"
         f" -DAES_BLOCKS_PER_ITEM={config.blocks_per_item}"
+        f" -DAES_CONTIGUOUS_RUNS={int(config.contiguous_runs)}"
     )
 
 

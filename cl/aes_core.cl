@@ -52,6 +52,8 @@
  *                           two, so one block at a time leaves the AES unit
  *                           idle most of the time. 8 on CPUs with AES-NI; GPUs
  *                           hide latency with other warps and keep 1.
+ *   AES_CONTIGUOUS_RUNS     which blocks a work-item takes (default 0; see
+ *                           "Which blocks a work-item takes" below). 1 on CPUs.
  *
  * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
  * barrier whenever they write __local memory, so every work-item of the group
@@ -343,6 +345,47 @@ inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
 
 #ifndef AES_BLOCKS_PER_ITEM
 #define AES_BLOCKS_PER_ITEM 1
+#endif
+
+/* ---- Which blocks a work-item takes ------------------------------------------ *
+ * Every mode kernel walks its blocks in runs of W = AES_BLOCKS_PER_ITEM:
+ *     const ulong end = aes_runs_end(n);
+ *     for (ulong first = aes_first_run(n); first < end; first += aes_run_step())
+ * and drops blocks at or past n, so a run never needs a shorter form.
+ *
+ * AES_CONTIGUOUS_RUNS=0 (GPUs, the simulator): a grid-stride loop. Work-item g
+ * takes blocks gW .. gW+W-1, then the same G·W blocks further on (G = global
+ * size), so neighbouring work-items touch neighbouring blocks at the same time,
+ * which is what coalesces a GPU's memory accesses. Any global size works.
+ *
+ * AES_CONTIGUOUS_RUNS=1 (CPUs): work-item g takes one contiguous span of
+ * ceil(n / G) blocks, rounded up to whole runs. A CPU runtime runs the
+ * work-items of a group one after another on one thread, so under grid-stride
+ * each thread swept the whole buffer once per work-item, touching two cache lines
+ * in every 32 KiB: nearly every access missed the TLB and the prefetcher (PoCL 5.0
+ * on a Xeon: 1.0 GB/s per thread at 64 MiB against 4.2 in cache). A span is read
+ * front to back, as memory likes it on a CPU.
+ *
+ * Work-items past the end get an empty span; they have already passed the setup
+ * barrier, which comes before the loop. */
+#ifndef AES_CONTIGUOUS_RUNS
+#define AES_CONTIGUOUS_RUNS 0
+#endif
+
+#if AES_CONTIGUOUS_RUNS
+inline ulong aes_run_span(const ulong n)
+{
+    const ulong items = get_global_size(0);
+    const ulong runs = ((n + items - 1ul) / items + AES_BLOCKS_PER_ITEM - 1ul) / AES_BLOCKS_PER_ITEM;
+    return runs * AES_BLOCKS_PER_ITEM;
+}
+inline ulong aes_first_run(const ulong n) { return get_global_id(0) * aes_run_span(n); }
+inline ulong aes_runs_end(const ulong n) { return min(n, aes_first_run(n) + aes_run_span(n)); }
+inline ulong aes_run_step(void) { return AES_BLOCKS_PER_ITEM; }
+#else
+inline ulong aes_first_run(const ulong n) { return get_global_id(0) * AES_BLOCKS_PER_ITEM; }
+inline ulong aes_runs_end(const ulong n) { return n; }
+inline ulong aes_run_step(void) { return get_global_size(0) * AES_BLOCKS_PER_ITEM; }
 #endif
 
 #if AES_X86_AESNI

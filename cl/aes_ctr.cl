@@ -12,8 +12,7 @@
  * pycryptodome and OpenSSL do, while the nonce bytes never change. The host
  * guarantees that no launch passes the point where a counter would repeat.
  *
- * Mapping: grid-stride loop over runs of AES_BLOCKS_PER_ITEM blocks, as in
- * aes_ecb.cl.
+ * Mapping: runs of AES_BLOCKS_PER_ITEM blocks, as in aes_ecb.cl.
  * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
  */
 #include "aes_core.cl"
@@ -40,9 +39,8 @@ AES_CPU_TARGET __kernel void aes_ctr_xor(__global const uint4 *input, __global u
                           __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
-    const ulong stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
-    for (ulong first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
-         first += stride) {
+    const ulong end = aes_runs_end(block_count);
+    for (ulong first = aes_first_run(block_count); first < end; first += aes_run_step()) {
         /* Keystream past block_count is computed and dropped: cheaper than a
          * shorter run's branches, and never leaves the work-item. */
         uint4 s[AES_BLOCKS_PER_ITEM];

@@ -5,9 +5,9 @@
  * work-item). key_material: see AES_KEY_SCHEDULE_DEVICE in aes_core.cl; for
  * decryption in host mode it holds keyschedule.decryption_round_keys.
  *
- * Mapping: a grid-stride loop over runs of AES_BLOCKS_PER_ITEM blocks (W), so
- * work-item g handles blocks gW .. gW+W-1, then the same G·W blocks further on,
- * and so on (G = global size). Any global size works, and items past the end of
+ * Mapping: runs of AES_BLOCKS_PER_ITEM blocks, spread over the work-items as
+ * aes_core.cl's AES_CONTIGUOUS_RUNS says (grid-stride on GPUs, one contiguous
+ * span per work-item on CPUs). Any global size works, and items past the end of
  * the data still reach the setup barrier.
  *
  * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
@@ -36,9 +36,8 @@ AES_CPU_TARGET __kernel void aes_ecb_encrypt(__global const uint4 *input, __glob
                               const ulong block_count, __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
-    const ulong stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
-    for (ulong first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
-         first += stride) {
+    const ulong end = aes_runs_end(block_count);
+    for (ulong first = aes_first_run(block_count); first < end; first += aes_run_step()) {
         uint4 s[AES_BLOCKS_PER_ITEM];
         aes_ecb_load_run(input, first, block_count, s);
         aes_encrypt_blocks(s, rk, te);
@@ -50,9 +49,8 @@ AES_CPU_TARGET __kernel void aes_ecb_decrypt(__global const uint4 *input, __glob
                               const ulong block_count, __constant const uint *key_material)
 {
     AES_DECRYPT_SETUP(key_material);
-    const ulong stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
-    for (ulong first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
-         first += stride) {
+    const ulong end = aes_runs_end(block_count);
+    for (ulong first = aes_first_run(block_count); first < end; first += aes_run_step()) {
         uint4 s[AES_BLOCKS_PER_ITEM];
         aes_ecb_load_run(input, first, block_count, s);
         aes_decrypt_blocks(s, rk, td, inv_sbox);

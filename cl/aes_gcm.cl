@@ -43,17 +43,17 @@ inline uint4 gcm_keep_bytes(uint4 v, uint count)
  * first_step is 1 + the message's block offset for data (the first data block
  * uses J0 + 1); 0 yields E(J0) itself, which is how the host gets H = E(0^128) and
  * the tag mask. Bytes past the message end come out zero, so that GHASH over the
- * ciphertext sees the zero padding SP 800-38D prescribes. Grid-stride loop over
- * runs of AES_BLOCKS_PER_ITEM blocks, as in aes_ecb.cl. */
+ * ciphertext sees the zero padding SP 800-38D prescribes. Runs of
+ * AES_BLOCKS_PER_ITEM blocks, mapped as aes_core.cl's AES_CONTIGUOUS_RUNS says. */
 AES_CPU_TARGET __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
                           const uint message_blocks, const uint first_step,
                           __global const uint4 *j0s, __global const ulong *message_bytes,
                           __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
-    const uint stride = get_global_size(0) * AES_BLOCKS_PER_ITEM;
-    for (uint first = get_global_id(0) * AES_BLOCKS_PER_ITEM; first < block_count;
-         first += stride) {
+    const uint end = (uint)aes_runs_end(block_count);
+    for (uint first = (uint)aes_first_run(block_count); first < end;
+         first += (uint)aes_run_step()) {
         uint4 s[AES_BLOCKS_PER_ITEM];
         AES_UNROLL
         for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b) {

@@ -113,6 +113,9 @@ def test_launch_settings_follow_the_device_kind():
     # CPUs ask for their AES instructions (tests/test_core_variants.py); GPUs have none.
     assert cpu.hardware_rounds and not (gpu.hardware_rounds or sim.hardware_rounds)
     assert "-DAES_HARDWARE_ROUNDS=1" in kernels.aes_options(10, "host", cpu)
+    # CPUs stream one span of blocks per work-item; GPUs keep the coalescing grid-stride.
+    assert cpu.contiguous_runs and not (gpu.contiguous_runs or sim.contiguous_runs)
+    assert "-DAES_CONTIGUOUS_RUNS=1" in kernels.aes_options(10, "host", cpu)
 
 
 def test_the_hardware_rounds_request_can_be_turned_off(monkeypatch):

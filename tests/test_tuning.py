@@ -118,6 +118,32 @@ def test_every_tuned_setting_gives_the_same_output(device, own_cache, group, per
     assert bytes(chunked.decrypt(key, sealed_message, device=device)) == message.tobytes()
 
 
+@pytest.mark.parametrize("contiguous", [False, True], ids=["grid-stride", "contiguous"])
+def test_both_block_mappings_give_the_same_output(device, monkeypatch, contiguous):
+    """aes_core.cl's AES_CONTIGUOUS_RUNS, whatever the device's default: uneven spans,
+    work-items with nothing to do, and runs cut by the end of the data."""
+    default_config = tuning.default_config
+    monkeypatch.setattr(tuning, "default_config",
+                        lambda d: replace(default_config(d), contiguous_runs=contiguous,
+                                          work_group_size=min(16, d.max_work_group_size),
+                                          max_work_groups=3))
+    monkeypatch.setattr(tuning, "_configs", {})
+    monkeypatch.setenv("AESCL_TUNE", "0")
+    assert tuning.launch_config(device).contiguous_runs is contiguous
+    key, nonce = os.urandom(16), os.urandom(12)
+    for size in (16, 16 * 47 + 3, 16 * 48 * 8 + 5, 3 * chunked.CHUNK_SIZE + 77):
+        data = os.urandom(size)
+        ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8], device=device).encrypt(data)
+        assert ctr == AES.new(key, AES.MODE_CTR, nonce=nonce[:8]).encrypt(data), size
+        whole = data[: size - size % 16]
+        ecb = aescl.new(key, aescl.MODE_ECB, device=device).encrypt(whole)
+        assert ecb == AES.new(key, AES.MODE_ECB).encrypt(whole), size
+        assert aescl.new(key, aescl.MODE_ECB, device=device).decrypt(ecb) == whole, size
+        sealed = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device
+                           ).encrypt_and_digest(data)
+        assert sealed == AES.new(key, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(data), size
+
+
 def test_a_gpu_is_tuned_on_first_use(gpu_device, own_cache):
     assert not tuning.tuning_path(gpu_device).exists()
     config = tuning.launch_config(gpu_device)
