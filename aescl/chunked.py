@@ -194,7 +194,9 @@ class Writer:
             batch = memoryview(self._buffer)[: self._batch_bytes]
             self._sink.write(self._cipher.seal(batch, self._next_chunk, final=False))
             batch.release()
-            del self._buffer[: self._batch_bytes]
+            # A new buffer rather than resizing this one: a device may still hold an
+            # export of the sealed bytes for a moment (a CPU device uses them in place).
+            self._buffer = self._buffer[self._batch_bytes :]
             self._next_chunk += self._batch_bytes // CHUNK_SIZE
         return len(view)
 
@@ -226,7 +228,7 @@ class Writer:
         """Seal what is buffered, ending with the final short chunk. Idempotent."""
         if not self._closed:
             self._sink.write(self._cipher.seal(self._buffer, self._next_chunk, final=True))
-            self._buffer.clear()
+            self._buffer = bytearray()
             self._closed = True
 
     def __enter__(self) -> Writer:

@@ -56,7 +56,7 @@ class GcmEngine:
     def __init__(self, key: bytes, device: Device, key_schedule: str) -> None:
         rounds = keyschedule.rounds_for_key(key)
         config = launch_config(device)
-        options = aes_options(rounds, key_schedule, config)
+        self.options = options = aes_options(rounds, key_schedule, config)
         self._runtime = runtime(device)
         self._ctr = kernel(device, "aes_gcm.cl", options, "gcm_ctr_xor")
         self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash")
@@ -68,7 +68,7 @@ class GcmEngine:
             min(config.work_group_size, self._limit(self._ghash), _MAX_GHASH_ITEMS)
         )
         self._max_work_groups = config.max_work_groups
-        self._key_buffer = self._constant(
+        self.key_buffer = self._constant(
             keyschedule.kernel_key_material(key, key_schedule, decrypt=False).astype("<u4")
         )
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
@@ -108,7 +108,7 @@ class GcmEngine:
             multiplier = self._multipliers[exponent] = ghash.FixedMultiplier(self.power(exponent))
         return multiplier(value)
 
-    def _h_tables(self, count: int) -> Any:
+    def h_tables(self, count: int) -> Any:
         """The device buffer of nibble tables for H^1..H^count (grown on demand), built
         on the device: on the host the powers and tables cost milliseconds per key."""
         if count > self._table_count:
@@ -130,7 +130,7 @@ class GcmEngine:
         groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
         self._ctr.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks),
-            np.uint32(first_step % 2**32), j0s, message_bytes, self._key_buffer,
+            np.uint32(first_step % 2**32), j0s, message_bytes, self.key_buffer,
         )
         return cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._ctr,
@@ -145,7 +145,7 @@ class GcmEngine:
         self._ghash.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks), np.uint32(message_count),
             # The carry-less GHASH (CPUs) reads H^1..H^8 whatever the group size.
-            self._h_tables(max(items, _CARRYLESS_RUN)), partials,
+            self.h_tables(max(items, _CARRYLESS_RUN)), partials,
         )
         return cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._ghash, (groups * items,), (items,)
@@ -232,7 +232,7 @@ class GcmEngine:
     ) -> Any:
         groups = min(self._max_work_groups, -(-count // self._tags_group_size))
         self._tags.set_args(
-            partials, np.uint32(count), j0s, lengths, self._h_tables(1), tags, self._key_buffer
+            partials, np.uint32(count), j0s, lengths, self.h_tables(1), tags, self.key_buffer
         )
         return cl.enqueue_nd_range_kernel(
             self._runtime.queue, self._tags,

@@ -186,10 +186,16 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DAES_TABLE_LANES={config.table_lanes}"
         f" -DAES_BYTE_PERMUTE={int(config.byte_permute)}"
         f" -DAES_HARDWARE_ROUNDS={int(config.hardware_rounds)}"
-        f" -DGHASH_CARRYLESS={int(config.hardware_rounds and 'pclmulqdq' in cpu_features())}"
+        f" -DGHASH_CARRYLESS={int(carryless_ghash(config))}"
         f" -DAES_BLOCKS_PER_ITEM={config.blocks_per_item}"
         f" -DAES_CONTIGUOUS_RUNS={int(config.contiguous_runs)}"
     )
+
+
+def carryless_ghash(config: LaunchConfig) -> bool:
+    """Whether GHASH runs on the CPU's carry-less multiply (ghash.cl, GHASH_CARRYLESS):
+    where the AES instructions are asked for and the CPU has PCLMULQDQ."""
+    return config.hardware_rounds and "pclmulqdq" in cpu_features()
 
 
 CORE_VARIANTS = {0: "t-tables", 1: "x86-aes-ni"}

@@ -42,16 +42,21 @@ __kernel void chunks_unpack(__global const uint4 *sealed, __global uint4 *out,
  * in memory order) and length. J0 of chunk k is base_j0, the base nonce and the
  * 32-bit counter 1, with k XORed big-endian into nonce bytes 4..11; base_j0 holds
  * those 16 bytes as the AES core's columns. Computing them here keeps the
- * pipeline free of small uploads, which would queue behind the bulk ones. */
+ * pipeline free of small uploads, which would queue behind the bulk ones.
+ * chunk_j0 is J0 of chunk `index` in the core's columns (cl/chunk_seal.cl too). */
+inline uint4 chunk_j0(const uint4 base_j0, const ulong index)
+{
+    uint4 j0 = base_j0;
+    j0.y ^= aes_bswap32((uint)(index >> 32));
+    j0.z ^= aes_bswap32((uint)index);
+    return j0;
+}
+
 __kernel void chunks_counters(const uint4 base_j0, const ulong first, const uint count,
                               __global uint4 *j0s, __global ulong *lengths)
 {
     for (uint i = get_global_id(0); i < count; i += get_global_size(0)) {
-        const ulong index = first + i;
-        uint4 j0 = base_j0;
-        j0.y ^= aes_bswap32((uint)(index >> 32));
-        j0.z ^= aes_bswap32((uint)index);
-        j0s[i] = aes_store(j0);
+        j0s[i] = aes_store(chunk_j0(base_j0, first + i));
         lengths[i] = 16ul * CHUNK_BLOCKS;
     }
 }

@@ -32,7 +32,7 @@ from ..chunkformat import (
 from ..devices import Device, resolve
 from ..errors import AuthenticationError
 from ..gcm import GcmCipher, GcmEngine
-from ..kernels import aes_options, kernel, runtime
+from ..kernels import aes_options, carryless_ghash, kernel, runtime
 from ..tuning import launch_config
 from . import BLOCK_SIZE, BlockTransform, Ranges
 
@@ -146,6 +146,18 @@ class ChunkCipher:
         j0s[:, 15] = 1
         return j0s
 
+    @property
+    def seals_in_one_pass(self) -> bool:
+        """Whether full chunks are sealed in one pass from their slots into the sealed
+        layout (cl/chunk_seal.cl), rather than in place in the slots (device_batch)."""
+        return self._one_pass is not None
+
+    def device_seal(self, slots: Any, sealed: Any, message_bytes: int) -> Any:
+        """Enqueue the one-pass sealing of the full chunks of a message in one device
+        buffer into another: the format's device work, for aescl.bench."""
+        return self._enqueue_one_pass(runtime(self._device).queue, "chunks_seal", slots,
+                                      sealed, 0, message_bytes // CHUNK_SIZE)
+
     def device_batch(self, buffer: Any, message_bytes: int) -> Any:
         """Chunks 0, 1, ... of a message already in a device buffer, as a GCM batch
         (``crypt()`` seals in place, ``hash()`` computes the tags): the format's device
@@ -165,6 +177,38 @@ class ChunkCipher:
     def _launch_config(self) -> Any:
         """The device's launch settings, looked up once rather than for every run."""
         return launch_config(self._device)
+
+    @cached_property
+    def _one_pass(self) -> dict[str, Any] | None:
+        """The kernels that seal and open full chunks in one pass over memory
+        (cl/chunk_seal.cl), by name, with their arguments after the data buffers; or
+        None where the device lacks them. They serve CPU devices on AES-NI with
+        carry-less GHASH, which the portable route's extra trips through memory
+        slow down (docs/benchmarks). Elsewhere: chunk_layout.cl and the GCM batch."""
+        config = self._launch_config
+        if (self._device.type != "cpu" or not carryless_ghash(config)
+                or (CHUNK_SIZE // BLOCK_SIZE) % config.blocks_per_item):
+            return None
+        options = self._engine.options
+        try:
+            found = {name: kernel(self._device, "chunk_seal.cl", options, name)
+                     for name in ("chunks_seal", "chunks_open")}
+        except cl.LogicError:  # the compiler did not grant the instructions: none built
+            return None
+        tables = self._engine.h_tables(config.blocks_per_item)
+        runtime(self._device).queue.finish()  # built before another queue reads them
+        return {"kernels": found, "args": (tables, self._engine.key_buffer)}
+
+    def _enqueue_one_pass(self, queue: Any, name: str, source: Any, target: Any,
+                          first: int, count: int) -> Any:
+        """One work-item per chunk, one chunk per work-group: the runtime spreads the
+        groups over its threads however few chunks a run has."""
+        one_pass = self._one_pass
+        assert one_pass is not None
+        launch = one_pass["kernels"][name]
+        launch.set_args(source, target, self._base_j0, np.uint64(first), np.uint32(count),
+                        *one_pass["args"])
+        return cl.enqueue_nd_range_kernel(queue, launch, (count,), (1,))
 
     def _enqueue_layout(self, queue: Any, name: str, args: tuple[Any, ...], count: int) -> Any:
         layout = kernel(self._device, "chunk_layout.cl", "", name)
@@ -189,6 +233,10 @@ class ChunkCipher:
 
     def _seal_launch(self, first: int, count: int) -> Launch:
         """Device work of sealing full chunks: plaintext slots in, sealed layout out."""
+        if self._one_pass:
+            return lambda queue, slots, sealed, _: self._enqueue_one_pass(
+                queue, "chunks_seal", slots, sealed, first, count)
+
         def launch(queue: Any, slots: Any, sealed: Any, scratch: dict[str, Any]) -> Any:
             batch = self._full_chunks_batch(queue, slots, first, count, scratch)
             batch.crypt()
@@ -200,6 +248,10 @@ class ChunkCipher:
     def _open_launch(self, first: int, count: int) -> Launch:
         """Device work of opening full chunks: sealed layout in; out, the plaintext slots,
         then the computed tags, then the received tags (see :meth:`_checked`)."""
+        if self._one_pass:
+            return lambda queue, sealed, out, _: self._enqueue_one_pass(
+                queue, "chunks_open", sealed, out, first, count)
+
         def launch(queue: Any, sealed: Any, out: Any, scratch: dict[str, Any]) -> Any:
             text_blocks = count * (CHUNK_SIZE // 16)
             self._enqueue_layout(queue, "chunks_unpack",
@@ -258,7 +310,8 @@ class ChunkCipher:
             return Piece.through(
                 self._device, plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE],
                 sealed[done * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE], piece.launch,
-                writes_input=True)  # the chunks are encrypted in place in their slots
+                # The portable route encrypts the chunks in place in their slots.
+                writes_input=not self._one_pass)
 
         pipeline(self._device).run(
             piece(*run) for run in self._runs(first, ranges, batch_chunks, opening=False))

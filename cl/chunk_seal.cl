@@ -1,0 +1,135 @@
+/* chunk_seal.cl: full chunks of the chunked format sealed and opened in one pass,
+ * for CPU devices with the AES and carry-less multiply instructions.
+ *
+ * The portable route (chunk_layout.cl with aes_gcm.cl) stages the plaintext,
+ * encrypts it in place, reads it all again for GHASH, then copies it into the
+ * sealed layout: four trips through memory that a GPU hides behind its bandwidth
+ * and a CPU does not. Here each 16-byte block is read once and written once: a
+ * run of AES_BLOCKS_PER_ITEM blocks is encrypted and folded into GHASH while it
+ * is still in registers.
+ *
+ * Layouts, in 16-byte blocks (as chunk_layout.cl; a chunk is 1024 blocks):
+ *   slots:  chunk k at block 1024k (plaintext);
+ *   sealed: chunk k at block 1025k: its 1024 blocks of ciphertext, then its tag.
+ * chunks_open writes the plaintext slots, then the computed tags, then the
+ * received ones (the layout of aescl.engines.opencl.ChunkCipher._checked): the host
+ * compares them before any of the plaintext leaves the run.
+ * J0 of chunk `first + k` is chunk_j0(base_j0, first + k); data block i of a chunk
+ * is encrypted under inc32^(1+i)(J0), and the tag is E(J0) ^ GHASH.
+ *
+ * Mapping: one work-item per chunk, grid-stride over chunks; a chunk's 16 KiB
+ * are read and written front to back. GHASH is Horner's rule over runs, one
+ * reduction per run: sum = (sum ^ C_0)·H^W ^ C_1·H^(W-1) ^ ... ^ C_(W-1)·H.
+ * h_tables are the nibble tables of H^1.. (aescl/gcm.py); entry 8 of H^k's table
+ * is H^k itself, and the host builds at least W of them.
+ *
+ * -D options: those of aes_gcm.cl. The kernels exist only where the core runs on
+ * AES-NI and GHASH is carry-less (AES_HARDWARE_ROUNDS=1, GHASH_CARRYLESS=1), and
+ * AES_BLOCKS_PER_ITEM must divide 1024; the host falls back to the portable route
+ * elsewhere.
+ */
+#include "aes_gcm.cl"
+#include "chunk_layout.cl"
+
+#if GHASH_CARRYLESS && AES_X86_AESNI
+#if CHUNK_BLOCKS % AES_BLOCKS_PER_ITEM
+#error "AES_BLOCKS_PER_ITEM must divide the 1024 blocks of a chunk"
+#endif
+
+/* GHASH state after one more run of ciphertext (blocks in memory order). */
+AES_X86_INLINE ulong2 chunk_absorb_run(ulong2 sum, const uint4 *c, const ulong2 *powers)
+{
+    ulong4 product = ghash_clmul_wide(sum ^ ghash_load(c[0]), powers[AES_BLOCKS_PER_ITEM - 1]);
+    AES_UNROLL
+    for (int b = 1; b < AES_BLOCKS_PER_ITEM; ++b)
+        product ^= ghash_clmul_wide(ghash_load(c[b]), powers[AES_BLOCKS_PER_ITEM - 1 - b]);
+    return ghash_reduce(product);
+}
+
+/* The keystream of data blocks first .. first+W-1 of the chunk whose J0 is j0, in
+ * memory order. */
+AES_X86_INLINE void chunk_keystream_run(const uint4 j0, const uint first, uint4 *s,
+                                        AES_KEY_SPACE const uint *rk,
+                                        AES_TABLE_SPACE const uint *te)
+{
+    AES_UNROLL
+    for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
+        s[b] = gcm_counter(j0, 1u + first + b);
+    aes_encrypt_blocks(s, rk, te);
+    AES_UNROLL
+    for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
+        s[b] = aes_store(s[b]);
+}
+
+/* The tag of a full chunk from its GHASH sum without the length block. */
+AES_X86_INLINE uint4 chunk_tag(const ulong2 sum, const uint4 j0, const ulong2 h,
+                               AES_KEY_SPACE const uint *rk, AES_TABLE_SPACE const uint *te)
+{
+    const ulong2 length_block = (ulong2)(0ul, 8ul * 16ul * CHUNK_BLOCKS);
+    return ghash_store(ghash_multiply_carryless(sum ^ length_block, h))
+         ^ aes_store(aes_encrypt_block(j0, rk, te));
+}
+
+#define CHUNK_LOAD_POWERS(powers, h_tables)                 \
+    ulong2 powers[AES_BLOCKS_PER_ITEM];   /* H^(b+1) */     \
+    for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)           \
+        powers[b] = (h_tables)[16 * b + 8]
+
+AES_CPU_TARGET __kernel void chunks_seal(__global const uint4 *slots, __global uint4 *sealed,
+                                         const uint4 base_j0, const ulong first,
+                                         const uint chunk_count,
+                                         __global const ulong2 *h_tables,
+                                         __constant const uint *key_material)
+{
+    AES_ENCRYPT_SETUP(key_material);
+    CHUNK_LOAD_POWERS(powers, h_tables);
+    for (uint k = get_global_id(0); k < chunk_count; k += get_global_size(0)) {
+        const uint4 j0 = chunk_j0(base_j0, first + k);
+        __global const uint4 *in = slots + (ulong)k * CHUNK_BLOCKS;
+        __global uint4 *out = sealed + (ulong)k * SEALED_CHUNK_BLOCKS;
+        ulong2 sum = (ulong2)(0ul, 0ul);
+        for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM) {
+            uint4 c[AES_BLOCKS_PER_ITEM];
+            chunk_keystream_run(j0, i, c, rk, te);
+            AES_UNROLL
+            for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b) {
+                c[b] ^= in[i + b];
+                out[i + b] = c[b];
+            }
+            sum = chunk_absorb_run(sum, c, powers);
+        }
+        out[CHUNK_BLOCKS] = chunk_tag(sum, j0, powers[0], rk, te);
+    }
+}
+
+AES_CPU_TARGET __kernel void chunks_open(__global const uint4 *sealed, __global uint4 *out,
+                                         const uint4 base_j0, const ulong first,
+                                         const uint chunk_count,
+                                         __global const ulong2 *h_tables,
+                                         __constant const uint *key_material)
+{
+    AES_ENCRYPT_SETUP(key_material);
+    CHUNK_LOAD_POWERS(powers, h_tables);
+    __global uint4 *computed_tags = out + (ulong)chunk_count * CHUNK_BLOCKS;
+    __global uint4 *received_tags = computed_tags + chunk_count;
+    for (uint k = get_global_id(0); k < chunk_count; k += get_global_size(0)) {
+        const uint4 j0 = chunk_j0(base_j0, first + k);
+        __global const uint4 *in = sealed + (ulong)k * SEALED_CHUNK_BLOCKS;
+        __global uint4 *text = out + (ulong)k * CHUNK_BLOCKS;
+        ulong2 sum = (ulong2)(0ul, 0ul);
+        for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM) {
+            uint4 c[AES_BLOCKS_PER_ITEM], s[AES_BLOCKS_PER_ITEM];
+            AES_UNROLL
+            for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
+                c[b] = in[i + b];
+            sum = chunk_absorb_run(sum, c, powers);
+            chunk_keystream_run(j0, i, s, rk, te);
+            AES_UNROLL
+            for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
+                text[i + b] = c[b] ^ s[b];
+        }
+        computed_tags[k] = chunk_tag(sum, j0, powers[0], rk, te);
+        received_tags[k] = in[CHUNK_BLOCKS];
+    }
+}
+#endif
