@@ -32,6 +32,30 @@ inline uint4 aes_ctr_counter_block(const ulong counter_hi, const ulong counter_l
                    aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
 }
 
+/* Counter blocks first .. first + AES_BLOCKS_PER_ITEM - 1 of the launch into s.
+ * Within a run usually only the last 32-bit word changes: then one full counter
+ * block and a 32-bit add per block replace the 128-bit rule, which costs more
+ * than the AES rounds themselves on a CPU. The full rule serves a run that
+ * carries out of the last word or a counter field narrower than 32 bits. */
+inline void aes_ctr_counter_run(uint4 *s, const ulong counter_hi, const ulong counter_lo,
+                                const ulong field_mask_hi, const ulong field_mask_lo,
+                                const ulong first)
+{
+    const uint low = (uint)(counter_lo + first);
+    if ((uint)field_mask_lo == 0xffffffffu && low <= 0xffffffffu - (AES_BLOCKS_PER_ITEM - 1)) {
+        const uint4 base = aes_ctr_counter_block(counter_hi, counter_lo, field_mask_hi,
+                                                 field_mask_lo, first);
+        AES_UNROLL
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+            s[j] = (uint4)(base.xyz, aes_bswap32(low + (uint)j));
+    } else {
+        AES_UNROLL
+        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
+            s[j] = aes_ctr_counter_block(counter_hi, counter_lo, field_mask_hi, field_mask_lo,
+                                         first + j);
+    }
+}
+
 AES_CPU_TARGET __kernel void aes_ctr_xor(__global const uint4 *input, __global uint4 *output,
                           const ulong block_count,
                           const ulong counter_hi, const ulong counter_lo,
@@ -44,10 +68,7 @@ AES_CPU_TARGET __kernel void aes_ctr_xor(__global const uint4 *input, __global u
         /* Keystream past block_count is computed and dropped: cheaper than a
          * shorter run's branches, and never leaves the work-item. */
         uint4 s[AES_BLOCKS_PER_ITEM];
-        AES_UNROLL
-        for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-            s[j] = aes_ctr_counter_block(counter_hi, counter_lo, field_mask_hi, field_mask_lo,
-                                         first + j);
+        aes_ctr_counter_run(s, counter_hi, counter_lo, field_mask_hi, field_mask_lo, first);
         aes_encrypt_blocks(s, rk, te);
         AES_UNROLL
         for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
