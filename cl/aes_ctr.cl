@@ -42,7 +42,9 @@ inline void aes_ctr_counter_run(uint4 *s, const ulong counter_hi, const ulong co
                                 const ulong first)
 {
     const uint low = (uint)(counter_lo + first);
-    if ((uint)field_mask_lo == 0xffffffffu && low <= 0xffffffffu - (AES_BLOCKS_PER_ITEM - 1)) {
+    /* One block per run (GPUs) has nothing to share: the full rule, nothing more. */
+    if (AES_BLOCKS_PER_ITEM > 1 && (uint)field_mask_lo == 0xffffffffu
+        && low <= 0xffffffffu - (AES_BLOCKS_PER_ITEM - 1)) {
         const uint4 base = aes_ctr_counter_block(counter_hi, counter_lo, field_mask_hi,
                                                  field_mask_lo, first);
         AES_UNROLL
