@@ -70,8 +70,32 @@ AES_X86_INLINE uint4 chunk_tag(const ulong2 sum, const uint4 j0, const ulong2 h,
          ^ aes_store(aes_encrypt_block(j0, rk, te));
 }
 
+/* One full chunk from `in` to `out` (both 1024 blocks; out = in ^ keystream), and
+ * its GHASH sum over the ciphertext without the length block: the output when
+ * sealing, the input when opening. Called with a constant `opening`, so each
+ * kernel keeps only its own branch. */
+AES_X86_INLINE ulong2 chunk_crypt(__global const uint4 *in, __global uint4 *out,
+                                  const uint4 j0, const bool opening, const ulong2 *powers,
+                                  AES_KEY_SPACE const uint *rk, AES_TABLE_SPACE const uint *te)
+{
+    ulong2 sum = (ulong2)(0ul, 0ul);
+    for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM) {
+        uint4 s[AES_BLOCKS_PER_ITEM];
+        chunk_keystream_run(j0, i, s, rk, te);
+        AES_UNROLL
+        for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b) {
+            const uint4 x = in[i + b];
+            out[i + b] = s[b] ^ x;
+            s[b] = opening ? x : s[b] ^ x;   /* the ciphertext, for GHASH */
+        }
+        sum = chunk_absorb_run(sum, s, powers);
+    }
+    return sum;
+}
+
+/* Declares `powers`: H^1 .. H^W from the nibble tables (entry 8 of table k-1). */
 #define CHUNK_LOAD_POWERS(powers, h_tables)                 \
-    ulong2 powers[AES_BLOCKS_PER_ITEM];   /* H^(b+1) */     \
+    ulong2 powers[AES_BLOCKS_PER_ITEM];                     \
     for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)           \
         powers[b] = (h_tables)[16 * b + 8]
 
@@ -85,19 +109,9 @@ AES_CPU_TARGET __kernel void chunks_seal(__global const uint4 *slots, __global u
     CHUNK_LOAD_POWERS(powers, h_tables);
     for (uint k = get_global_id(0); k < chunk_count; k += get_global_size(0)) {
         const uint4 j0 = chunk_j0(base_j0, first + k);
-        __global const uint4 *in = slots + (ulong)k * CHUNK_BLOCKS;
         __global uint4 *out = sealed + (ulong)k * SEALED_CHUNK_BLOCKS;
-        ulong2 sum = (ulong2)(0ul, 0ul);
-        for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM) {
-            uint4 c[AES_BLOCKS_PER_ITEM];
-            chunk_keystream_run(j0, i, c, rk, te);
-            AES_UNROLL
-            for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b) {
-                c[b] ^= in[i + b];
-                out[i + b] = c[b];
-            }
-            sum = chunk_absorb_run(sum, c, powers);
-        }
+        const ulong2 sum = chunk_crypt(slots + (ulong)k * CHUNK_BLOCKS, out, j0, false,
+                                       powers, rk, te);
         out[CHUNK_BLOCKS] = chunk_tag(sum, j0, powers[0], rk, te);
     }
 }
@@ -115,19 +129,8 @@ AES_CPU_TARGET __kernel void chunks_open(__global const uint4 *sealed, __global 
     for (uint k = get_global_id(0); k < chunk_count; k += get_global_size(0)) {
         const uint4 j0 = chunk_j0(base_j0, first + k);
         __global const uint4 *in = sealed + (ulong)k * SEALED_CHUNK_BLOCKS;
-        __global uint4 *text = out + (ulong)k * CHUNK_BLOCKS;
-        ulong2 sum = (ulong2)(0ul, 0ul);
-        for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM) {
-            uint4 c[AES_BLOCKS_PER_ITEM], s[AES_BLOCKS_PER_ITEM];
-            AES_UNROLL
-            for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
-                c[b] = in[i + b];
-            sum = chunk_absorb_run(sum, c, powers);
-            chunk_keystream_run(j0, i, s, rk, te);
-            AES_UNROLL
-            for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
-                text[i + b] = c[b] ^ s[b];
-        }
+        const ulong2 sum = chunk_crypt(in, out + (ulong)k * CHUNK_BLOCKS, j0, true,
+                                       powers, rk, te);
         computed_tags[k] = chunk_tag(sum, j0, powers[0], rk, te);
         received_tags[k] = in[CHUNK_BLOCKS];
     }

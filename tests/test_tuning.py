@@ -61,6 +61,8 @@ def test_tuning_chooses_the_fastest_verified_setting(device, own_cache):
 
 
 def test_a_stored_tuning_is_what_later_launches_use(device, own_cache, monkeypatch):
+    if device.type == "simulator":
+        pytest.skip("the simulator keeps its small default groups whatever is stored")
     if device.type == "cpu":  # CPUs are not tuned unless asked; GPUs are on first use
         assert tuning.launch_config(device) == kernels.default_config(device)
         assert not tuning.tuning_path(device).exists()
