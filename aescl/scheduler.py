@@ -81,7 +81,7 @@ _GUESSED_GB_S = {
     ("gpu", "blocks"): 10.0, ("gpu", "chunks"): 8.0,
     ("accelerator", "blocks"): 5.0, ("accelerator", "chunks"): 4.0,
     ("cpu", "blocks"): 1.0, ("cpu", "chunks"): 0.1,
-}
+}  # CPU devices guessed low: unmeasured, the host engine (no OpenCL start-up) goes first
 _GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
 _GUESSED_HOST_CHUNKS_GB_S = 3.0
 
@@ -89,8 +89,8 @@ _GUESSED_HOST_CHUNKS_GB_S = 3.0
 def resolve_devices(device: DevicesSpec) -> list[Device]:
     """The devices of a job: one device or spec (as :func:`aescl.get_device`), ``"all"``,
     or a list of devices and specs. ``all`` is every GPU and accelerator plus the host
-    engine: OpenCL CPU devices run on the cores the host engine already uses (and at
-    a tenth of its rate there), so they join a job only when named."""
+    engine: OpenCL CPU devices run on the cores the host engine already uses, so
+    adding one only moves work between the same cores; they join a job only when named."""
     if isinstance(device, Device):
         return [device]
     if device is None or isinstance(device, str):
