@@ -35,6 +35,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -257,11 +258,16 @@ class _DeviceJob:
         self.job = job
         self.queue = runtime(device).queue
 
+    @cached_property
+    def chunk_cipher(self) -> ChunkCipher:
+        """The chunked format's device engine for this job (its key and base nonce)."""
+        return ChunkCipher(self.job.key, self.job.iv, self.device)
+
     def resident(self, source: Any, target: Any, nbytes: int) -> Callable[[], list[Any]]:
         """Enqueue the work on device buffers; returns a function giving its events."""
         job = self.job
         if job.mode == "gcm-chunked":
-            cipher = ChunkCipher(job.key, job.iv, self.device)
+            cipher = self.chunk_cipher
             if cipher.seals_in_one_pass:
                 return lambda: [cipher.device_seal(source, target, nbytes)]
             # Sealing is in place; the copy into ``target`` counts as the device memory
@@ -325,8 +331,7 @@ def _measure_resident(work: _DeviceJob, data: np.ndarray, min_seconds: float
     source = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=data)
     target = cl.Buffer(context, flags.READ_WRITE, max(size, work.job.output_bytes(size)))
     cl.enqueue_copy(work.queue, target, source, byte_count=size)
-    if work.job.mode == "gcm-chunked" and ChunkCipher(
-            work.job.key, work.job.iv, work.device).seals_in_one_pass:
+    if work.job.mode == "gcm-chunked" and work.chunk_cipher.seals_in_one_pass:
         # From the slots into the sealed layout: never in place.
         launch = work.resident(source, target, size)
         return (_repeat(lambda: _event_seconds(launch()), min_seconds),
