@@ -296,14 +296,15 @@ def library_call(job: _Job, device: DevicesSpec, data: np.ndarray, out: np.ndarr
         (cipher.decrypt if job.mode == "ecb-decrypt" else cipher.encrypt)(data, output=out)
 
 
-def _measure_engines(devices: list[Device], job: _Job, data: np.ndarray,
+def _measure_engines(devices: list[Device], spec: DevicesSpec, job: _Job, data: np.ndarray,
                      reference: np.ndarray | None, min_seconds: float,
                      pinned: tuple[np.ndarray, np.ndarray] | None) -> Result:
     """host->host (and pinned->pinned, given pinned memory) of one library call on the
-    host engine or on a job split over ``devices``, with each device's share."""
+    host engine or on a job split over ``devices`` (named by ``spec``), with each
+    device's share."""
     size, out_bytes = data.nbytes, job.output_bytes(data.nbytes)
     outputs = [np.empty(out_bytes, np.uint8)]
-    host = _repeat(lambda: _wall(lambda: library_call(job, devices, data, outputs[0])),
+    host = _repeat(lambda: _wall(lambda: library_call(job, spec, data, outputs[0])),
                    min_seconds)
     pinned_seconds = None
     if pinned is not None:
@@ -311,8 +312,8 @@ def _measure_engines(devices: list[Device], job: _Job, data: np.ndarray,
         pinned_in[:] = data
         outputs.append(pinned_out)
         pinned_seconds = _repeat(
-            lambda: _wall(lambda: library_call(job, devices, pinned_in, pinned_out)), min_seconds)
-    shares = scheduler.team(devices).shares
+            lambda: _wall(lambda: library_call(job, spec, pinned_in, pinned_out)), min_seconds)
+    shares = scheduler.team(spec).shares
     units = sum(share.units for share in shares)
     verified = None if reference is None else all(
         np.array_equal(out, reference) for out in outputs)
@@ -397,8 +398,14 @@ def run(devices: list[Device], settings: Settings | None = None,
     baselines = host_baselines() if settings.host_baselines else []
     engines_only = [d for d in devices if not d.is_opencl]  # the host engine
     devices = [d for d in devices if d.is_opencl]
-    # The split job: every benched GPU and accelerator with the host engine, as `all` has it.
-    team = [d for d in devices if d.type in ("gpu", "accelerator")] + engines_only
+    # The split job: every benched device, as `all` has them (GPUs and accelerators, the
+    # host engine, OpenCL CPUs). It runs as `all` where it is every device `all` names;
+    # a part of them runs as a list of devices.
+    team = ([d for d in devices if d.type in ("gpu", "accelerator")] + engines_only
+            + [d for d in devices if d.type == "cpu"])
+    team_spec: DevicesSpec = team
+    if {d.id for d in team} == {d.id for d in scheduler.resolve_devices("all")}:
+        team_spec = "all"
     for device in devices:
         progress(f"{device.name}: kernel build times and transfers")
         limit = device_limit(device)
@@ -410,13 +417,15 @@ def run(devices: list[Device], settings: Settings | None = None,
                                      settings.min_seconds),
         ))
     targets.extend(target for target, _ in baselines)
-    engine_rows: list[tuple[list[Device], Target]] = [
-        ([d], Target(d.id, d.name, "host-engine", "host", d.driver_version, device_limit(d)))
+    engine_rows: list[tuple[list[Device], DevicesSpec, Target]] = [
+        ([d], [d], Target(d.id, d.name, "host-engine", "host", d.driver_version,
+                          device_limit(d)))
         for d in engines_only]
     if len(team) > 1:
-        engine_rows.append((team, Target("all", " + ".join(d.id for d in team), "scheduler",
-                                         "all", max_bytes=min(device_limit(d) for d in team))))
-    targets.extend(target for _, target in engine_rows)
+        engine_rows.append((team, team_spec, Target(
+            "all", " + ".join(d.id for d in team), "scheduler", "all",
+            max_bytes=min(device_limit(d) for d in team))))
+    targets.extend(target for _, _, target in engine_rows)
 
     data = np.random.default_rng().integers(0, 256, max(settings.sizes), dtype=np.uint8)
     pinned: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -446,13 +455,13 @@ def run(devices: list[Device], settings: Settings | None = None,
                 progress(f"{device.name}: {mode} AES-{bits} {format_size(size)}")
                 target.results.append(_measure_device(
                     device, job, piece, reference, settings.min_seconds, pinned[device.id]))
-            for members, target in engine_rows:
+            for members, spec, target in engine_rows:
                 if size > (target.max_bytes or 0):
                     continue
                 progress(f"{target.id}: {mode} AES-{bits} {format_size(size)}")
                 first_gpu = next((d for d in members if d.is_opencl), None)
                 target.results.append(_measure_engines(
-                    members, job, piece, reference, settings.min_seconds,
+                    members, spec, job, piece, reference, settings.min_seconds,
                     pinned.get(first_gpu.id) if first_gpu is not None else None))
     _store_rates([*devices, *engines_only], targets)
     return Report(

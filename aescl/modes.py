@@ -186,7 +186,9 @@ def _xor(data: memoryview, keystream: bytes) -> bytes:
 
 def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     """A uint8 array of ``nbytes`` in page-locked host memory for ``device`` (for a
-    list or ``all``, its first OpenCL device; ordinary memory for the host engine).
+    list or ``all``, its first OpenCL device apart from host memory, a GPU; ordinary
+    memory for the host engine, and for a list whose OpenCL devices are all CPUs,
+    which work on ordinary memory in place).
 
     Cipher calls whose input and ``output=`` lie in such arrays move data straight
     between them and the device at the full PCIe rate; ordinary arrays go through
@@ -194,8 +196,10 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     """
     if nbytes < 0:
         raise ValueError("nbytes must not be negative")
-    on_opencl = [d for d in resolve_devices(device) if d.is_opencl]
-    if not on_opencl:  # the host engine reads and writes ordinary memory in place
+    chosen = resolve_devices(device)
+    on_opencl = sorted((d for d in chosen if d.is_opencl), key=lambda d: d.type == "cpu")
+    if not on_opencl or (len(chosen) > 1 and on_opencl[0].type == "cpu"):
+        # The host engine and CPU devices read and write ordinary memory in place.
         import numpy as np
 
         return np.empty(nbytes, np.uint8)

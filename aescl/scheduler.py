@@ -12,10 +12,26 @@ all engines finish close together.
 Output is byte-identical whatever the split: every unit is computed from its
 position alone.
 
-**Who takes part.** A job below :data:`SPLIT_MIN_BYTES` runs on the leading engine
-alone. An engine that holds the GIL through a kind of work (the host engine's AEAD
-calls, for chunks) sits out a split of that kind beside engines that do not: it
-would starve their feeding threads. Engines left out stay in reserve for faults.
+**Who takes part** (:meth:`Team.taking_part`), measured on the H100 host
+(docs/benchmarks, 2026-11-23):
+
+* A job below :data:`SPLIT_MIN_BYTES` runs on the leading engine alone.
+* A device apart from host memory (a GPU) sits out a job whose arrays it would
+  stage, when an engine that computes on the host's cores takes part: its staging
+  copies run on those cores and cost them more than the GPU adds (1 GiB of CTR-128
+  from numpy arrays: host engine 37.4 GB/s alone, 27.1 beside the H100; the chunked
+  format on PoCL 21.1 alone, 16.2 beside it). From pinned memory it takes part.
+* In a whole-machine team (``all``) the host's cores go to one engine per job: the
+  host engine and the OpenCL CPU devices compute on the same cores. Beside a GPU
+  that is an OpenCL CPU device, whose threads never wait for the interpreter
+  (pinned CTR-128, 1 GiB: H100 alone 42.7, with the host engine 42.7, with PoCL
+  52.0); alone, the one measured fastest for the kind of work.
+* An engine that holds the GIL through a kind of work (the host engine's AEAD
+  calls, for chunks) sits out a split of that kind beside engines that do not: it
+  would starve their feeding threads.
+
+Engines left out stay in reserve for faults. A list of devices runs on the devices
+named, under the first, second and last rule.
 
 **Faults.** An engine that fails (an OpenCL error, a device out of memory, a
 lost device) is dropped from the job, and every range it had taken is redone by
@@ -86,17 +102,24 @@ _GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
 _GUESSED_HOST_CHUNKS_GB_S = 3.0
 
 
+def _names_all(device: DevicesSpec) -> bool:
+    """Whether ``device`` is the spec ``all``, or a list that names it."""
+    items = [device] if isinstance(device, str | Device) or device is None else device
+    return any(isinstance(item, str) and item.strip().lower() == "all" for item in items)
+
+
 def resolve_devices(device: DevicesSpec) -> list[Device]:
     """The devices of a job: one device or spec (as :func:`aescl.get_device`), ``"all"``,
-    or a list of devices and specs. ``all`` is every GPU and accelerator plus the host
-    engine: OpenCL CPU devices run on the cores the host engine already uses, so
-    adding one only moves work between the same cores; they join a job only when named."""
+    or a list of devices and specs. ``all`` is every GPU and accelerator, the host
+    engine and the OpenCL CPU devices (simulators left out); a job on it gives the
+    host's cores to one of the last two (:meth:`Team.taking_part`)."""
     if isinstance(device, Device):
         return [device]
     if device is None or isinstance(device, str):
-        if device is not None and device.strip().lower() == "all":
-            chosen = [d for d in opencl_devices() if d.type in ("gpu", "accelerator")]
-            return [*chosen, host_device()]
+        if _names_all(device):
+            found = [d for d in opencl_devices() if not d.is_simulator]
+            return [*(d for d in found if d.type in ("gpu", "accelerator")), host_device(),
+                    *(d for d in found if d.type == "cpu")]
         return [get_device(device)]
     chosen: list[Device] = []
     for item in device:
@@ -224,11 +247,12 @@ def expected_rate(device: Device, kind: str, stored_first: bool = False) -> floa
 class Team:
     """The engines of one or more devices, running each job together."""
 
-    def __init__(self, devices: list[Device]) -> None:
+    def __init__(self, devices: list[Device], whole_machine: bool = False) -> None:
         if not devices:
             raise DeviceNotFound("no device given: name at least one")
         self.devices = devices
         self.engines = [engine_for(d) for d in devices]
+        self.whole_machine = whole_machine  # ``all``: the host's cores go to one engine
         self.shares: list[Share] = []  # of the last job
 
     @property
@@ -247,24 +271,38 @@ class Team:
         """The team that runs a job of ``nbytes`` of ``kind`` of work: this one."""
         return self
 
+    def taking_part(self, nbytes: int, kind: str, arrays: Sequence[Any] = ()) -> list[Engine]:
+        """The engines that run a job of ``nbytes`` of ``kind`` of work on host
+        ``arrays``, by the rules in this module's docstring; the rest stay in reserve."""
+        engines = self.engines
+        if len(engines) > 1 and nbytes < SPLIT_MIN_BYTES:
+            # Too little to split: the leading engine alone, with no threads to start.
+            return [self.lead]
+        if arrays and any(e.on_host_cores for e in engines):
+            engines = [e for e in engines if not e.stages(*arrays)]
+        cores = [e for e in engines if e.on_host_cores]
+        if self.whole_machine and len(cores) > 1:
+            beside_devices = len(cores) < len(engines)
+            candidates = [e for e in cores if e.device.is_opencl] if beside_devices else []
+            kept = max(candidates or cores,
+                       key=lambda e: expected_rate(e.device, kind, stored_first=True))
+            engines = [e for e in engines if not e.on_host_cores or e is kept]
+        free = [e for e in engines if kind not in e.holds_gil_for]
+        if free and len(free) < len(engines):
+            engines = free
+        return engines
+
     def split(self, units: int, unit_bytes: int,
               work: Callable[[Engine, Iterable[tuple[int, int]]], None],
-              kind: str = "blocks") -> None:
-        """Run ``work(engine, ranges)`` on every engine at once over ``units`` units; each
-        engine pulls its ranges from one cursor. Returns when every unit is done."""
-        members = [_Member(e, expected_rate(e.device, kind)) for e in self.engines]
+              kind: str = "blocks", arrays: Sequence[Any] = ()) -> None:
+        """Run ``work(engine, ranges)`` on the engines taking part (:meth:`taking_part`)
+        at once over ``units`` units; each engine pulls its ranges from one cursor.
+        Returns when every unit is done."""
+        everyone = [_Member(e, expected_rate(e.device, kind)) for e in self.engines]
         if units <= 0:
             return  # (the shares stay those of the last job that had work)
-        everyone = members
-        if len(members) > 1 and units * unit_bytes < SPLIT_MIN_BYTES:
-            # Too little to split: the leading engine alone, with no threads to start
-            # (the others stay in reserve, in case it fails).
-            members = [m for m in members if m.engine is self.lead]
-        free = [m for m in members if kind not in m.engine.holds_gil_for]
-        if free and len(free) < len(members):
-            # An engine that holds the GIL through this kind of work would starve the
-            # others of it: it stays in reserve.
-            members = free
+        chosen = self.taking_part(units * unit_bytes, kind, arrays)
+        members = [m for m in everyone if m.engine in chosen]
         job = _Job(units, unit_bytes, members)
         errors: list[BaseException] = []  # rejections of the data: raised as they are
         device_errors: list[BaseException] = []  # engine failures: redone elsewhere
@@ -399,7 +437,8 @@ class TeamBlocks:
         blocks = len(byte_view(source)) // BLOCK_SIZE
         self._team.for_job(blocks * BLOCK_SIZE, "blocks").split(
             blocks, BLOCK_SIZE,
-            lambda engine, ranges: self.worker(engine).run(source, target, ranges, first_block))
+            lambda engine, ranges: self.worker(engine).run(source, target, ranges, first_block),
+            arrays=(source, target))
 
     def keystream(self, index: int) -> bytes:
         return bytes(self.worker(self._team.lead).keystream(index))
@@ -416,25 +455,29 @@ class TeamChunks:
         key, base_nonce = bytes(key), bytes(base_nonce)
         self.worker = _Workers(lambda engine: engine.chunks(key, base_nonce, batch_chunks))
 
-    def _split(self, count: int, first: int, call: Callable[[Any, Ranges], None]) -> None:
-        """``count`` whole chunks from message chunk ``first``, split over the team that
-        runs a job of their size; ``call(worker, ranges)`` does an engine's part."""
+    def _split(self, count: int, first: int, call: Callable[[Any, Ranges], None],
+               arrays: tuple[Any, Any]) -> None:
+        """``count`` whole chunks from message chunk ``first`` of ``arrays``, split over
+        the team that runs a job of their size; ``call(worker, ranges)`` does an
+        engine's part."""
         check_chunk_range(first, count)
         self._team.for_job(count * CHUNK_SIZE, "chunks").split(
             count, CHUNK_SIZE, lambda engine, ranges: call(self.worker(engine), ranges),
-            "chunks")
+            "chunks", arrays)
 
     def seal_full(self, plaintext: Any, sealed: Any, first: int) -> None:
         """Seal every whole chunk of ``plaintext`` (message chunks ``first, ...``) into
         ``sealed``, 16400 bytes each."""
         self._split(len(byte_view(plaintext)) // CHUNK_SIZE, first,
-                    lambda worker, ranges: worker.seal_ranges(plaintext, sealed, first, ranges))
+                    lambda worker, ranges: worker.seal_ranges(plaintext, sealed, first, ranges),
+                    (plaintext, sealed))
 
     def open_full(self, sealed: Any, plaintext: Any, first: int) -> None:
         """Open every whole sealed chunk of ``sealed``; a range's plaintext is written
         only after its chunks authenticated, and a failure raises AuthenticationError."""
         self._split(len(byte_view(sealed)) // SEALED_CHUNK_SIZE, first,
-                    lambda worker, ranges: worker.open_ranges(sealed, plaintext, first, ranges))
+                    lambda worker, ranges: worker.open_ranges(sealed, plaintext, first, ranges),
+                    (sealed, plaintext))
 
     def seal(self, plaintext: Any, first: int, final: bool) -> memoryview:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
@@ -501,8 +544,13 @@ class TeamChunks:
         if count <= 0:
             return
         window = min(count, self._batch_chunks)
-        data = new_buffer(window * in_size)
-        out = new_buffer(window * out_size)
+        # Windows in memory a GPU of the team reads directly, so that it can take part
+        # beside the host's cores (see taking_part).
+        apart = [e for e in self._team.for_job(count * CHUNK_SIZE, "chunks").engines
+                 if not e.on_host_cores]
+        allocate = apart[0].host_array if apart else new_buffer
+        data = byte_view(allocate(window * in_size))
+        out = byte_view(allocate(window * out_size))
         for start in range(0, count, window):
             chunks = min(window, count - start)
             view = data[: chunks * in_size]
@@ -533,10 +581,11 @@ def team(device: DevicesSpec) -> Team:
             _default_team.append(DefaultTeam())
         return _default_team[0]
     devices = resolve_devices(device)
-    key = tuple(d.id for d in devices)
+    whole_machine = _names_all(device)
+    key = (*(d.id for d in devices), str(whole_machine))
     existing = _teams.get(key)
     if existing is None or existing.devices != devices:
-        existing = _teams[key] = Team(devices)
+        existing = _teams[key] = Team(devices, whole_machine)
     return existing
 
 

@@ -433,15 +433,17 @@ def _run_on_cluster(address: str, plan, worker_resources: tuple[str, ...], progr
             raise _JobFailed(f"a task killed its worker too often: {exc}", EXIT_FAILED) from None
 
 
-def _chosen_device(specs: tuple[str, ...]) -> list[aescl.Device] | None:
+def _chosen_device(specs: tuple[str, ...]) -> list[aescl.Device | str] | None:
     """The devices of --device (repeated, or ``all``); none given: $AESCL_DEVICE, else
-    None, for the library's default (a small job then never starts OpenCL)."""
+    None, for the library's default (a small job then never starts OpenCL). The specs
+    are checked here and passed on as given, so that ``all`` keeps its meaning."""
     if not specs and not os.environ.get("AESCL_DEVICE"):
         return None
     try:
-        return aescl.scheduler.resolve_devices(list(specs) if specs else None)
+        found = aescl.scheduler.resolve_devices(list(specs) if specs else None)
     except aescl.DeviceNotFound as exc:
         raise Refusal(str(exc)) from None
+    return list(specs) if specs else list(found)
 
 
 def _raw_job(decrypt, mode, key_hex, iv_hex, no_pad, key_schedule):

@@ -79,10 +79,12 @@ def test_every_engine_takes_part_and_the_bytes_match(opencl_cpu, fission, layout
     assert chunked.decrypt(key, sealed, b"ctx", device=devices) == data.tobytes()
 
 
-def test_all_is_every_gpu_and_the_host_engine():
+def test_all_is_every_real_device_gpus_first():
     chosen = scheduler.resolve_devices("all")
     gpus = [d for d in aescl.devices() if d.type in ("gpu", "accelerator")]
-    assert chosen == [*gpus, host_device()]
+    cpus = [d for d in aescl.devices() if d.type == "cpu"]
+    assert chosen == [*gpus, host_device(), *cpus]
+    assert not any(d.is_simulator for d in chosen)
     assert scheduler.resolve_devices(["host", "host"]) == [host_device()]
     with pytest.raises(aescl.DeviceNotFound):
         scheduler.resolve_devices(["host", "no-such-device"])
@@ -98,6 +100,7 @@ class _FailingEngine:
     def __init__(self, engine, device, took):
         self._engine, self.device, self.piece_bytes = engine, device, 64 << 10
         self.holds_gil_for = frozenset()  # takes part in a split of every kind of work
+        self.on_host_cores, self.stages = engine.on_host_cores, engine.stages
         self._took = took
 
     def _failing(self, worker):
@@ -131,6 +134,7 @@ class _LateEngine:
     def __init__(self, engine, start):
         self._engine, self.device, self.piece_bytes = engine, engine.device, engine.piece_bytes
         self.holds_gil_for = engine.holds_gil_for
+        self.on_host_cores, self.stages = engine.on_host_cores, engine.stages
         self._start = start
 
     def _late(self, worker):
@@ -282,3 +286,97 @@ def test_an_engine_that_holds_the_gil_sits_out_a_split_of_that_kind(opencl_cpu, 
     host_share, cpu_share = scheduler.team(devices).shares
     assert host_share.units == 0 and cpu_share.units > 0
     # (Block work releases the GIL inside OpenSSL: both take part, as the first test shows.)
+
+
+# ---- who takes part ---------------------------------------------------------------------
+
+@pytest.fixture
+def apart_from_host_memory() -> aescl.Device:
+    """A real OpenCL device that does not compute in host memory: a GPU where there is
+    one, else the Oclgrind simulator (its buffers are its own, as a GPU's are)."""
+    found = [d for d in aescl.devices() if d.is_opencl and d.type != "cpu"]
+    if not found:
+        pytest.skip("no OpenCL device apart from host memory (no GPU, no Oclgrind)")
+    return found[0]
+
+
+def test_a_device_that_would_stage_the_data_sits_out_beside_the_host_cores(
+        apart_from_host_memory):
+    device, n = apart_from_host_memory, 64 << 20
+    team = scheduler.Team([device, host_device()])
+    gpu, host = team.engines
+    pageable = (np.empty(4096, np.uint8), np.empty(4096, np.uint8))
+    pinned = (aescl.pinned_empty(4096, device), aescl.pinned_empty(4096, device))
+    assert gpu.stages(*pageable) and not gpu.stages(*pinned)
+    assert gpu.stages(pinned[0], pageable[1])  # one array it would stage is enough
+    assert not host.stages(*pageable)
+    for kind in ("blocks", "chunks"):
+        assert team.taking_part(n, kind, pageable) == [host]
+    assert team.taking_part(n, "blocks", pinned) == [gpu, host]
+    # Alone, the device takes every job: there are no host cores to give it to.
+    alone = scheduler.Team([device])
+    assert alone.taking_part(n, "blocks", pageable) == alone.engines
+
+
+def test_host_arrays_are_what_each_engine_reads_directly(apart_from_host_memory, opencl_cpu):
+    from aescl._pipeline import is_pinned
+
+    array = engine_for(apart_from_host_memory).host_array(4096)
+    assert is_pinned(array, apart_from_host_memory) and array.nbytes == 4096
+    for device in (opencl_cpu, host_device()):
+        array = engine_for(device).host_array(4096)
+        assert len(memoryview(array).cast("B")) == 4096
+        assert not engine_for(device).stages(array, array)
+
+
+@pytest.mark.parametrize("kind", ["blocks", "chunks"])
+def test_all_gives_the_host_cores_to_the_engine_measured_fastest(no_device_named, opencl_cpu,
+                                                                  kind):
+    from aescl import rates
+
+    team = scheduler.team("all")
+    assert team.whole_machine and not scheduler.team(scheduler.resolve_devices("all")).whole_machine
+    arrays = (np.empty(4096, np.uint8),) * 2
+    for fast, slow in ((opencl_cpu, host_device()), (host_device(), opencl_cpu)):
+        assert rates.store_rates(fast, {kind: 50.0}, 64 << 20)
+        assert rates.store_rates(slow, {kind: 5.0}, 64 << 20)
+        on_cores = [e.device for e in team.taking_part(64 << 20, kind, arrays)
+                    if e.on_host_cores]
+        assert on_cores == [fast]
+    # A list of devices keeps every one it names.
+    named = scheduler.team([host_device(), opencl_cpu])
+    assert len(named.taking_part(64 << 20, "blocks", arrays)) == 2
+
+
+def test_beside_a_device_all_gives_the_host_cores_to_an_opencl_cpu(
+        no_device_named, apart_from_host_memory, opencl_cpu):
+    from aescl import rates
+
+    # Even where the host engine measured faster alone: its threads wait for the
+    # interpreter beside a device's feeding thread (docs/benchmarks).
+    assert rates.store_rates(host_device(), {"blocks": 50.0}, 64 << 20)
+    assert rates.store_rates(opencl_cpu, {"blocks": 5.0}, 64 << 20)
+    team = scheduler.Team([apart_from_host_memory, host_device(), opencl_cpu],
+                          whole_machine=True)
+    pinned = (aescl.pinned_empty(4096, apart_from_host_memory),) * 2
+    assert [e.device for e in team.taking_part(64 << 20, "blocks", pinned)] == [
+        apart_from_host_memory, opencl_cpu]
+    pageable = (np.empty(4096, np.uint8),) * 2  # the device sits out: the faster alone
+    assert [e.device for e in team.taking_part(64 << 20, "blocks", pageable)] == [host_device()]
+
+
+@pytest.mark.parametrize("mode", ["ctr", "chunked"])
+def test_a_job_on_all_matches_the_reference(mode, opencl_cpu):
+    data = os.urandom((3 << 20) + 21)
+    if mode == "ctr":
+        key, iv = os.urandom(16), os.urandom(16)
+        ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="all")
+        assert ours.encrypt(data) == AES.new(key, AES.MODE_CTR, nonce=b"",
+                                              initial_value=iv).encrypt(data)
+    else:
+        key = os.urandom(32)
+        sealed = chunked.encrypt(key, data, device="all")
+        assert chunked.decrypt(key, sealed, device="host") == data
+        assert chunked.decrypt(key, sealed, device="all") == data
+    shares = scheduler.team("all").shares
+    assert sum(s.units > 0 for s in shares if s.device.type in ("host", "cpu")) == 1

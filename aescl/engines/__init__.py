@@ -25,6 +25,12 @@ The interface, for a job the scheduler splits into ranges:
 
 ``ranges`` is an iterator the worker may pull from on several threads; a worker
 pulls only as fast as it works, which is what lets a faster engine take more.
+
+What the scheduler asks of an engine when it decides who takes part in a split:
+``on_host_cores`` (it computes on the host's own cores: the host engine, an OpenCL
+CPU device), ``stages(*arrays)`` (a job on these host arrays would pass through
+staging copies made on the host's cores) and ``host_array(nbytes)`` (host memory the
+engine reads and writes directly: pinned memory for a GPU).
 """
 
 from __future__ import annotations
@@ -122,6 +128,12 @@ class Engine(Protocol):
     # Kinds of work ("blocks", "chunks") during which the engine's threads hold the GIL:
     # the scheduler does not run them beside engines that need it.
     holds_gil_for: frozenset[str]
+    # Whether the engine computes on the host's own cores (the host engine, OpenCL CPUs).
+    on_host_cores: bool
+
+    def stages(self, *arrays: Any) -> bool: ...
+
+    def host_array(self, nbytes: int) -> Any: ...
 
     def blocks(self, transform: BlockTransform) -> BlockWorker: ...
 

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .._arrays import byte_view, output_view
+from .._arrays import byte_view, new_buffer, output_view
 from ..chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
@@ -275,6 +275,13 @@ class HostEngine:
         self.threads = threads or device.compute_units or os.cpu_count() or 1
         self.piece_bytes = PIECE_BYTES
         self.holds_gil_for = HOLDS_GIL_FOR
+        self.on_host_cores = True
+
+    def stages(self, *arrays: Any) -> bool:
+        return False  # OpenSSL works in the caller's memory
+
+    def host_array(self, nbytes: int) -> memoryview:
+        return new_buffer(nbytes)
 
     def blocks(self, transform: BlockTransform) -> HostBlocks:
         return HostBlocks(self, transform)

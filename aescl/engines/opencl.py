@@ -17,7 +17,18 @@ import pyopencl as cl
 
 from .. import keyschedule
 from .._arrays import BytesLike, default_slice_bytes, input_array
-from .._pipeline import PIECE_BYTES, FileSink, FileSource, Launch, Piece, copy_parts, pipeline
+from .._pipeline import (
+    PIECE_BYTES,
+    FileSink,
+    FileSource,
+    Launch,
+    Piece,
+    copy_parts,
+    is_pinned,
+    pinned_empty,
+    pipeline,
+    shares_host_memory,
+)
 from ..chunkformat import (
     CHUNK_SIZE,
     NONCE_SIZE,
@@ -496,6 +507,21 @@ class OpenclEngine:
         self.device = device
         self.piece_bytes = min(PIECE_BYTES, default_slice_bytes(device))
         self.holds_gil_for: frozenset[str] = frozenset()  # waits and copies release it
+        self.on_host_cores = device.type == "cpu"
+
+    def stages(self, *arrays: Any) -> bool:
+        """Whether a job on these host arrays goes through the pipeline's staging copies:
+        on a device apart from host memory, unless every array is pinned for it."""
+        if self.on_host_cores or shares_host_memory(self.device):
+            return False
+        return not all(is_pinned(input_array(a), self.device) for a in arrays)
+
+    def host_array(self, nbytes: int) -> Any:
+        """Host memory the device reads and writes directly: pinned for a device apart
+        from host memory, ordinary memory for one that computes in it."""
+        if self.on_host_cores or shares_host_memory(self.device):
+            return np.empty(nbytes, np.uint8)
+        return pinned_empty(nbytes, self.device)
 
     def blocks(self, transform: BlockTransform) -> OpenclBlocks:
         return OpenclBlocks(self.device, transform)
