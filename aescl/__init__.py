@@ -15,7 +15,7 @@ Promises of this API:
   below a crossover, without starting OpenCL; above it the device measured
   fastest, as ``aescl bench`` stored it, else GPUs, the host engine, OpenCL
   CPUs). ``"host"`` is the host engine (OpenSSL on every core, no OpenCL).
-  ``"all"`` (every GPU and the host engine) or a list of devices and specs
+  ``"all"`` (every GPU and the host's cores) or a list of devices and specs
   splits each ECB, CTR or chunked job over them
   (:mod:`aescl.scheduler`): the output is the same bytes as on one device, and
   a device that fails mid-job is dropped while the others redo its part. A GCM

@@ -261,7 +261,7 @@ def _crypt_command(decrypt: bool):
     @click.option("--no-pad", is_flag=True, help="Raw ECB: no PKCS#7 padding (openssl -nopad).")
     @click.option("--device", "device", metavar="SPEC", multiple=True,
                   help="Device spec (gpu, cpu, nvidia, 0:1, host, ...); repeat it, or say all "
-                       "(every GPU and the host engine), to split the job over several "
+                       "(every GPU and the host's cores), to split the job over several "
                        "devices. Default: $AESCL_DEVICE, else chosen per job: the host "
                        "engine for small inputs, else the device measured fastest. With "
                        "--scheduler each worker resolves it on its own machine.")
