@@ -7,6 +7,7 @@ device, and several OpenCL devices made from that one CPU by device fission.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import threading
 
@@ -380,3 +381,19 @@ def test_a_job_on_all_matches_the_reference(mode, opencl_cpu):
         assert chunked.decrypt(key, sealed, device="all") == data
     shares = scheduler.team("all").shares
     assert sum(s.units > 0 for s in shares if s.device.type in ("host", "cpu")) == 1
+
+
+def test_a_split_file_job_reads_into_memory_the_device_reads_directly(apart_from_host_memory):
+    # The windows are the device's pinned memory (host_array); jobs this small run on
+    # the leading engine alone, so the simulator never runs, but every window goes
+    # through that memory.
+    team = scheduler.Team([apart_from_host_memory, host_device()])
+    key, base_nonce, count = os.urandom(32), os.urandom(12), 5
+    plaintext = os.urandom(count * chunked.CHUNK_SIZE + 100)
+    sink = io.BytesIO()
+    team.chunks(key, base_nonce, 2).seal_file(io.BytesIO(plaintext), sink, 0, count)
+    reference = chunked.encrypt_raw(key, base_nonce, plaintext, device="host")
+    assert sink.getvalue() == reference[: count * chunked.SEALED_CHUNK_SIZE]
+    opened = io.BytesIO()
+    team.chunks(key, base_nonce, 2).open_file(io.BytesIO(sink.getvalue()), opened, 0, count)
+    assert opened.getvalue() == plaintext[: count * chunked.CHUNK_SIZE]
