@@ -539,8 +539,9 @@ class TeamChunks:
                  progress: Callable[[int], None] | None) -> None:
         """Read, split over the team and write a window of ``batch_chunks`` chunks at a
         time, as the OpenCL pipeline's runs are: memory stays bounded, and an opened
-        window is written only after every chunk in it authenticated. Reading, sealing
-        and writing follow each other here; they do not overlap."""
+        window is written only after every chunk in it authenticated. With more than
+        one window, the next is read (one thread) and the last written (another) while
+        a window is sealed or opened: two sets of windows take turns."""
         if count <= 0:
             return
         window = min(count, self._batch_chunks)
@@ -549,22 +550,51 @@ class TeamChunks:
         apart = [e for e in self._team.for_job(count * CHUNK_SIZE, "chunks").engines
                  if not e.on_host_cores]
         allocate = apart[0].host_array if apart else new_buffer
-        data = byte_view(allocate(window * in_size))
-        out = byte_view(allocate(window * out_size))
-        for start in range(0, count, window):
-            chunks = min(window, count - start)
-            view = data[: chunks * in_size]
+        starts = range(0, count, window)
+        sets = [(byte_view(allocate(window * in_size)), byte_view(allocate(window * out_size)))
+                for _ in range(min(2, len(starts)))]
+
+        def read(index: int) -> int:
+            """Window ``index`` into its set's input; returns its chunks."""
+            chunks = min(window, count - starts[index])
+            view = sets[index % len(sets)][0][: chunks * in_size]
             got = 0
             while got < len(view):
-                read = source.readinto(view[got:])  # type: ignore[attr-defined]
-                if not read:
+                more = source.readinto(view[got:])  # type: ignore[attr-defined]
+                if not more:
                     raise TruncatedError("truncated: the input ended early (did it change "
                                          "while being read?)")
-                got += read
-            crypt(data[: chunks * in_size], out[: chunks * out_size], first + start)
-            sink.write(out[: chunks * out_size])
+                got += more
+            return chunks
+
+        def crypt_window(index: int, chunks: int) -> memoryview:
+            data, out = sets[index % len(sets)]
+            crypt(data[: chunks * in_size], out[: chunks * out_size], first + starts[index])
             if progress:
                 progress(chunks * in_size)
+            return out[: chunks * out_size]
+
+        if len(starts) == 1:  # one window: no threads to start
+            sink.write(crypt_window(0, read(0)))
+            return
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        # Leaving the executors waits for their threads, after an error too: nothing
+        # still reads into or writes from the windows once this returns.
+        with ThreadPoolExecutor(1, "aescl-read") as reader, \
+                ThreadPoolExecutor(1, "aescl-write") as writer:
+            reading = reader.submit(read, 0)
+            writing: list[Future[Any] | None] = [None, None]  # each set's output in flight
+            for index in range(len(starts)):
+                chunks = reading.result()
+                if index + 1 < len(starts):  # into the other set's input, done with
+                    reading = reader.submit(read, index + 1)
+                if (earlier := writing[index % 2]) is not None:
+                    earlier.result()  # this set's output is out before it is reused
+                writing[index % 2] = writer.submit(sink.write, crypt_window(index, chunks))
+            for pending in writing:
+                if pending is not None:
+                    pending.result()
 
 
 _teams: dict[tuple[str, ...], Team] = {}
