@@ -98,6 +98,30 @@ def pinned_empty(nbytes: int, device: Device) -> np.ndarray:
     return array
 
 
+def pinned_shared(nbytes: int, device: Device) -> np.ndarray:
+    """Like :func:`pinned_empty`, in memory the host engine's worker processes map too
+    (aescl._shared), for a split between ``device`` and the host engine.
+
+    A buffer over the memory with CL_MEM_USE_HOST_PTR, kept while the memory lives,
+    is what pins it: the NVIDIA driver page-locks such memory, and copies from it then
+    ran at the pinned rate (H200: 55.5 GB/s each way, against 9-17 from ordinary memory).
+    The buffer itself is never used; the kernels' copies go from the host address.
+    """
+    from . import _shared
+
+    memory = _shared.shared_empty(nbytes)
+    array = np.frombuffer(memory, np.uint8)
+    rt = runtime(device)
+    keeper = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                       hostbuf=array)
+    ranges = _pinned_ranges.setdefault(device.id, {})
+    start = _address(array)
+    ranges[id(memory)] = (start, start + array.nbytes)
+    weakref.finalize(memory, ranges.pop, id(memory), None)
+    weakref.finalize(memory, keeper.release)
+    return array[:nbytes]
+
+
 def is_pinned(array: np.ndarray, device: Device) -> bool:
     """Whether all of ``array`` lies in memory :func:`pinned_empty` allocated for ``device``."""
     start = _address(array)

@@ -23,12 +23,15 @@ position alone.
   format on PoCL 21.1 alone, 16.2 beside it). From pinned memory it takes part.
 * In a whole-machine team (``all``) the host's cores go to one engine per job: the
   host engine and the OpenCL CPU devices compute on the same cores. Beside a GPU
-  that is an OpenCL CPU device, whose threads never wait for the interpreter
-  (pinned CTR-128, 1 GiB: H100 alone 42.7, with the host engine 42.7, with PoCL
-  52.0); alone, the one measured fastest for the kind of work.
+  it is one whose work does not run on this interpreter's threads
+  (``in_interpreter``): an OpenCL CPU device, or the host engine when the arrays
+  lie in shared memory its worker processes map (pinned CTR-128, 1 GiB: H100 alone
+  42.7, with the host engine's threads 42.7, with PoCL 52.0; H200 with a fixed split,
+  alone 44, with 15 OpenSSL threads 35-45, with 15 worker processes 54-57), the one
+  measured fastest for the kind of work among them; alone, the fastest of all.
 * An engine that holds the GIL through a kind of work (the host engine's AEAD
-  calls, for chunks) sits out a split of that kind beside engines that do not: it
-  would starve their feeding threads.
+  calls, for chunks, on its threads) sits out a split of that kind beside engines
+  that do not: it would starve their feeding threads.
 
 Engines left out stay in reserve for faults. A list of devices runs on the devices
 named, under the first, second and last rule.
@@ -220,6 +223,11 @@ class _Claims:
         return claimed
 
 
+# A file job from this size gets windows in shared memory, where the host engine's
+# worker processes seal and open its chunks on every core. Below it, starting them
+# (once per process: 0.1-0.3 s) would cost more than the threads lose.
+SHARED_WINDOWS_FROM_BYTES = 64 << 20
+
 # (device id, kind of work) -> measured rate in bytes per second, over this process's jobs
 _measured: dict[tuple[str, str], float] = {}
 
@@ -283,11 +291,13 @@ class Team:
         cores = [e for e in engines if e.on_host_cores]
         if self.whole_machine and len(cores) > 1:
             beside_devices = len(cores) < len(engines)
-            candidates = [e for e in cores if e.device.is_opencl] if beside_devices else []
+            candidates = ([e for e in cores if not e.in_interpreter(*arrays)]
+                          if beside_devices else [])
             kept = max(candidates or cores,
                        key=lambda e: expected_rate(e.device, kind, stored_first=True))
             engines = [e for e in engines if not e.on_host_cores or e is kept]
-        free = [e for e in engines if kind not in e.holds_gil_for]
+        free = [e for e in engines
+                if kind not in e.holds_gil_for or not e.in_interpreter(*arrays)]
         if free and len(free) < len(engines):
             engines = free
         return engines
@@ -546,10 +556,16 @@ class TeamChunks:
             return
         window = min(count, self._batch_chunks)
         # Windows in memory a GPU of the team reads directly, so that it can take part
-        # beside the host's cores (see taking_part).
-        apart = [e for e in self._team.for_job(count * CHUNK_SIZE, "chunks").engines
-                 if not e.on_host_cores]
-        allocate = apart[0].host_array if apart else new_buffer
+        # beside the host's cores (see taking_part); for a large file, memory the host
+        # engine's worker processes share too (a GPU's is both).
+        engines = self._team.for_job(count * CHUNK_SIZE, "chunks").engines
+        apart = [e for e in engines if not e.on_host_cores]
+        host = [e for e in engines if e.device.type == "host"]
+        allocate = new_buffer
+        if apart:
+            allocate = apart[0].host_array
+        elif host and count * CHUNK_SIZE >= SHARED_WINDOWS_FROM_BYTES:
+            allocate = host[0].host_array
         starts = range(0, count, window)
         sets = [(byte_view(allocate(window * in_size)), byte_view(allocate(window * out_size)))
                 for _ in range(min(2, len(starts)))]

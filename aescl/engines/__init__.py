@@ -29,8 +29,11 @@ pulls only as fast as it works, which is what lets a faster engine take more.
 What the scheduler asks of an engine when it decides who takes part in a split:
 ``on_host_cores`` (it computes on the host's own cores: the host engine, an OpenCL
 CPU device), ``stages(*arrays)`` (a job on these host arrays would pass through
-staging copies made on the host's cores) and ``host_array(nbytes)`` (host memory the
-engine reads and writes directly: pinned memory for a GPU).
+staging copies made on the host's cores), ``in_interpreter(*arrays)`` (the engine's
+work on these arrays runs on this interpreter's threads, so it competes for the GIL
+with a GPU's feeding thread: the host engine's, unless the arrays lie in shared
+memory its worker processes map) and ``host_array(nbytes)`` (host memory the engine
+reads and writes directly: pinned memory for a GPU, shared memory for the host engine).
 """
 
 from __future__ import annotations
@@ -132,6 +135,8 @@ class Engine(Protocol):
     on_host_cores: bool
 
     def stages(self, *arrays: Any) -> bool: ...
+
+    def in_interpreter(self, *arrays: Any) -> bool: ...
 
     def host_array(self, nbytes: int) -> Any: ...
 

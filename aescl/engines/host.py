@@ -14,8 +14,12 @@ call. The GIL is released inside OpenSSL, so the threads run at once.
   per chunk is slower), but it does not scale past a few threads, because each
   call holds the GIL for as long as OpenSSL works on the chunk: 3.1 GB/s on one
   thread of the H100 host, 1.7 on 16: it runs on one thread (CHUNK_THREADS), and
-  stays out of a split beside an OpenCL engine (HOLDS_GIL_FOR). Worker processes
-  over shared memory reached 29.5 GB/s there and are the route to build next.
+  stays out of a split beside an OpenCL engine (HOLDS_GIL_FOR) unless it works
+  apart from the interpreter (below).
+* Arrays that all lie in aescl's shared memory (aescl._shared: ``pinned_empty`` for
+  the host engine or a team with it, a large file's windows) are worked on by worker
+  processes instead (aescl.engines._processes): the same pieces and the same code,
+  with no GIL shared with a GPU's feeding thread or between AEAD calls.
 * ``aescl.new(..., MODE_GCM, device="host")``: one stream cannot be split over
   cores, so it is pycryptodome's GCM object (AES-NI and CLMUL), the calling
   convention aescl copies, for every nonce length (OpenSSL's GCM takes 8 bytes
@@ -32,6 +36,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import _shared
 from .._arrays import byte_view, new_buffer, output_view
 from ..chunkformat import (
     CHUNK_SIZE,
@@ -135,6 +140,27 @@ def _on_threads(threads: int, shares: _Shares, work: Callable[[int, int], None])
         raise first_failure(errors)
 
 
+def _in_processes(engine: HostEngine, source: memoryview, target: memoryview
+                  ) -> tuple[Any, Callable[[tuple[Any, ...], int, int], None]] | None:
+    """When ``source`` and ``target`` both lie in shared memory: the engine's worker
+    processes and ``call(head, lo, hi)``, which runs the task ``head`` on piece
+    ``[lo, hi)`` in one of them. Else None (the job runs on threads)."""
+    if not engine.processes:
+        return None
+    from ._processes import reference, workers
+
+    located = reference(source), reference(target)
+    if None in located:
+        return None
+    (source_region, source_ref), (target_region, target_ref) = located  # type: ignore[misc]
+    pool = workers(engine.device, engine.threads)
+
+    def call(head: tuple[Any, ...], lo: int, hi: int) -> None:
+        pool.call((*head, source_ref, target_ref, lo, hi), (source_region, target_region))
+
+    return pool, call
+
+
 class HostBlocks:
     """ECB or CTR over the host's cores."""
 
@@ -169,6 +195,11 @@ class HostBlocks:
         transform = self._transform
         threads = min(transform.threads or self._engine.threads, self._engine.threads)
         shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE, threads)
+        apart = _in_processes(self._engine, src, dst)
+        if apart is not None:
+            head = ("blocks", transform, first_block)
+            _on_threads(threads, shares, lambda lo, hi: apart[1](head, lo, hi))
+            return
 
         def work(lo: int, hi: int) -> None:
             while lo < hi:
@@ -192,6 +223,7 @@ class HostChunks:
         check_key(key)
         check_base_nonce(base_nonce)
         self._engine = engine
+        self._key, self._base_nonce_bytes = bytes(key), bytes(base_nonce)  # for workers
         self._aead = AESGCM(bytes(key))
         self._base_nonce = int.from_bytes(base_nonce, "big")  # converted once, not per chunk
 
@@ -213,8 +245,26 @@ class HostChunks:
                 f"chunk {index} failed authentication: the data was {cause}", chunk=index
             ) from None
 
+    def _apart(self, kind: str, source: memoryview, target: memoryview, first: int,
+               ranges: Ranges) -> bool:
+        """Run the job in the worker processes when its arrays are shared; whether it did."""
+        apart = _in_processes(self._engine, source, target)
+        if apart is None:
+            return False
+        pool, call = apart
+        head = (kind, self._key, self._base_nonce_bytes, first)
+
+        def work(lo: int, hi: int) -> None:
+            check_chunk_range(first + lo, hi - lo)
+            call(head, lo, hi)
+
+        _on_threads(pool.count, _Shares(ranges, PIECE_BYTES // CHUNK_SIZE, pool.count), work)
+        return True
+
     def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
         src, dst = byte_view(plaintext), byte_view(sealed)
+        if self._apart("seal", src, dst, first, ranges):
+            return
 
         def work(lo: int, hi: int) -> None:
             check_chunk_range(first + lo, hi - lo)
@@ -228,6 +278,8 @@ class HostChunks:
 
     def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
         src, dst = byte_view(sealed), byte_view(plaintext)
+        if self._apart("open", src, dst, first, ranges):
+            return
 
         def work(lo: int, hi: int) -> None:
             check_chunk_range(first + lo, hi - lo)
@@ -270,17 +322,29 @@ class HostChunks:
 class HostEngine:
     """The engine of the ``host`` device: every core, through OpenSSL."""
 
-    def __init__(self, device: Device, threads: int | None = None) -> None:
+    def __init__(self, device: Device, threads: int | None = None,
+                 processes: bool = True) -> None:
         self.device = device
         self.threads = threads or device.compute_units or os.cpu_count() or 1
         self.piece_bytes = PIECE_BYTES
         self.holds_gil_for = HOLDS_GIL_FOR
         self.on_host_cores = True
+        # Whether jobs in shared memory go to worker processes (not in a worker itself).
+        self.processes = processes and _shared.AVAILABLE
 
     def stages(self, *arrays: Any) -> bool:
         return False  # OpenSSL works in the caller's memory
 
+    def in_interpreter(self, *arrays: Any) -> bool:
+        """Whether a job on ``arrays`` runs on this interpreter's threads (else in the
+        worker processes, when every array lies in shared memory)."""
+        return not (self.processes and arrays
+                    and all(_shared.locate(a) is not None for a in arrays))
+
     def host_array(self, nbytes: int) -> memoryview:
+        """Memory the worker processes can work in, where the system has it."""
+        if self.processes:
+            return memoryview(_shared.shared_empty(nbytes))[:nbytes]
         return new_buffer(nbytes)
 
     def blocks(self, transform: BlockTransform) -> HostBlocks:

@@ -1,0 +1,196 @@
+"""The host engine's worker processes: its OpenSSL work in shared memory, apart from
+this interpreter.
+
+Beside a GPU's feeding thread, the host engine's threads lose most of their speed,
+and the chunked format's AEAD calls hold the GIL outright (aescl.engines.host). A
+job whose arrays all lie in aescl's shared memory (aescl._shared) is therefore cut
+into the same pieces as on threads, but each piece goes to a worker process, which
+runs the same host engine code, single-threaded, on its own mapping of the arrays.
+The pieces' results land in place; only a short message crosses per piece.
+
+A worker is ``python -m aescl.engines._processes FD``, not a multiprocessing child:
+spawn would re-import the caller's main module, fork would copy OpenCL runtimes.
+Protocol over a socketpair (pickled messages), one exchange at a time:
+
+* first the host device (its engine's description);
+* ``("map", token, size)`` followed by the region's descriptor, before the first
+  task that uses a region; ``("unmap", [tokens])`` once regions were freed;
+* a task ``(kind, args..., source, target, lo, hi)``, where ``source`` and ``target``
+  are ``(token, offset, nbytes)`` and ``(lo, hi)`` the piece. Reply: ``None``, or
+  ``("auth", message, chunk)`` for a chunk that failed authentication, or
+  ``("error", text)``.
+
+A worker exits when its socket closes: when this process exits or is killed.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle, send_handle
+from typing import Any
+
+from .. import _shared
+from ..devices import Device
+from ..errors import AuthenticationError
+
+Reference = tuple[int, int, int]  # (region token, offset, nbytes)
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process died or could not start: the scheduler redoes the engine's ranges
+    on the other engines of the team."""
+
+
+def reference(data: Any) -> tuple[_shared.Region, Reference] | None:
+    located = _shared.locate(data)
+    if located is None:
+        return None
+    region, offset = located
+    return region, (region.token, offset, memoryview(data).nbytes)
+
+
+class _Worker:
+    def __init__(self, device: Device) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        self.connection = Connection(ours.detach())
+        self.mapped: set[int] = set()
+        self.connection.send(device)
+
+    def call(self, task: tuple[Any, ...], regions: Iterable[_shared.Region]) -> None:
+        try:
+            gone = [token for token in self.mapped if not _shared.is_live(token)]
+            if gone:
+                self.connection.send(("unmap", gone))
+                self.mapped.difference_update(gone)
+            for region in regions:
+                if region.token not in self.mapped:
+                    self.connection.send(("map", region.token, region.size))
+                    send_handle(self.connection, region.fd, self.process.pid)
+                    self.mapped.add(region.token)
+            self.connection.send(task)
+            reply = self.connection.recv()
+        except (OSError, EOFError) as exc:
+            raise WorkerFailed(f"a host engine worker process stopped ({exc or 'closed'})"
+                               ) from None
+        if reply is None:
+            return
+        if reply[0] == "auth":
+            raise AuthenticationError(reply[1], chunk=reply[2])
+        raise WorkerFailed(f"a host engine worker process failed: {reply[1]}")
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class Workers:
+    """Worker processes, one piece at a time each; thread-safe."""
+
+    def __init__(self, device: Device, count: int) -> None:
+        self.count = count
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._all = [_Worker(device) for _ in range(count)]
+        for worker in self._all:
+            self._idle.put(worker)
+        self.broken = False
+
+    def call(self, task: tuple[Any, ...], regions: Iterable[_shared.Region]) -> None:
+        worker = self._idle.get()
+        try:
+            worker.call(task, regions)
+        except WorkerFailed:
+            self.broken = True  # the next job starts new workers
+            raise
+        finally:
+            self._idle.put(worker)
+
+    def close(self) -> None:
+        for worker in self._all:
+            worker.close()
+
+
+_workers: Workers | None = None
+_lock = threading.Lock()
+
+
+def workers(device: Device, count: int) -> Workers:
+    """The running workers, started on first use (and again after one failed)."""
+    global _workers
+    with _lock:
+        if _workers is None or _workers.broken or _workers.count < count:
+            if _workers is not None:
+                _workers.close()
+            _workers = Workers(device, count)
+        return _workers
+
+
+# ---- The worker's side ------------------------------------------------------------------
+
+
+def _serve(connection: Connection) -> None:
+    from .host import HostEngine
+
+    engine = HostEngine(connection.recv(), threads=1, processes=False)
+    mappings: dict[int, memoryview] = {}
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        kind = message[0]
+        if kind == "map":
+            descriptor = recv_handle(connection)
+            try:
+                # Populated now: page faults on every first touch would cost more
+                # than the AES (a 1 GiB split ran at half speed without it).
+                mappings[message[1]] = memoryview(mmap.mmap(
+                    descriptor, message[2], flags=mmap.MAP_SHARED | mmap.MAP_POPULATE))
+            finally:
+                os.close(descriptor)
+            continue
+        if kind == "unmap":
+            for token in message[1]:
+                mappings.pop(token, None)
+            continue
+        connection.send(_run(engine, mappings, message))
+
+
+def _run(engine: Any, mappings: dict[int, memoryview], task: tuple[Any, ...]) -> Any:
+    *head, source, target, lo, hi = task
+
+    def view(ref: Reference) -> memoryview:
+        token, offset, nbytes = ref
+        return mappings[token][offset : offset + nbytes]
+
+    piece = iter([(lo, hi)])
+    try:
+        if head[0] == "blocks":
+            _, transform, first_block = head
+            engine.blocks(transform).run(view(source), view(target), piece, first_block)
+        else:
+            kind, key, base_nonce, first = head
+            chunks = engine.chunks(key, base_nonce)
+            crypt = chunks.seal_ranges if kind == "seal" else chunks.open_ranges
+            crypt(view(source), view(target), first, piece)
+    except AuthenticationError as exc:
+        return ("auth", str(exc), exc.chunk)
+    except Exception as exc:
+        return ("error", f"{type(exc).__name__}: {exc}")
+    return None
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))

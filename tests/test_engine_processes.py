@@ -1,0 +1,207 @@
+"""aescl/engines/_processes.py and aescl/_shared.py: the host engine's worker processes,
+working in shared memory, give the bytes its threads give; faults end cleanly.
+
+Real worker processes, real memfd memory; the split partners are the CPU's OpenCL
+device and, where there is one, a device apart from host memory (a GPU, else Oclgrind).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from Crypto.Cipher import AES
+
+import aescl
+from aescl import _shared, chunked, scheduler
+from aescl.chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
+from aescl.devices import host_device
+from aescl.engines import _processes, engine_for
+from conftest import selected_devices
+
+pytestmark = pytest.mark.skipif(not _shared.AVAILABLE, reason="no memfd on this system")
+
+
+def _shared_copy(data: bytes) -> np.ndarray:
+    array = aescl.pinned_empty(len(data), "host")
+    array[:] = np.frombuffer(data, np.uint8)
+    return array
+
+
+def _running() -> list:
+    assert _processes._workers is not None, "the job did not go to the worker processes"
+    return _processes._workers._all
+
+
+def test_pinned_memory_for_the_host_engine_is_shared_and_ordinary_memory_is_not():
+    assert _shared.locate(aescl.pinned_empty(4096, "host")) is not None
+    assert _shared.locate(np.empty(4096, np.uint8)) is None
+    assert _shared.locate(bytes(16)) is None  # read-only: never handed to a worker
+    host = engine_for(host_device())
+    shared = aescl.pinned_empty(4096, "host")
+    assert not host.in_interpreter(shared, shared)
+    assert host.in_interpreter(shared, np.empty(4096, np.uint8))
+
+
+@pytest.mark.parametrize("mode", ["ctr", "ecb-encrypt", "ecb-decrypt"])
+def test_block_jobs_in_shared_memory_match_pycryptodome(mode):
+    key, iv = os.urandom(24), os.urandom(16)
+    data = os.urandom((40 << 20) + 48)  # several pieces, so several workers
+    source = _shared_copy(data)
+    target = aescl.pinned_empty(len(data), "host")
+    if mode == "ctr":
+        aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host").encrypt(
+            source, output=target)
+        expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data)
+    else:
+        ours = aescl.new(key, aescl.MODE_ECB, device="host")
+        theirs = AES.new(key, AES.MODE_ECB)
+        crypt = ours.encrypt if mode == "ecb-encrypt" else ours.decrypt
+        crypt(source, output=target)
+        expected = (theirs.encrypt if mode == "ecb-encrypt" else theirs.decrypt)(data)
+    assert target.tobytes() == expected
+    assert all(_shared.locate(source)[0].token in w.mapped for w in _running())
+
+
+def test_chunks_in_shared_memory_match_the_threads_and_a_bad_chunk_is_named():
+    key, base_nonce, count = os.urandom(32), os.urandom(12), 1200
+    plaintext = os.urandom(count * CHUNK_SIZE)
+    chunks = scheduler.team("host").chunks(key, base_nonce, 1024)
+    sealed = aescl.pinned_empty(count * SEALED_CHUNK_SIZE, "host")
+    chunks.seal_full(_shared_copy(plaintext), sealed, 7)
+    on_threads = np.empty(count * SEALED_CHUNK_SIZE, np.uint8)
+    chunks.seal_full(np.frombuffer(plaintext, np.uint8), on_threads, 7)
+    assert np.array_equal(sealed, on_threads)
+    assert len({w.process.pid for w in _running()}) == engine_for(host_device()).threads
+
+    opened = aescl.pinned_empty(count * CHUNK_SIZE, "host")
+    chunks.open_full(sealed, opened, 7)
+    assert opened.tobytes() == plaintext
+    sealed[900 * SEALED_CHUNK_SIZE + 5] ^= 1
+    sealed[1100 * SEALED_CHUNK_SIZE + 5] ^= 1
+    with pytest.raises(aescl.AuthenticationError, match="chunk 907") as caught:
+        chunks.open_full(sealed, opened, 7)
+    assert caught.value.chunk == 907  # the first bad chunk, whichever worker saw it
+
+
+def test_freed_regions_are_unmapped_by_the_workers_on_their_next_task():
+    data = os.urandom(20 << 20)
+    key, iv = os.urandom(16), os.urandom(16)
+    first = _shared_copy(data)
+    token = _shared.locate(first)[0].token
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host")
+    cipher.encrypt(first, output=first)
+    assert any(token in w.mapped for w in _running())
+    del first, cipher
+    assert not _shared.is_live(token)
+    second = _shared_copy(data)
+    aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host").encrypt(
+        second, output=second)
+    used = [w for w in _running() if _shared.locate(second)[0].token in w.mapped]
+    assert used and all(token not in w.mapped for w in used)
+
+
+def _kill_the_workers() -> None:
+    for worker in _running():
+        worker.process.kill()
+        worker.process.wait()
+
+
+def test_killed_workers_fail_a_host_job_cleanly_and_the_next_job_starts_new_ones():
+    key, iv = os.urandom(16), os.urandom(16)
+    data = os.urandom(24 << 20)
+    source, target = _shared_copy(data), aescl.pinned_empty(len(data), "host")
+    cipher = lambda: aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host")  # noqa: E731
+    cipher().encrypt(source, output=target)
+    _kill_the_workers()
+    with pytest.raises(_processes.WorkerFailed, match="worker process stopped"):
+        cipher().encrypt(source, output=target)
+    target[:] = 0
+    cipher().encrypt(source, output=target)  # new workers
+    assert target.tobytes() == AES.new(key, AES.MODE_CTR, nonce=b"",
+                                       initial_value=iv).encrypt(data)
+
+
+def test_killed_workers_in_a_split_leave_their_ranges_to_the_other_engine(monkeypatch):
+    cpus = [d for d in selected_devices() if d.type == "cpu"]
+    if not cpus:
+        pytest.skip("no OpenCL CPU device on this machine")
+    monkeypatch.setattr(scheduler, "SPLIT_MIN_BYTES", 0)
+    devices = [host_device(), cpus[0]]
+    key, base_nonce, count = os.urandom(32), os.urandom(12), 600
+    plaintext = os.urandom(count * CHUNK_SIZE)
+    source = aescl.pinned_empty(len(plaintext), devices)
+    source[:] = np.frombuffer(plaintext, np.uint8)
+    sealed = aescl.pinned_empty(count * SEALED_CHUNK_SIZE, devices)
+    chunks = scheduler.team(devices).chunks(key, base_nonce, 64)
+    chunks.seal_full(source, sealed, 0)  # the workers run, and take part beside the CPU
+    assert scheduler.team(devices).shares[0].units > 0
+    _kill_the_workers()
+    sealed[:] = 0
+    chunks.seal_full(source, sealed, 0)
+    host_share, cpu_share = scheduler.team(devices).shares
+    assert host_share.failed and "worker process stopped" in host_share.error
+    reference = chunked.encrypt_raw(key, base_nonce, plaintext + b"x", device="host")
+    assert sealed.tobytes() == reference[: count * SEALED_CHUNK_SIZE]
+
+
+def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
+        tmp_path, monkeypatch):
+    from aescl import rates
+    from aescl._pipeline import is_pinned
+
+    found = [d for d in aescl.devices() if d.is_opencl and d.type != "cpu"]
+    cpus = [d for d in selected_devices() if d.type == "cpu"]
+    if not found or not cpus:
+        pytest.skip("needs an OpenCL device apart from host memory and an OpenCL CPU")
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
+    device = found[0]
+    assert rates.store_rates(host_device(), {"blocks": 50.0}, 64 << 20)
+    assert rates.store_rates(cpus[0], {"blocks": 5.0}, 64 << 20)
+    team = scheduler.Team([device, host_device(), cpus[0]], whole_machine=True)
+    # Pinned for the device and shared with the workers: the host engine works beside
+    # the device apart from the interpreter, so the faster of the two CPU engines goes.
+    both = aescl.pinned_empty(4096, [device, "host"])
+    assert is_pinned(both, device) and _shared.locate(both) is not None
+    assert [e.device for e in team.taking_part(64 << 20, "blocks", (both, both))] == [
+        device, host_device()]
+    # The device's own pinned memory is not shared: there the CPU device goes.
+    pinned = aescl.pinned_empty(4096, device)
+    assert [e.device for e in team.taking_part(64 << 20, "blocks", (pinned, pinned))] == [
+        device, cpus[0]]
+
+
+def test_a_large_file_job_on_the_host_engine_is_sealed_in_shared_windows(monkeypatch):
+    import io
+
+    # No workers yet, so that any found afterwards were started by this job (those of
+    # earlier tests exit when their sockets close).
+    monkeypatch.setattr(_processes, "_workers", None)
+    count = scheduler.SHARED_WINDOWS_FROM_BYTES // CHUNK_SIZE + 3
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(count * CHUNK_SIZE)
+    sink = io.BytesIO()
+    scheduler.Team([host_device()]).chunks(key, base_nonce, 1024).seal_file(
+        io.BytesIO(plaintext), sink, 0, count)
+    assert _running()  # the windows were shared: the workers sealed them
+    reference = chunked.encrypt_raw(key, base_nonce, plaintext + b"x", device="host")
+    assert sink.getvalue() == reference[: count * SEALED_CHUNK_SIZE]
+
+
+def test_the_cli_round_trips_a_large_file_on_the_host_engine(tmp_path):
+    import subprocess
+    import sys
+
+    source = tmp_path / "in.bin"
+    source.write_bytes(os.urandom(scheduler.SHARED_WINDOWS_FROM_BYTES + 12345))
+    key = tmp_path / "k.key"
+    cli = [sys.executable, "-m", "aescl"]
+    subprocess.run([*cli, "keygen", "-o", str(key)], check=True, capture_output=True)
+    for args in (["encrypt", "-o", str(tmp_path / "sealed"), str(source)],
+                 ["decrypt", "-o", str(tmp_path / "back"), str(tmp_path / "sealed")]):
+        done = subprocess.run([*cli, *args, "--key-file", str(key), "--device", "host"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "back").read_bytes() == source.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["back", "in.bin", "k.key", "sealed"]
