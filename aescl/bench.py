@@ -13,7 +13,9 @@ Each (device, mode, key size, input size) gets four figures, in GB/s
   ``chunked.encrypt_raw``), both transfers and the host's own copies included;
 * **pinned->pinned**: the same call with input and output in page-locked memory
   from ``aescl.pinned_empty``, which the DMA engines reach without staging
-  copies. Set it beside the pinned transfer rates of the same run.
+  copies. Set it beside the pinned transfer rates of the same run. For the host
+  engine and the split, that memory is also shared with the host engine's worker
+  processes, which then do its part apart from the interpreter.
 
 Host baselines (pycryptodome, and OpenSSL through ``cryptography`` when it is
 installed) run the same work on one CPU thread and have only the host->host
@@ -429,11 +431,18 @@ def run(devices: list[Device], settings: Settings | None = None,
 
     data = np.random.default_rng().integers(0, 256, max(settings.sizes), dtype=np.uint8)
     pinned: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for device, target in zip(devices, targets, strict=False):
+    # Each device's own; the host engine's and the split's are aescl.pinned_empty of
+    # their devices: shared with the host engine's worker processes (and pinned for
+    # the split's GPU), so pinned->pinned shows the engine working apart from the
+    # interpreter.
+    owners: list[tuple[str, DevicesSpec, Target]] = [
+        (d.id, d, t) for d, t in zip(devices, targets, strict=False)]
+    owners += [(target.id, members, target) for members, _, target in engine_rows]
+    for key, owner, target in owners:
         largest = max([s for s in settings.sizes if s <= (target.max_bytes or 0)], default=0)
         output_slack = largest // chunked.CHUNK_SIZE * chunked.TAG_SIZE + chunked.TAG_SIZE
-        pinned[device.id] = (pinned_empty(largest, device),
-                             pinned_empty(largest + output_slack, device))
+        pinned[key] = (pinned_empty(largest, owner),
+                       pinned_empty(largest + output_slack, owner))
     for mode, bits in settings.configurations():
         job = _Job(mode, os.urandom(bits // 8), os.urandom(
             chunked.NONCE_SIZE if mode == "gcm-chunked" else 16))
@@ -459,10 +468,9 @@ def run(devices: list[Device], settings: Settings | None = None,
                 if size > (target.max_bytes or 0):
                     continue
                 progress(f"{target.id}: {mode} AES-{bits} {format_size(size)}")
-                first_gpu = next((d for d in members if d.is_opencl), None)
                 target.results.append(_measure_engines(
                     members, spec, job, piece, reference, settings.min_seconds,
-                    pinned.get(first_gpu.id) if first_gpu is not None else None))
+                    pinned.get(target.id)))
     _store_rates([*devices, *engines_only], targets)
     return Report(
         aescl_version=__version__,

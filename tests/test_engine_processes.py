@@ -172,12 +172,10 @@ def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
         device, cpus[0]]
 
 
-def test_a_large_file_job_on_the_host_engine_is_sealed_in_shared_windows(monkeypatch):
+def test_a_large_file_job_on_the_host_engine_is_sealed_in_shared_windows():
     import io
 
-    # No workers yet, so that any found afterwards were started by this job (those of
-    # earlier tests exit when their sockets close).
-    monkeypatch.setattr(_processes, "_workers", None)
+    _processes.shutdown()  # so that any workers found afterwards were started by this job
     count = scheduler.SHARED_WINDOWS_FROM_BYTES // CHUNK_SIZE + 3
     key, base_nonce = os.urandom(32), os.urandom(12)
     plaintext = os.urandom(count * CHUNK_SIZE)

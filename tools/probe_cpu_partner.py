@@ -5,13 +5,18 @@ pageable memory, on the GPU alone, the CPU's OpenCL device alone (whole, and as 
 sub-device of 15, 14 and 12 cores, leaving cores to the GPU's feeding thread), the host
 engine alone, and the GPU beside each of them; with each engine's share of the work.
 
-Run on the accelerator machine: python3 tools/probe_cpu_partner.py
+"shared" memory is ``aescl.pinned_empty(n, [gpu, "host"])``: pinned for the GPU and
+mapped by the host engine's worker processes, which then work apart from the
+interpreter.
+
+Run on the accelerator machine: python3 tools/probe_cpu_partner.py [pinned] [pageable] [shared]
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
 import numpy as np
 import probe_timing  # tools/, beside this script
@@ -51,13 +56,17 @@ def main() -> None:
     out_bytes = chunked.sealed_size(N, raw=True)
     pinned_in, pinned_out = aescl.pinned_empty(N, gpu), aescl.pinned_empty(out_bytes, gpu)
     pinned_in[:] = data
+    shared_in = aescl.pinned_empty(N, [gpu, "host"])
+    shared_in[:] = data
     buffers = {"pinned": (pinned_in, pinned_out),
-               "pageable": (data, np.empty(out_bytes, np.uint8))}
+               "pageable": (data, np.empty(out_bytes, np.uint8)),
+               "shared": (shared_in, aescl.pinned_empty(out_bytes, [gpu, "host"]))}
+    buffers = {m: b for m, b in buffers.items() if m in (sys.argv[1:] or buffers)}
     layouts = [[gpu], [cpu], ["host"], [gpu, cpu], [gpu, "host"]]
     layouts += [layout for part in parts for layout in ([part], [gpu, part])]
     for name, job in (("ctr-128", ctr), ("gcm-chunked", sealed)):
         for memory, (source, target) in buffers.items():
-            for devices in layouts:
+            for devices in layouts if memory != "shared" else layouts[:5] + [[gpu, "host", cpu]]:
                 # Named lists (no `all` rules), measured afresh. Since the scheduler
                 # leaves a GPU out of a split whose data it would stage, the pageable
                 # GPU + CPU rows show that rule; docs/benchmarks has them from before it.

@@ -25,6 +25,7 @@ A worker exits when its socket closes: when this process exits or is killed.
 
 from __future__ import annotations
 
+import atexit
 import mmap
 import os
 import queue
@@ -93,7 +94,13 @@ class _Worker:
         raise WorkerFailed(f"a host engine worker process failed: {reply[1]}")
 
     def close(self) -> None:
+        """End the worker: it exits when its socket closes."""
         self.connection.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 class Workers:
@@ -124,6 +131,16 @@ class Workers:
 
 _workers: Workers | None = None
 _lock = threading.Lock()
+
+
+@atexit.register
+def shutdown() -> None:
+    """End the running workers (at exit; a later job starts new ones)."""
+    global _workers
+    with _lock:
+        if _workers is not None:
+            _workers.close()
+        _workers = None
 
 
 def workers(device: Device, count: int) -> Workers:
