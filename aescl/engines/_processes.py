@@ -28,19 +28,18 @@ from __future__ import annotations
 import atexit
 import mmap
 import os
-import queue
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
-from multiprocessing.connection import Connection
+from collections.abc import Iterable, Iterator
+from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any
 
 from .. import _shared
 from ..devices import Device
-from ..errors import AuthenticationError
+from ..errors import AuthenticationError, first_failure
 
 Reference = tuple[int, int, int]  # (region token, offset, nbytes)
 
@@ -71,7 +70,8 @@ class _Worker:
         self.mapped: set[int] = set()
         self.connection.send(device)
 
-    def call(self, task: tuple[Any, ...], regions: Iterable[_shared.Region]) -> None:
+    def send(self, task: tuple[Any, ...], regions: Iterable[_shared.Region]) -> None:
+        """Start ``task``; :meth:`finish` takes its reply."""
         try:
             gone = [token for token in self.mapped if not _shared.is_live(token)]
             if gone:
@@ -83,6 +83,11 @@ class _Worker:
                     send_handle(self.connection, region.fd, self.process.pid)
                     self.mapped.add(region.token)
             self.connection.send(task)
+        except OSError as exc:
+            raise WorkerFailed(f"a host engine worker process stopped ({exc})") from None
+
+    def finish(self) -> None:
+        try:
             reply = self.connection.recv()
         except (OSError, EOFError) as exc:
             raise WorkerFailed(f"a host engine worker process stopped ({exc or 'closed'})"
@@ -104,25 +109,54 @@ class _Worker:
 
 
 class Workers:
-    """Worker processes, one piece at a time each; thread-safe."""
+    """Worker processes, fed from one thread per job (one job at a time)."""
 
     def __init__(self, device: Device, count: int) -> None:
         self.count = count
-        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._all = [_Worker(device) for _ in range(count)]
-        for worker in self._all:
-            self._idle.put(worker)
+        self._job = threading.Lock()
         self.broken = False
 
-    def call(self, task: tuple[Any, ...], regions: Iterable[_shared.Region]) -> None:
-        worker = self._idle.get()
-        try:
-            worker.call(task, regions)
-        except WorkerFailed:
-            self.broken = True  # the next job starts new workers
-            raise
-        finally:
-            self._idle.put(worker)
+    def run(self, head: tuple[Any, ...], source: Reference, target: Reference,
+            regions: Iterable[_shared.Region], pieces: Iterator[tuple[int, int]]) -> None:
+        """The task ``head`` on every piece of ``pieces``, each in the next idle worker.
+
+        One thread hands out the pieces and waits for any worker's reply: beside a
+        GPU's feeding thread, a thread per worker waking for the GIL after every
+        piece held both back (docs/benchmarks). Raises the failure to report once
+        every worker has answered."""
+        regions = tuple(regions)
+        errors: list[BaseException] = []
+        with self._job:
+            idle, busy = list(self._all), {}
+            while True:
+                while idle and not errors:
+                    try:
+                        piece = next(pieces, None)
+                    except Exception as exc:  # (a range out of the format's): drain, raise
+                        errors.append(exc)
+                        break
+                    if piece is None:
+                        break
+                    worker = idle.pop()
+                    try:
+                        worker.send((*head, source, target, *piece), regions)
+                    except WorkerFailed as exc:
+                        errors.append(exc)
+                        continue
+                    busy[worker.connection] = worker
+                if not busy:
+                    break
+                for ready in wait(list(busy)):
+                    worker = busy.pop(ready)
+                    try:
+                        worker.finish()
+                    except (WorkerFailed, AuthenticationError) as exc:
+                        errors.append(exc)
+                    idle.append(worker)
+        if errors:
+            self.broken = self.broken or any(isinstance(e, WorkerFailed) for e in errors)
+            raise first_failure(errors)
 
     def close(self) -> None:
         for worker in self._all:

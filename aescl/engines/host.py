@@ -141,10 +141,10 @@ def _on_threads(threads: int, shares: _Shares, work: Callable[[int, int], None])
 
 
 def _in_processes(engine: HostEngine, source: memoryview, target: memoryview
-                  ) -> tuple[Any, Callable[[tuple[Any, ...], int, int], None]] | None:
-    """When ``source`` and ``target`` both lie in shared memory: the engine's worker
-    processes and ``call(head, lo, hi)``, which runs the task ``head`` on piece
-    ``[lo, hi)`` in one of them. Else None (the job runs on threads)."""
+                  ) -> Callable[[tuple[Any, ...], _Shares], None] | None:
+    """When ``source`` and ``target`` both lie in shared memory: ``run(head, shares)``,
+    which runs the task ``head`` on every piece of ``shares`` in the engine's worker
+    processes. Else None (the job runs on threads)."""
     if not engine.processes:
         return None
     from ._processes import reference, workers
@@ -155,10 +155,10 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview
     (source_region, source_ref), (target_region, target_ref) = located  # type: ignore[misc]
     pool = workers(engine.device, engine.threads)
 
-    def call(head: tuple[Any, ...], lo: int, hi: int) -> None:
-        pool.call((*head, source_ref, target_ref, lo, hi), (source_region, target_region))
+    def run(head: tuple[Any, ...], shares: _Shares) -> None:
+        pool.run(head, source_ref, target_ref, (source_region, target_region), shares)
 
-    return pool, call
+    return run
 
 
 class HostBlocks:
@@ -195,10 +195,9 @@ class HostBlocks:
         transform = self._transform
         threads = min(transform.threads or self._engine.threads, self._engine.threads)
         shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE, threads)
-        apart = _in_processes(self._engine, src, dst)
-        if apart is not None:
-            head = ("blocks", transform, first_block)
-            _on_threads(threads, shares, lambda lo, hi: apart[1](head, lo, hi))
+        in_processes = _in_processes(self._engine, src, dst)
+        if in_processes is not None:
+            in_processes(("blocks", transform, first_block), shares)
             return
 
         def work(lo: int, hi: int) -> None:
@@ -212,6 +211,13 @@ class HostBlocks:
 
     def keystream(self, index: int) -> bytes:
         return bytes(self._context(index).update(bytes(BLOCK_SIZE)))
+
+
+def _checked_chunks(ranges: Ranges, first: int) -> Ranges:
+    """``ranges`` of chunks from message chunk ``first``, each checked to be in the format."""
+    for lo, hi in ranges:
+        check_chunk_range(first + lo, hi - lo)
+        yield lo, hi
 
 
 class HostChunks:
@@ -248,17 +254,12 @@ class HostChunks:
     def _apart(self, kind: str, source: memoryview, target: memoryview, first: int,
                ranges: Ranges) -> bool:
         """Run the job in the worker processes when its arrays are shared; whether it did."""
-        apart = _in_processes(self._engine, source, target)
-        if apart is None:
+        in_processes = _in_processes(self._engine, source, target)
+        if in_processes is None:
             return False
-        pool, call = apart
-        head = (kind, self._key, self._base_nonce_bytes, first)
-
-        def work(lo: int, hi: int) -> None:
-            check_chunk_range(first + lo, hi - lo)
-            call(head, lo, hi)
-
-        _on_threads(pool.count, _Shares(ranges, PIECE_BYTES // CHUNK_SIZE, pool.count), work)
+        threads = self._engine.threads
+        shares = _Shares(_checked_chunks(ranges, first), PIECE_BYTES // CHUNK_SIZE, threads)
+        in_processes((kind, self._key, self._base_nonce_bytes, first), shares)
         return True
 
     def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
