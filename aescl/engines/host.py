@@ -140,11 +140,20 @@ def _on_threads(threads: int, shares: _Shares, work: Callable[[int, int], None])
         raise first_failure(errors)
 
 
+def _one_per_worker(ranges: Ranges, workers: int) -> Ranges:
+    """Each range as ``workers`` contiguous pieces of near-equal size: one round of
+    messages per range."""
+    for lo, hi in ranges:
+        count = max(1, min(workers, hi - lo))
+        bounds = [lo + (hi - lo) * i // count for i in range(count + 1)]
+        yield from zip(bounds, bounds[1:], strict=False)
+
+
 def _in_processes(engine: HostEngine, source: memoryview, target: memoryview
-                  ) -> Callable[[tuple[Any, ...], _Shares], None] | None:
-    """When ``source`` and ``target`` both lie in shared memory: ``run(head, shares)``,
-    which runs the task ``head`` on every piece of ``shares`` in the engine's worker
-    processes. Else None (the job runs on threads)."""
+                  ) -> Callable[[tuple[Any, ...], Ranges], None] | None:
+    """When ``source`` and ``target`` both lie in shared memory: ``run(head, ranges)``,
+    which runs the task ``head`` on every range the job hands out, each cut into one
+    piece per worker process. Else None (the job runs on threads)."""
     if not engine.processes:
         return None
     from ._processes import reference, workers
@@ -155,8 +164,9 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview
     (source_region, source_ref), (target_region, target_ref) = located  # type: ignore[misc]
     pool = workers(engine.device, engine.threads)
 
-    def run(head: tuple[Any, ...], shares: _Shares) -> None:
-        pool.run(head, source_ref, target_ref, (source_region, target_region), shares)
+    def run(head: tuple[Any, ...], ranges: Ranges) -> None:
+        pool.run(head, source_ref, target_ref, (source_region, target_region),
+                 _one_per_worker(ranges, pool.count))
 
     return run
 
@@ -194,11 +204,11 @@ class HostBlocks:
         src, dst = byte_view(source), byte_view(target)
         transform = self._transform
         threads = min(transform.threads or self._engine.threads, self._engine.threads)
-        shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE, threads)
         in_processes = _in_processes(self._engine, src, dst)
         if in_processes is not None:
-            in_processes(("blocks", transform, first_block), shares)
+            in_processes(("blocks", transform, first_block), ranges)
             return
+        shares = _Shares(ranges, PIECE_BYTES // BLOCK_SIZE, threads)
 
         def work(lo: int, hi: int) -> None:
             while lo < hi:
@@ -257,9 +267,8 @@ class HostChunks:
         in_processes = _in_processes(self._engine, source, target)
         if in_processes is None:
             return False
-        threads = self._engine.threads
-        shares = _Shares(_checked_chunks(ranges, first), PIECE_BYTES // CHUNK_SIZE, threads)
-        in_processes((kind, self._key, self._base_nonce_bytes, first), shares)
+        in_processes((kind, self._key, self._base_nonce_bytes, first),
+                     _checked_chunks(ranges, first))
         return True
 
     def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
@@ -327,7 +336,10 @@ class HostEngine:
                  processes: bool = True) -> None:
         self.device = device
         self.threads = threads or device.compute_units or os.cpu_count() or 1
-        self.piece_bytes = PIECE_BYTES
+        # A pull from a split job gives each thread (or worker process) a piece: the
+        # workers' replies each wait for the GIL beside a GPU's feeding thread, so
+        # a job must cost them few rounds (docs/benchmarks).
+        self.piece_bytes = PIECE_BYTES * self.threads
         self.holds_gil_for = HOLDS_GIL_FOR
         self.on_host_cores = True
         # Whether jobs in shared memory go to worker processes (not in a worker itself).
