@@ -109,7 +109,7 @@ def pinned_shared(nbytes: int, device: Device) -> np.ndarray:
     """
     from . import _shared
 
-    memory = _shared.shared_empty(nbytes)
+    memory = _shared.shared_empty(nbytes, beside_device=True)
     array = np.frombuffer(memory, np.uint8)
     rt = runtime(device)
     keeper = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,

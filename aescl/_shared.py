@@ -31,6 +31,9 @@ class Region:
     fd: int
     start: int  # address in this process
     size: int
+    # Pinned for a device's DMA too: a thread of this process feeds that device
+    # during jobs on it, and needs a core of its own (aescl.engines.host).
+    beside_device: bool = False
 
 
 _regions: dict[int, Region] = {}
@@ -45,8 +48,9 @@ def _free(token: int) -> None:
         os.close(region.fd)
 
 
-def shared_empty(nbytes: int) -> mmap.mmap:
-    """A new region of ``nbytes`` (zero-filled) that worker processes can map."""
+def shared_empty(nbytes: int, beside_device: bool = False) -> mmap.mmap:
+    """A new region of ``nbytes`` (zero-filled) that worker processes can map;
+    ``beside_device``: the caller pins it for a device's DMA as well."""
     size = max(1, nbytes)
     fd = os.memfd_create("aescl", os.MFD_CLOEXEC)
     try:
@@ -56,7 +60,8 @@ def shared_empty(nbytes: int) -> mmap.mmap:
         os.close(fd)
         raise
     with _lock:
-        region = Region(next(_tokens), fd, _address(memoryview(memory)) or 0, size)
+        region = Region(next(_tokens), fd, _address(memoryview(memory)) or 0, size,
+                        beside_device)
         _regions[region.token] = region
     weakref.finalize(memory, _free, region.token)
     return memory

@@ -118,8 +118,10 @@ class Workers:
         self.broken = False
 
     def run(self, head: tuple[Any, ...], source: Reference, target: Reference,
-            regions: Iterable[_shared.Region], pieces: Iterator[tuple[int, int]]) -> None:
-        """The task ``head`` on every piece of ``pieces``, each in the next idle worker.
+            regions: Iterable[_shared.Region], pieces: Iterator[tuple[int, int]],
+            count: int | None = None) -> None:
+        """The task ``head`` on every piece of ``pieces``, each in the next idle worker
+        of the first ``count`` (default: all).
 
         One thread hands out the pieces and waits for any worker's reply: beside a
         GPU's feeding thread, a thread per worker waking for the GIL after every
@@ -128,7 +130,7 @@ class Workers:
         regions = tuple(regions)
         errors: list[BaseException] = []
         with self._job:
-            idle, busy = list(self._all), {}
+            idle, busy = self._all[: count or self.count], {}
             while True:
                 while idle and not errors:
                     try:
