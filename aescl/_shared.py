@@ -5,7 +5,7 @@ it they lose most of their speed (docs/benchmarks: a 1 GiB CTR job split at a fi
 ratio between the H200 and 15 OpenSSL threads did 35-45 GB/s, the GPU alone 44; the
 same split with 15 worker processes did 54-57). Worker processes can only work in
 memory they can map, so aescl allocates such memory itself: ``aescl.pinned_empty``
-for the host engine or a team with it, and the chunked format's file windows.
+for the host engine or a team with it.
 
 Each region is a memfd mapped shared. Its descriptor stays open while the region
 lives, so that a worker can be handed it (aescl.engines._processes); a worker maps a

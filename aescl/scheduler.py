@@ -223,11 +223,6 @@ class _Claims:
         return claimed
 
 
-# A file job from this size gets windows in shared memory, where the host engine's
-# worker processes seal and open its chunks on every core. Below it, starting them
-# (once per process: 0.1-0.3 s) would cost more than the threads lose.
-SHARED_WINDOWS_FROM_BYTES = 64 << 20
-
 # (device id, kind of work) -> measured rate in bytes per second, over this process's jobs
 _measured: dict[tuple[str, str], float] = {}
 
@@ -556,16 +551,12 @@ class TeamChunks:
             return
         window = min(count, self._batch_chunks)
         # Windows in memory a GPU of the team reads directly, so that it can take part
-        # beside the host's cores (see taking_part); for a large file, memory the host
-        # engine's worker processes share too (a GPU's is both).
-        engines = self._team.for_job(count * CHUNK_SIZE, "chunks").engines
-        apart = [e for e in engines if not e.on_host_cores]
-        host = [e for e in engines if e.device.type == "host"]
-        allocate = new_buffer
-        if apart:
-            allocate = apart[0].host_array
-        elif host and count * CHUNK_SIZE >= SHARED_WINDOWS_FROM_BYTES:
-            allocate = host[0].host_array
+        # beside the host's cores (see taking_part). Not memory the host engine's
+        # worker processes share: for files they measured slower than its threads
+        # (docs/benchmarks: the windows' reads and writes are the job there).
+        apart = [e for e in self._team.for_job(count * CHUNK_SIZE, "chunks").engines
+                 if not e.on_host_cores]
+        allocate = apart[0].host_array if apart else new_buffer
         starts = range(0, count, window)
         sets = [(byte_view(allocate(window * in_size)), byte_view(allocate(window * out_size)))
                 for _ in range(min(2, len(starts)))]

@@ -171,35 +171,3 @@ def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
     assert [e.device for e in team.taking_part(64 << 20, "blocks", (pinned, pinned))] == [
         device, cpus[0]]
 
-
-def test_a_large_file_job_on_the_host_engine_is_sealed_in_shared_windows():
-    import io
-
-    _processes.shutdown()  # so that any workers found afterwards were started by this job
-    count = scheduler.SHARED_WINDOWS_FROM_BYTES // CHUNK_SIZE + 3
-    key, base_nonce = os.urandom(32), os.urandom(12)
-    plaintext = os.urandom(count * CHUNK_SIZE)
-    sink = io.BytesIO()
-    scheduler.Team([host_device()]).chunks(key, base_nonce, 1024).seal_file(
-        io.BytesIO(plaintext), sink, 0, count)
-    assert _running()  # the windows were shared: the workers sealed them
-    reference = chunked.encrypt_raw(key, base_nonce, plaintext + b"x", device="host")
-    assert sink.getvalue() == reference[: count * SEALED_CHUNK_SIZE]
-
-
-def test_the_cli_round_trips_a_large_file_on_the_host_engine(tmp_path):
-    import subprocess
-    import sys
-
-    source = tmp_path / "in.bin"
-    source.write_bytes(os.urandom(scheduler.SHARED_WINDOWS_FROM_BYTES + 12345))
-    key = tmp_path / "k.key"
-    cli = [sys.executable, "-m", "aescl"]
-    subprocess.run([*cli, "keygen", "-o", str(key)], check=True, capture_output=True)
-    for args in (["encrypt", "-o", str(tmp_path / "sealed"), str(source)],
-                 ["decrypt", "-o", str(tmp_path / "back"), str(tmp_path / "sealed")]):
-        done = subprocess.run([*cli, *args, "--key-file", str(key), "--device", "host"],
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-    assert (tmp_path / "back").read_bytes() == source.read_bytes()
-    assert sorted(os.listdir(tmp_path)) == ["back", "in.bin", "k.key", "sealed"]

@@ -33,7 +33,7 @@ staging copies made on the host's cores), ``in_interpreter(*arrays)`` (the engin
 work on these arrays runs on this interpreter's threads, so it competes for the GIL
 with a GPU's feeding thread: the host engine's, unless the arrays lie in shared
 memory its worker processes map) and ``host_array(nbytes)`` (host memory the engine
-reads and writes directly: pinned memory for a GPU, shared memory for the host engine).
+reads and writes directly: pinned memory for a GPU).
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ call. The GIL is released inside OpenSSL, so the threads run at once.
   stays out of a split beside an OpenCL engine (HOLDS_GIL_FOR) unless it works
   apart from the interpreter (below).
 * Arrays that all lie in aescl's shared memory (aescl._shared: ``pinned_empty`` for
-  the host engine or a team with it, a large file's windows) are worked on by worker
-  processes instead (aescl.engines._processes): the same pieces and the same code,
-  with no GIL shared with a GPU's feeding thread or between AEAD calls.
+  the host engine or a team with it) are worked on by worker processes instead
+  (aescl.engines._processes), each range cut into one piece per worker, with the
+  same code: no GIL between the AEAD calls (the chunked format at 32-37 GB/s on the
+  H200 host's 16 cores, against 3-4 on threads) or beside a GPU's feeding thread.
 * ``aescl.new(..., MODE_GCM, device="host")``: one stream cannot be split over
   cores, so it is pycryptodome's GCM object (AES-NI and CLMUL), the calling
   convention aescl copies, for every nonce length (OpenSSL's GCM takes 8 bytes
@@ -360,9 +361,6 @@ class HostEngine:
                     and all(_shared.locate(a) is not None for a in arrays))
 
     def host_array(self, nbytes: int) -> memoryview:
-        """Memory the worker processes can work in, where the system has it."""
-        if self.processes:
-            return memoryview(_shared.shared_empty(nbytes))[:nbytes]
         return new_buffer(nbytes)
 
     def blocks(self, transform: BlockTransform) -> HostBlocks:

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pyopencl as cl
 
-from .. import _shared, keyschedule
+from .. import keyschedule
 from .._arrays import BytesLike, default_slice_bytes, input_array
 from .._pipeline import (
     PIECE_BYTES,
@@ -26,7 +26,6 @@ from .._pipeline import (
     copy_parts,
     is_pinned,
     pinned_empty,
-    pinned_shared,
     pipeline,
     shares_host_memory,
 )
@@ -522,12 +521,9 @@ class OpenclEngine:
 
     def host_array(self, nbytes: int) -> Any:
         """Host memory the device reads and writes directly: pinned for a device apart
-        from host memory (and shared, so that the host engine's worker processes can
-        work in it beside the device), ordinary memory for one that computes in it."""
+        from host memory, ordinary memory for one that computes in it."""
         if self.on_host_cores or shares_host_memory(self.device):
             return np.empty(nbytes, np.uint8)
-        if _shared.AVAILABLE:
-            return pinned_shared(nbytes, self.device)
         return pinned_empty(nbytes, self.device)
 
     def blocks(self, transform: BlockTransform) -> OpenclBlocks:
