@@ -156,7 +156,8 @@ def table(report: Report) -> str:
             lines.append(f"  pinned transfers of {format_size(t['bytes'])}: host->device "
                          f"{t['pinned_h2d_gb_s']:.1f} GB/s, device->host "
                          f"{t['pinned_d2h_gb_s']:.1f} GB/s")
-        measures = {"opencl": MEASURES, "scheduler": ("host", "pinned")}.get(
+        measures = {"opencl": MEASURES, "scheduler": ("host", "pinned"),
+                    "host-engine": ("host", "pinned")}.get(
             target.backend, ("host",))
         rows = [("GB/s", "", "", *[format_size(s) for s in sizes])]
         for mode, bits in sorted({(r.mode, r.key_bits) for r in target.results},

@@ -171,3 +171,16 @@ def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
     assert [e.device for e in team.taking_part(64 << 20, "blocks", (pinned, pinned))] == [
         device, cpus[0]]
 
+
+
+def test_a_thread_limit_is_a_worker_limit():
+    key, iv = os.urandom(16), os.urandom(16)
+    data = os.urandom(8 << 20)
+    source = _shared_copy(data)
+    target = aescl.pinned_empty(len(data), "host")
+    aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host",
+              threads=1).encrypt(source, output=target)
+    assert target.tobytes() == AES.new(key, AES.MODE_CTR, nonce=b"",
+                                       initial_value=iv).encrypt(data)
+    token = _shared.locate(source)[0].token
+    assert sum(token in w.mapped for w in _running()) == 1

@@ -150,11 +150,13 @@ def _one_per_worker(ranges: Ranges, workers: int) -> Ranges:
         yield from zip(bounds, bounds[1:], strict=False)
 
 
-def _in_processes(engine: HostEngine, source: memoryview, target: memoryview
+def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
+                  limit: int | None = None
                   ) -> Callable[[tuple[Any, ...], Ranges], None] | None:
     """When ``source`` and ``target`` both lie in shared memory: ``run(head, ranges)``,
     which runs the task ``head`` on every range the job hands out, each cut into one
-    piece per worker process. Else None (the job runs on threads)."""
+    piece per worker process (at most ``limit`` workers). Else None (the job runs on
+    threads)."""
     if not engine.processes:
         return None
     from ._processes import reference, workers
@@ -169,6 +171,7 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview
     # ratio: 15 workers 54-57 GB/s, 16 workers 46-49).
     beside_device = source_region.beside_device or target_region.beside_device
     count = pool.count - 1 if beside_device and pool.count > 2 else pool.count
+    count = min(count, limit or count)
 
     def run(head: tuple[Any, ...], ranges: Ranges) -> None:
         pool.run(head, source_ref, target_ref, (source_region, target_region),
@@ -210,7 +213,7 @@ class HostBlocks:
         src, dst = byte_view(source), byte_view(target)
         transform = self._transform
         threads = min(transform.threads or self._engine.threads, self._engine.threads)
-        in_processes = _in_processes(self._engine, src, dst)
+        in_processes = _in_processes(self._engine, src, dst, threads)
         if in_processes is not None:
             in_processes(("blocks", transform, first_block), ranges)
             return
