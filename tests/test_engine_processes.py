@@ -184,3 +184,24 @@ def test_a_thread_limit_is_a_worker_limit():
                                        initial_value=iv).encrypt(data)
     token = _shared.locate(source)[0].token
     assert sum(token in w.mapped for w in _running()) == 1
+
+
+def test_quick_sends_and_reads_keep_the_connections_framing():
+    import socket
+    from multiprocessing.connection import Connection
+
+    ours, theirs = socket.socketpair()
+    parent, worker = Connection(ours.detach()), Connection(theirs.detach())
+    try:
+        assert _processes._receive_holding_gil(parent.fileno()) is None  # nothing there
+        assert _processes._send_holding_gil(parent.fileno(), b"task")
+        assert worker.recv_bytes() == b"task"
+        worker.send_bytes(b"reply")
+        assert _processes._receive_holding_gil(parent.fileno()) == b"reply"
+        big = os.urandom(10_000)  # more than one quick read takes: left for the slow path
+        worker.send_bytes(big)
+        assert _processes._receive_holding_gil(parent.fileno()) is None
+        assert parent.recv_bytes() == big
+    finally:
+        parent.close()
+        worker.close()

@@ -26,9 +26,12 @@ A worker exits when its socket closes: when this process exits or is killed.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import mmap
 import os
+import pickle
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -57,6 +60,45 @@ def reference(data: Any) -> tuple[_shared.Region, Reference] | None:
     return region, (region.token, offset, memoryview(data).nbytes)
 
 
+# Tasks and replies are a few hundred bytes, and the socket has room or the reply is
+# there when they are sent or read. Through Python's own calls each send and read
+# releases the GIL and then waits to take it back from a GPU's feeding thread: about
+# a millisecond each on the H200 host, so the one feeding thread handed out 4 MiB
+# pieces at one per millisecond while the workers sat idle (docs/benchmarks). The
+# same calls through ctypes.PyDLL keep the GIL for their microseconds, and fall back
+# to the Connection's (same framing: a 4-byte big-endian length, then the pickle)
+# when they cannot finish at once.
+_libc = ctypes.PyDLL(None, use_errno=True)
+_libc.send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
+_libc.send.restype = ctypes.c_ssize_t
+_libc.recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.recv.restype = ctypes.c_ssize_t
+_QUICK = socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL
+_HEADER = struct.Struct("!i")
+
+
+def _send_holding_gil(fd: int, payload: bytes) -> bool:
+    """Send one framed message if the socket takes all of it now; whether it did (a
+    message is never sent in part: the socket is empty between tasks)."""
+    frame = _HEADER.pack(len(payload)) + payload
+    return _libc.send(fd, frame, len(frame), _QUICK) == len(frame)
+
+
+def _receive_holding_gil(fd: int) -> bytes | None:
+    """The next framed message if all of it is there now (a reply arrives in one
+    write), else None and nothing read."""
+    room = 4096
+    buffer = ctypes.create_string_buffer(room)
+    got = _libc.recv(fd, buffer, room, _QUICK | socket.MSG_PEEK)
+    if got < _HEADER.size:
+        return None
+    (length,) = _HEADER.unpack_from(buffer.raw, 0)
+    if got < _HEADER.size + length:
+        return None
+    _libc.recv(fd, buffer, _HEADER.size + length, _QUICK)  # take what was peeked
+    return buffer.raw[_HEADER.size : _HEADER.size + length]
+
+
 class _Worker:
     def __init__(self, device: Device) -> None:
         ours, theirs = socket.socketpair()
@@ -82,13 +124,18 @@ class _Worker:
                     self.connection.send(("map", region.token, region.size))
                     send_handle(self.connection, region.fd, self.process.pid)
                     self.mapped.add(region.token)
-            self.connection.send(task)
+            payload = pickle.dumps(task, pickle.HIGHEST_PROTOCOL)
+            if not _send_holding_gil(self.connection.fileno(), payload):
+                self.connection.send_bytes(payload)
         except OSError as exc:
             raise WorkerFailed(f"a host engine worker process stopped ({exc})") from None
 
     def finish(self) -> None:
+        """Take the reply of the task in flight (the caller knows it is there)."""
         try:
-            reply = self.connection.recv()
+            payload = _receive_holding_gil(self.connection.fileno())
+            reply = pickle.loads(payload if payload is not None
+                                 else self.connection.recv_bytes())
         except (OSError, EOFError) as exc:
             raise WorkerFailed(f"a host engine worker process stopped ({exc or 'closed'})"
                                ) from None
