@@ -376,7 +376,8 @@ def _measure_device(device: Device, job: _Job, data: np.ndarray,
 
 def _store_rates(devices: list[Device], targets: list[Target]) -> None:
     """Keep each device's host->host figures at its largest measured size (CTR for block
-    work, the chunked format for chunks), which the default device is chosen by."""
+    work, the chunked format for chunks), which the default device is chosen by, and its
+    pinned->pinned ones (for jobs on memory it reads directly)."""
     by_id = {d.id: d for d in devices}
     for target in targets:
         device = by_id.get(target.id)
@@ -389,7 +390,10 @@ def _store_rates(devices: list[Device], targets: list[Target]) -> None:
                 largest = max(r.bytes for r in results)
                 figure = min((r for r in results if r.bytes == largest),
                              key=lambda r: r.key_bits)
-                rates.store_rates(device, {kind: figure.host_gb_s}, largest)
+                measured = {kind: figure.host_gb_s}
+                if figure.pinned_gb_s:
+                    measured[kind + rates.PINNED] = figure.pinned_gb_s
+                rates.store_rates(device, measured, largest)
 
 
 def run(devices: list[Device], settings: Settings | None = None,

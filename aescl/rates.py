@@ -3,9 +3,12 @@
 The scheduler chooses the default device by these (:class:`aescl.scheduler.DefaultTeam`)
 and sizes a split job's first ranges by them. A rate is GB/s from host memory to host
 memory for one kind of work: ``blocks`` (ECB, CTR) or ``chunks`` (the chunked format,
-AES-256-GCM). ``aescl bench`` stores its host->host figures at the largest size it
-measured. A record is keyed by what the device is (vendor, name, driver), so a new
-driver, or a new ``cryptography`` for the host engine, starts unmeasured.
+AES-256-GCM), and each from memory the device reads directly (``blocks-pinned``,
+``chunks-pinned``: a GPU's pinned memory, the host engine's shared memory), which the
+scheduler uses for jobs on such arrays. ``aescl bench`` stores its host->host and
+pinned->pinned figures at the largest size it measured. A record is keyed by what the
+device is (vendor, name, driver), so a new driver, or a new ``cryptography`` for the
+host engine, starts unmeasured.
 
 No numpy or OpenCL here: the default choice for a small job must not need them.
 """
@@ -21,7 +24,8 @@ if TYPE_CHECKING:
 
     from .devices import Device
 
-KINDS = ("blocks", "chunks")
+PINNED = "-pinned"  # the same from memory the device reads directly (pinned->pinned)
+KINDS = ("blocks", "chunks", "blocks" + PINNED, "chunks" + PINNED)
 # Below this size a figure says more about call overhead than about the device.
 MIN_MEASURED_BYTES = 16 << 20
 

@@ -227,13 +227,31 @@ class _Claims:
 _measured: dict[tuple[str, str], float] = {}
 
 
+def rate_kind(engine: Engine, kind: str, arrays: Sequence[Any]) -> str:
+    """The kind of rate that describes ``engine`` doing ``kind`` of work on ``arrays``:
+    ``kind + "-pinned"`` where the engine reads them directly and apart from the
+    interpreter (a GPU's pinned memory, the host engine's shared memory), whose rates
+    are several times its ordinary-memory ones (docs/benchmarks); else ``kind``. An
+    OpenCL CPU device works the same on both."""
+    if (arrays and not (engine.on_host_cores and engine.device.is_opencl)
+            and not engine.stages(*arrays) and not engine.in_interpreter(*arrays)):
+        return kind + rates.PINNED
+    return kind
+
+
 def expected_rate(device: Device, kind: str, stored_first: bool = False) -> float:
     """Bytes per second ``device`` is expected to do ``kind`` of work at: as measured in
     this process (the conditions of now: what a split sizes its ranges by), else as
     stored (aescl.rates), else guessed from its kind. ``stored_first`` puts the stored
     figure first: ``aescl bench`` measured it on purpose, at a size that shows the device
-    rather than one job's overheads (what the default device is chosen by)."""
+    rather than one job's overheads (what the default device is chosen by).
+
+    A ``-pinned`` kind (:func:`rate_kind`) that was neither measured nor stored falls
+    back to the plain kind."""
     stored = rates.stored_rate(device, kind)
+    plain = kind.removesuffix(rates.PINNED)
+    if plain != kind and stored is None and (device.id, kind) not in _measured:
+        return expected_rate(device, plain, stored_first)
     if stored is not None and stored_first:
         return stored * 1e9
     if (device.id, kind) in _measured:
@@ -288,8 +306,8 @@ class Team:
             beside_devices = len(cores) < len(engines)
             candidates = ([e for e in cores if not e.in_interpreter(*arrays)]
                           if beside_devices else [])
-            kept = max(candidates or cores,
-                       key=lambda e: expected_rate(e.device, kind, stored_first=True))
+            kept = max(candidates or cores, key=lambda e: expected_rate(
+                e.device, rate_kind(e, kind, arrays), stored_first=True))
             engines = [e for e in engines if not e.on_host_cores or e is kept]
         free = [e for e in engines
                 if kind not in e.holds_gil_for or not e.in_interpreter(*arrays)]
@@ -303,7 +321,8 @@ class Team:
         """Run ``work(engine, ranges)`` on the engines taking part (:meth:`taking_part`)
         at once over ``units`` units; each engine pulls its ranges from one cursor.
         Returns when every unit is done."""
-        everyone = [_Member(e, expected_rate(e.device, kind)) for e in self.engines]
+        kinds = {e: rate_kind(e, kind, arrays) for e in self.engines}
+        everyone = [_Member(e, expected_rate(e.device, kinds[e])) for e in self.engines]
         if units <= 0:
             return  # (the shares stay those of the last job that had work)
         chosen = self.taking_part(units * unit_bytes, kind, arrays)
@@ -359,8 +378,8 @@ class Team:
         for member in everyone:
             share = member.share
             if share and not share.failed and share.units and share.seconds > 0:
-                _measured[member.engine.device.id, kind] = (share.units * unit_bytes
-                                                             / share.seconds)
+                _measured[member.engine.device.id, kinds[member.engine]] = (
+                    share.units * unit_bytes / share.seconds)
         if errors:
             raise first_failure(errors)
 

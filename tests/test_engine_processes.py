@@ -156,6 +156,7 @@ def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
     if not found or not cpus:
         pytest.skip("needs an OpenCL device apart from host memory and an OpenCL CPU")
     monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(scheduler, "_measured", {})  # (earlier jobs of this process)
     device = found[0]
     assert rates.store_rates(host_device(), {"blocks": 50.0}, 64 << 20)
     assert rates.store_rates(cpus[0], {"blocks": 5.0}, 64 << 20)
@@ -205,3 +206,32 @@ def test_quick_sends_and_reads_keep_the_connections_framing():
     finally:
         parent.close()
         worker.close()
+
+
+def test_rates_from_directly_read_memory_describe_jobs_on_it(tmp_path, monkeypatch):
+    from aescl import rates
+
+    found = [d for d in aescl.devices() if d.is_opencl and d.type != "cpu"]
+    cpus = [d for d in selected_devices() if d.type == "cpu"]
+    if not found or not cpus:
+        pytest.skip("needs an OpenCL device apart from host memory and an OpenCL CPU")
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(scheduler, "_measured", {})
+    device, cpu, host = found[0], cpus[0], host_device()
+    ordinary = np.empty(4096, np.uint8)
+    shared = aescl.pinned_empty(4096, [device, "host"])
+    kind = scheduler.rate_kind
+    assert kind(engine_for(host), "chunks", (shared, shared)) == "chunks-pinned"
+    assert kind(engine_for(host), "chunks", (ordinary, ordinary)) == "chunks"
+    assert kind(engine_for(device), "blocks", (shared, shared)) == "blocks-pinned"
+    assert kind(engine_for(device), "blocks", (ordinary, ordinary)) == "blocks"
+    assert kind(engine_for(cpu), "blocks", (shared, shared)) == "blocks"  # the same either way
+    # Unmeasured from such memory: the ordinary figure stands in.
+    assert rates.store_rates(host, {"chunks": 3.0}, 64 << 20)
+    assert scheduler.expected_rate(host, "chunks-pinned") == 3.0e9
+    # Measured: the host engine's workers beat the CPU device only from shared memory.
+    assert rates.store_rates(host, {"chunks": 3.0, "chunks-pinned": 30.0}, 64 << 20)
+    assert rates.store_rates(cpu, {"chunks": 15.0}, 64 << 20)
+    team = scheduler.Team([device, host, cpu], whole_machine=True)
+    chosen = team.taking_part(64 << 20, "chunks", (shared, shared))
+    assert [e.device for e in chosen] == [device, host]

@@ -102,6 +102,7 @@ class _FailingEngine:
         self._engine, self.device, self.piece_bytes = engine, device, 64 << 10
         self.holds_gil_for = frozenset()  # takes part in a split of every kind of work
         self.on_host_cores, self.stages = engine.on_host_cores, engine.stages
+        self.in_interpreter = engine.in_interpreter
         self._took = took
 
     def _failing(self, worker):
@@ -136,6 +137,7 @@ class _LateEngine:
         self._engine, self.device, self.piece_bytes = engine, engine.device, engine.piece_bytes
         self.holds_gil_for = engine.holds_gil_for
         self.on_host_cores, self.stages = engine.on_host_cores, engine.stages
+        self.in_interpreter = engine.in_interpreter
         self._start = start
 
     def _late(self, worker):
