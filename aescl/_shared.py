@@ -14,7 +14,6 @@ region once and keeps it until told the region was freed.
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
 import threading
@@ -69,6 +68,8 @@ def shared_empty(nbytes: int, beside_device: bool = False) -> mmap.mmap:
 
 def _address(view: memoryview) -> int | None:
     """The address of a writable buffer's first byte; None for a read-only or empty one."""
+    import ctypes  # (here: a small job's start-up never needs it)
+
     try:
         return ctypes.addressof(ctypes.c_char.from_buffer(view))
     except (TypeError, ValueError):
