@@ -235,3 +235,20 @@ def test_rates_from_directly_read_memory_describe_jobs_on_it(tmp_path, monkeypat
     team = scheduler.Team([device, host, cpu], whole_machine=True)
     chosen = team.taking_part(64 << 20, "chunks", (shared, shared))
     assert [e.device for e in chosen] == [device, host]
+
+
+def test_where_no_worker_can_start_the_threads_do_the_job(monkeypatch):
+    import sys
+
+    host = engine_for(host_device())
+    monkeypatch.setattr(host, "processes", True)  # (restored after the test)
+    _processes.shutdown()
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # a worker that exits at once
+    key, iv = os.urandom(16), os.urandom(16)
+    data = os.urandom(4 << 20)
+    source, target = _shared_copy(data), aescl.pinned_empty(len(data), "host")
+    aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host").encrypt(
+        source, output=target)
+    assert target.tobytes() == AES.new(key, AES.MODE_CTR, nonce=b"",
+                                       initial_value=iv).encrypt(data)
+    assert not host.processes and _processes._workers is None

@@ -160,9 +160,20 @@ class Workers:
 
     def __init__(self, device: Device, count: int) -> None:
         self.count = count
-        self._all = [_Worker(device) for _ in range(count)]
+        self._all: list[_Worker] = []
         self._job = threading.Lock()
         self.broken = False
+        try:
+            for _ in range(count):
+                self._all.append(_Worker(device))
+            for worker in self._all:  # each says so once it has imported its engine
+                if not worker.connection.poll(_START_SECONDS) or \
+                        worker.connection.recv() != "ready":
+                    raise WorkerFailed("a host engine worker process did not start")
+        except (OSError, EOFError, WorkerFailed) as exc:
+            self.close()
+            raise WorkerFailed(f"the host engine's worker processes could not start ({exc})"
+                               ) from None
 
     def run(self, head: tuple[Any, ...], source: Reference, target: Reference,
             regions: Iterable[_shared.Region], pieces: Iterator[tuple[int, int]],
@@ -214,6 +225,7 @@ class Workers:
 
 _workers: Workers | None = None
 _lock = threading.Lock()
+_START_SECONDS = 60  # for a worker to import its engine, on a slow or busy machine
 
 
 @atexit.register
@@ -233,6 +245,7 @@ def workers(device: Device, count: int) -> Workers:
         if _workers is None or _workers.broken or _workers.count < count:
             if _workers is not None:
                 _workers.close()
+                _workers = None
             _workers = Workers(device, count)
         return _workers
 
@@ -244,6 +257,7 @@ def _serve(connection: Connection) -> None:
     from .host import HostEngine
 
     engine = HostEngine(connection.recv(), threads=1, processes=False)
+    connection.send("ready")
     mappings: dict[int, memoryview] = {}
     while True:
         try:

@@ -159,13 +159,19 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
     threads)."""
     if not engine.processes:
         return None
-    from ._processes import reference, workers
+    from ._processes import WorkerFailed, reference, workers
 
     located = reference(source), reference(target)
     if None in located:
         return None
     (source_region, source_ref), (target_region, target_ref) = located  # type: ignore[misc]
-    pool = workers(engine.device, engine.threads)
+    try:
+        pool = workers(engine.device, engine.threads)
+    except WorkerFailed:
+        # No processes here (a sandbox, an interpreter that cannot start itself): the
+        # engine's threads do its jobs from now on, as on ordinary memory.
+        engine.processes = False
+        return None
     # Memory pinned for a device: its feeding thread needs a core, or the device
     # slows more than the worker adds (H200 host, 1 GiB CTR-128 split at a fixed
     # ratio: 15 workers 54-57 GB/s, 16 workers 46-49).
