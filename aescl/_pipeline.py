@@ -90,12 +90,16 @@ def pinned_empty(nbytes: int, device: Device) -> np.ndarray:
         rt.queue, buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0, (max(1, nbytes),), np.uint8,
         is_blocking=True,
     )
-    array = mapped[:nbytes]
+    _remember_pinned(mapped, mapped, device)
+    return mapped[:nbytes]
+
+
+def _remember_pinned(owner: Any, array: np.ndarray, device: Device) -> None:
+    """Record ``array`` as pinned for ``device`` until ``owner`` (its memory) is freed."""
     ranges = _pinned_ranges.setdefault(device.id, {})
-    start = _address(mapped)
-    ranges[id(mapped)] = (start, start + mapped.nbytes)
-    weakref.finalize(mapped, ranges.pop, id(mapped), None)
-    return array
+    start = _address(array)
+    ranges[id(owner)] = (start, start + array.nbytes)
+    weakref.finalize(owner, ranges.pop, id(owner), None)
 
 
 def pinned_shared(nbytes: int, device: Device) -> np.ndarray:
@@ -114,10 +118,7 @@ def pinned_shared(nbytes: int, device: Device) -> np.ndarray:
     rt = runtime(device)
     keeper = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                        hostbuf=array)
-    ranges = _pinned_ranges.setdefault(device.id, {})
-    start = _address(array)
-    ranges[id(memory)] = (start, start + array.nbytes)
-    weakref.finalize(memory, ranges.pop, id(memory), None)
+    _remember_pinned(memory, array, device)
     weakref.finalize(memory, keeper.release)
     return array[:nbytes]
 
