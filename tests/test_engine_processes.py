@@ -187,6 +187,27 @@ def test_a_thread_limit_is_a_worker_limit():
     assert sum(token in w.mapped for w in _running()) == 1
 
 
+def test_beside_a_device_the_workers_leave_two_cores_to_this_process():
+    from aescl.engines import BlockTransform
+    from aescl.engines.host import HostEngine
+
+    key, iv = os.urandom(16), os.urandom(16)
+    data = os.urandom(8 << 20)
+    engine = HostEngine(host_device(), threads=6)
+    transform = BlockTransform(key, counter=int.from_bytes(iv, "big"))
+    expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data)
+    for beside_device, used in ((False, 6), (True, 4)):
+        # Memory a device also reads: its feeding thread and the thread that feeds the
+        # workers each keep a core.
+        source = np.frombuffer(_shared.shared_empty(len(data), beside_device), np.uint8)
+        target = np.frombuffer(_shared.shared_empty(len(data), beside_device), np.uint8)
+        source[:] = np.frombuffer(data, np.uint8)
+        engine.blocks(transform).run(source, target, iter([(0, len(data) // 16)]))
+        assert target.tobytes() == expected
+        token = _shared.locate(source)[0].token
+        assert sum(token in w.mapped for w in _running()) == used
+
+
 def test_quick_sends_and_reads_keep_the_connections_framing():
     import socket
     from multiprocessing.connection import Connection

@@ -150,6 +150,10 @@ def _one_per_worker(ranges: Ranges, workers: int) -> Ranges:
         yield from zip(bounds, bounds[1:], strict=False)
 
 
+# Threads of this process that need a core during a job beside a device (see below).
+_FEEDING_THREADS = 2
+
+
 def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
                   limit: int | None = None
                   ) -> Callable[[tuple[Any, ...], Ranges], None] | None:
@@ -172,11 +176,15 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
         # engine's threads do its jobs from now on, as on ordinary memory.
         engine.processes = False
         return None
-    # Memory pinned for a device: its feeding thread needs a core, or the device
-    # slows more than the worker adds (H200 host, 1 GiB CTR-128 split at a fixed
-    # ratio: 15 workers 54-57 GB/s, 16 workers 46-49).
+    # Memory pinned for a device: two threads of this process need a core each, the
+    # device's feeding thread and the one that feeds the workers, or the device slows
+    # more than the workers add (H200 host, 1 GiB split at a fixed ratio: 15 workers
+    # 54-57 GB/s, 16 workers 46-49; split by rate, on two leases, means of 3 and 2
+    # interleaved rounds: 14 workers 52.0 and 53.1 GB/s CTR-128, 48.1 and 47.1 chunked;
+    # 15 workers 50.8 and 52.5, 45.8 and 45.1; docs/benchmarks).
     beside_device = source_region.beside_device or target_region.beside_device
-    count = pool.count - 1 if beside_device and pool.count > 2 else pool.count
+    count = max(1, pool.count - _FEEDING_THREADS) if beside_device and pool.count > 2 \
+        else pool.count
     count = min(count, limit or count)
 
     def run(head: tuple[Any, ...], ranges: Ranges) -> None:
