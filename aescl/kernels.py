@@ -22,7 +22,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,7 @@ class LaunchConfig:
     hardware_rounds: bool = False  # the CPU's AES instructions (AES_HARDWARE_ROUNDS)
     blocks_per_item: int = 1  # blocks in flight per work-item (AES_BLOCKS_PER_ITEM)
     contiguous_runs: bool = False  # one span of blocks per work-item (AES_CONTIGUOUS_RUNS)
+    wide_rounds: int = 0  # VAES register width, 256 or 512 (AES_WIDE_ROUNDS); 0: none
 
 
 def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None = None) -> int:
@@ -122,17 +123,34 @@ def default_config(device: Device) -> LaunchConfig:
         nvidia_gpu = device.vendor == "nvidia" and not simulator
         return LaunchConfig(group, groups, local_ok, lanes, byte_permute=nvidia_gpu)
     hardware = hardware_rounds_wanted() and "aes" in cpu_features()
-    return LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
-                        hardware_rounds=hardware,
-                        blocks_per_item=_blocks_per_item(_HARDWARE_BLOCKS_PER_ITEM if hardware
-                                                         else 1),
-                        contiguous_runs=True)
+    width = wide_rounds_wanted() if hardware else 0
+    config = LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
+                          hardware_rounds=hardware,
+                          blocks_per_item=_blocks_per_item(
+                              _WIDE_BLOCKS_PER_ITEM if width else
+                              _HARDWARE_BLOCKS_PER_ITEM if hardware else 1),
+                          contiguous_runs=True, wide_rounds=width)
+    # A run must fill whole wide registers (a chosen $AESCL_BLOCKS_PER_ITEM may not).
+    return without_wide_rounds(config) if width and config.blocks_per_item % (width // 128) \
+        else config
+
+
+def without_wide_rounds(config: LaunchConfig) -> LaunchConfig:
+    """``config`` on the 128-bit AES instructions instead of the wide ones."""
+    if not config.wide_rounds:
+        return config
+    return replace(config, wide_rounds=0,
+                   blocks_per_item=_blocks_per_item(_HARDWARE_BLOCKS_PER_ITEM))
 
 
 # Blocks in flight per work-item on the AES instructions: AESENC's latency over its
 # issue interval is 4 to 8 on recent x86 cores, and 8 states plus a round key still
 # fit the 16 vector registers. Measured on the CI kind (docs/benchmarks).
 _HARDWARE_BLOCKS_PER_ITEM = 8
+# On the wide instructions (VAES): 32 blocks, 8 registers of 4. Measured with `aescl
+# bench --device pocl --sizes 64M` against 8 and 16 (docs/benchmarks, 2026-11-24): 16
+# was slower than the narrow rounds on the H200 host's Xeon.
+_WIDE_BLOCKS_PER_ITEM = 32
 
 
 def _blocks_per_item(default: int) -> int:
@@ -177,6 +195,20 @@ def hardware_rounds_wanted() -> bool:
 
 
 
+def wide_rounds_wanted() -> int:
+    """The VAES register width CPU devices ask for (aes_vendor.h, AES_WIDE_ROUNDS): 512
+    where the host CPU has VAES and AVX-512F, 256 where it has VAES and AVX2, else 0.
+    ``$AESCL_WIDE_ROUNDS`` (0, 256 or 512) caps it, so that the narrower paths can be
+    tested and compared on a CPU that has the wide one."""
+    value = os.environ.get("AESCL_WIDE_ROUNDS", "").strip()
+    if value not in ("", "0", "256", "512"):
+        raise ValueError(f"AESCL_WIDE_ROUNDS must be 0, 256 or 512, not {value!r}")
+    features = cpu_features()
+    widest = (512 if {"vaes", "vpclmulqdq", "avx512f"} <= features else
+              256 if {"vaes", "vpclmulqdq", "avx2"} <= features else 0)
+    return min(widest, int(value or 512))
+
+
 def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
     """The ``-D`` options that aes_core.cl reads."""
     check_key_schedule(key_schedule)
@@ -189,6 +221,7 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DGHASH_CARRYLESS={int(carryless_ghash(config))}"
         f" -DAES_BLOCKS_PER_ITEM={config.blocks_per_item}"
         f" -DAES_CONTIGUOUS_RUNS={int(config.contiguous_runs)}"
+        f" -DAES_WIDE_ROUNDS={config.wide_rounds}"
     )
 
 
@@ -198,7 +231,7 @@ def carryless_ghash(config: LaunchConfig) -> bool:
     return config.hardware_rounds and "pclmulqdq" in cpu_features()
 
 
-CORE_VARIANTS = {0: "t-tables", 1: "x86-aes-ni"}
+CORE_VARIANTS = {0: "t-tables", 1: "x86-aes-ni", 2: "x86-vaes-256", 3: "x86-vaes-512"}
 
 
 def core_variant(device: Device, options: str) -> str:

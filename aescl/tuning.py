@@ -46,6 +46,7 @@ from .kernels import (
     load_source,
     runtime,
     table_lanes,
+    without_wide_rounds,
 )
 
 TUNING_VERSION = 1  # bump when the candidates or the measurement change
@@ -263,19 +264,72 @@ _configs: dict[str, tuple[tuple[str, ...], LaunchConfig]] = {}  # device id -> (
 
 def _environment() -> tuple[str, ...]:
     names = ("AESCL_TUNE", "AESCL_TABLE_LANES", "AESCL_HARDWARE_ROUNDS",
-             "AESCL_BLOCKS_PER_ITEM", "AESCL_CACHE_DIR", "AESCL_NO_CACHE")
+             "AESCL_BLOCKS_PER_ITEM", "AESCL_WIDE_ROUNDS", "AESCL_CACHE_DIR",
+             "AESCL_NO_CACHE")
     return tuple(os.environ.get(name, "") for name in names)
+
+
+# The process that checks the wide rounds sets this, so that it does not check again.
+_CHECKING_WIDE_ROUNDS = "_AESCL_CHECKING_WIDE_ROUNDS"
+_wide_rounds_checked: dict[str, bool] = {}  # check key -> whether the rounds worked
+
+
+def wide_rounds_work(device: Device, config: LaunchConfig) -> bool:
+    """Whether ``device`` builds and runs the wide rounds of ``config`` correctly, tried
+    once in a separate process and remembered (in memory, and on disk beside the
+    kernel binaries): a compiler that cannot generate them may abort the process that
+    asks (aes_vendor.h), and an abort cannot be caught. The check runs CTR, ECB both
+    ways and the chunked format both ways on the device, compared with the host
+    engine (``python -m aescl._wide_check``)."""
+    import subprocess
+    import sys
+
+    if os.environ.get(_CHECKING_WIDE_ROUNDS):
+        return True  # (this is the checking process)
+    sources = "".join(load_source(name) for name in ("aes_ctr.cl", "aes_ecb.cl",
+                                                      "chunk_seal.cl"))
+    key = cache_key(device, sources, aes_options(14, "host", config))
+    if key in _wide_rounds_checked:
+        return _wide_rounds_checked[key]
+    path = cache_root() / "checks" / f"wide-rounds-{key}.json"
+    try:
+        known = json.loads(path.read_text())["works"] if disk_cache_enabled() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        known = None
+    if not isinstance(known, bool):
+        environment = dict(os.environ, AESCL_WIDE_ROUNDS=str(config.wide_rounds),
+                           AESCL_BLOCKS_PER_ITEM=str(config.blocks_per_item))
+        environment[_CHECKING_WIDE_ROUNDS] = "1"
+        try:
+            known = subprocess.run(
+                [sys.executable, "-m", "aescl._wide_check", device.id],
+                env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, timeout=_WIDE_CHECK_SECONDS).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            _wide_rounds_checked[key] = False  # (not kept on disk: it may pass next time)
+            return False
+        if disk_cache_enabled():
+            write_cache_file(path, json.dumps({"works": known}).encode())
+    _wide_rounds_checked[key] = known
+    return known
+
+
+_WIDE_CHECK_SECONDS = 300  # three kernel builds on a slow or busy machine
 
 
 def launch_config(device: Device) -> LaunchConfig:
     """The launch settings every mode uses on ``device``: the defaults, with the
     work-group size, grid and table copies of the device's tuning when there is
-    one. A GPU with none is tuned now, once (a few seconds, stored)."""
+    one. A GPU with none is tuned now, once (a few seconds, stored). A CPU whose
+    defaults ask for the wide AES instructions gets them once they were checked to
+    work there (:func:`wide_rounds_work`, once, stored), else the 128-bit ones."""
     environment = _environment()
     known = _configs.get(device.id)
     if known is not None and known[0] == environment:
         return known[1]
     config = base = default_config(device)
+    if config.wide_rounds and not wide_rounds_work(device, config):
+        config = base = without_wide_rounds(config)
     if tuning_enabled() and device.type != "simulator":
         tuning = stored(device)
         if tuning is None and device.type == "gpu":

@@ -54,6 +54,11 @@
  *                           hide latency with other warps and keep 1.
  *   AES_CONTIGUOUS_RUNS     which blocks a work-item takes (default 0; see
  *                           "Which blocks a work-item takes" below). 1 on CPUs.
+ *   AES_WIDE_ROUNDS         0 (default), 256 or 512: with AES_HARDWARE_ROUNDS,
+ *                           the rounds of a run go through VAES, 2 or 4 blocks
+ *                           per instruction (aes_vendor.h explains why they sit
+ *                           in functions that are never inlined). 32 blocks per
+ *                           work-item then, a multiple of the blocks per register.
  *
  * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
  * barrier whenever they write __local memory, so every work-item of the group
@@ -413,17 +418,62 @@ inline ulong aes_run_step(void) { return get_global_size(0) * AES_BLOCKS_PER_ITE
             (s)[j] = last_round((s)[j], k[AES_ROUNDS]);                     \
     } while (0)
 
+#if AES_WIDE_LANES > 1
+#if AES_BLOCKS_PER_ITEM % AES_WIDE_LANES
+#error "AES_BLOCKS_PER_ITEM must be a multiple of the blocks per wide register"
+#endif
+#define AES_WIDE_REGISTERS (AES_BLOCKS_PER_ITEM / AES_WIDE_LANES)
+
+/* A run of AES_BLOCKS_PER_ITEM blocks in place on the wide instructions, every
+ * round across all of the run's registers. Never inlined, so that it keeps the
+ * VAES target (aes_vendor.h): one call, and the run's states through memory
+ * once each way, per run. */
+#define AES_X86_WIDE_RUN(name, round, last_round)                             \
+    AES_X86_WIDE_TARGET __attribute__((noinline))                             \
+    void name(uint4 *s, AES_KEY_SPACE const uint *rk)                         \
+    {                                                                         \
+        aes_x86_wide w[AES_WIDE_REGISTERS];                                   \
+        const aes_x86_wide first_key = AES_WIDE_BROADCAST(vload4(0, rk));     \
+        AES_UNROLL                                                            \
+        for (int j = 0; j < AES_WIDE_REGISTERS; ++j)                          \
+            w[j] = AES_WIDE_PACK(s, j * AES_WIDE_LANES) ^ first_key;          \
+        AES_UNROLL                                                            \
+        for (int r = 1; r < AES_ROUNDS; ++r) {                                \
+            const aes_x86_wide k = AES_WIDE_BROADCAST(vload4(r, rk));         \
+            AES_UNROLL                                                        \
+            for (int j = 0; j < AES_WIDE_REGISTERS; ++j)                      \
+                w[j] = AES_WIDE_BUILTIN(round)(w[j], k);                      \
+        }                                                                     \
+        const aes_x86_wide last_key = AES_WIDE_BROADCAST(vload4(AES_ROUNDS, rk)); \
+        AES_UNROLL                                                            \
+        for (int j = 0; j < AES_WIDE_REGISTERS; ++j)                          \
+            AES_WIDE_UNPACK(s, j * AES_WIDE_LANES,                            \
+                            AES_WIDE_BUILTIN(last_round)(w[j], last_key));    \
+    }
+
+AES_X86_WIDE_RUN(aes_x86_wide_encrypt_run, aesenc, aesenclast)
+AES_X86_WIDE_RUN(aes_x86_wide_decrypt_run, aesdec, aesdeclast)
+#endif
+
 AES_X86_INLINE void aes_encrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
                                        AES_TABLE_SPACE const uint *te)
 {
+#if AES_WIDE_LANES > 1
+    aes_x86_wide_encrypt_run(s, rk);
+#else
     AES_X86_RUN(s, rk, aes_x86_encrypt_round, aes_x86_encrypt_last_round);
+#endif
 }
 
 AES_X86_INLINE void aes_decrypt_blocks(uint4 *s, AES_KEY_SPACE const uint *rk,
                                        AES_TABLE_SPACE const uint *td,
                                        AES_TABLE_SPACE const uchar *inv_sbox)
 {
+#if AES_WIDE_LANES > 1
+    aes_x86_wide_decrypt_run(s, rk);
+#else
     AES_X86_RUN(s, rk, aes_x86_decrypt_round, aes_x86_decrypt_last_round);
+#endif
 }
 #else
 /* Table rounds have no long-latency instruction to hide: one block after another. */

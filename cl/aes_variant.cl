@@ -2,6 +2,7 @@
  * that aescl can report it and its tests can check that a request took effect.
  *   0: T-table rounds (portable)
  *   1: x86 AES-NI instructions (AES_HARDWARE_ROUNDS on an x86 CPU with AES)
+ *   2, 3: the same on 256- or 512-bit registers (VAES, AES_WIDE_ROUNDS)
  * -D options: those of aes_core.cl.
  */
 #include "aes_core.cl"

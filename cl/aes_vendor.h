@@ -93,6 +93,73 @@ AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
 #define AES_CPU_TARGET
 #endif
 
+/* The wide AES instructions (VAES): one AESENC on a 256- or 512-bit register
+ * runs the round on 2 or 4 blocks. -DAES_WIDE_ROUNDS=256 or 512 asks for them
+ * beside AES_HARDWARE_ROUNDS; aescl/kernels.py sets it only when the host CPU
+ * reports VAES (and AVX-512F for 512) and a build of this code in a separate
+ * process succeeded on the device (tuning.wide_rounds_work).
+ *
+ * PoCL compiles a kernel for a target named after a CPU model it knows
+ * (`skylake-avx512` on both an AMD EPYC and a Xeon with VAES), and inlines the
+ * kernel's functions into a work-group function that lacks their target
+ * attribute: an always-inlined VAES builtin then aborts the whole process in
+ * code generation (`Cannot select: intrinsic %llvm.x86.aesni.aesenc.512`, PoCL
+ * 3.1 and 5.0). A function that is never inlined keeps its attribute, and its
+ * code is generated with VAES enabled, so the wide rounds live in such functions
+ * (aes_core.cl, aes_x86_wide_*_run), each doing every round of a whole run of
+ * blocks: one call per run. AES_WIDE_LANES is the number of blocks per register
+ * (1 without the wide instructions). Every CPU with VAES also has the wide
+ * carry-less multiply (VPCLMULQDQ), which GHASH then uses the same way
+ * (ghash.cl, ghash_clmul_wide_run). */
+#ifndef AES_WIDE_ROUNDS
+#define AES_WIDE_ROUNDS 0
+#endif
+#if AES_X86_AESNI && AES_WIDE_ROUNDS == 512
+#define AES_WIDE_LANES 4
+#undef AES_CORE_VARIANT
+#define AES_CORE_VARIANT 3u
+#define AES_X86_WIDE_TARGET __attribute__((target("aes,pclmul,vaes,vpclmulqdq,avx512f")))
+typedef long aes_x86_wide __attribute__((vector_size(64)));
+/* Blocks j .. j+3 of s (16-byte vectors, through `as`) as one register, and back;
+ * the XOR of a register's four 128-bit lanes. */
+#define AES_WIDE_PACK_AS(s, j, as)                                            \
+    ((aes_x86_wide)as_long8((uint16)(as((s)[j]), as((s)[(j) + 1]),            \
+                                     as((s)[(j) + 2]), as((s)[(j) + 3]))))
+#define AES_WIDE_PACK(s, j) AES_WIDE_PACK_AS(s, j, )
+#define AES_WIDE_FOLD(w)                                                      \
+    (as_ulong8(w).s01 ^ as_ulong8(w).s23 ^ as_ulong8(w).s45 ^ as_ulong8(w).s67)
+#define AES_WIDE_BROADCAST(k) ((aes_x86_wide)as_long8((uint16)((k), (k), (k), (k))))
+#define AES_WIDE_UNPACK(s, j, w)                                            \
+    do {                                                                    \
+        const uint16 lanes_ = as_uint16(w);                        \
+        (s)[j] = lanes_.s0123;                                              \
+        (s)[(j) + 1] = lanes_.s4567;                                        \
+        (s)[(j) + 2] = lanes_.s89ab;                                        \
+        (s)[(j) + 3] = lanes_.scdef;                                        \
+    } while (0)
+#define AES_WIDE_BUILTIN(name) __builtin_ia32_##name##512
+#elif AES_X86_AESNI && AES_WIDE_ROUNDS == 256
+#define AES_WIDE_LANES 2
+#undef AES_CORE_VARIANT
+#define AES_CORE_VARIANT 2u
+#define AES_X86_WIDE_TARGET __attribute__((target("aes,pclmul,vaes,vpclmulqdq,avx2")))
+typedef long aes_x86_wide __attribute__((vector_size(32)));
+#define AES_WIDE_PACK_AS(s, j, as) \
+    ((aes_x86_wide)as_long4((uint8)(as((s)[j]), as((s)[(j) + 1]))))
+#define AES_WIDE_PACK(s, j) AES_WIDE_PACK_AS(s, j, )
+#define AES_WIDE_FOLD(w) (as_ulong4(w).s01 ^ as_ulong4(w).s23)
+#define AES_WIDE_BROADCAST(k) ((aes_x86_wide)as_long4((uint8)((k), (k))))
+#define AES_WIDE_UNPACK(s, j, w)                                            \
+    do {                                                                    \
+        const uint8 lanes_ = as_uint8(w);                          \
+        (s)[j] = lanes_.s0123;                                              \
+        (s)[(j) + 1] = lanes_.s4567;                                        \
+    } while (0)
+#define AES_WIDE_BUILTIN(name) __builtin_ia32_##name##256
+#else
+#define AES_WIDE_LANES 1
+#endif
+
 inline uint aes_bswap32(uint x)
 {
     return as_uint(as_uchar4(x).s3210);

@@ -1,9 +1,12 @@
-"""The two round implementations of cl/aes_core.cl, and which one a device gets.
+"""The round implementations of cl/aes_core.cl, and which one a device gets.
 
 CPU devices ask for the AES instructions (AES_HARDWARE_ROUNDS); x86 CPUs with
-AES-NI grant it, so on such a machine the rest of the suite runs them on PoCL.
-The T-table rounds stay covered on the same CPU here, with
-``$AESCL_HARDWARE_ROUNDS=0``, and everywhere on GPUs and the simulator.
+AES-NI grant it, and those with VAES and VPCLMULQDQ get the wide forms
+(AES_WIDE_ROUNDS) once a separate process found them working (aescl.tuning), so
+on such a machine the rest of the suite runs those on PoCL. The 128-bit
+instructions stay covered on the same CPU here, with ``$AESCL_WIDE_ROUNDS=0``, and
+the T-table rounds with ``$AESCL_HARDWARE_ROUNDS=0`` and everywhere on GPUs and the
+simulator.
 """
 
 from __future__ import annotations
@@ -47,28 +50,35 @@ def test_a_pocl_cpu_with_aes_ni_uses_the_instructions(device):
         pytest.skip("the instructions are requested from CPU devices; PoCL is the one known here")
     if not _host_cpu_has_aes_ni():
         pytest.skip("this host's CPU has no AES-NI, so the table rounds are right")
+    width = tuning.launch_config(device).wide_rounds  # (tests/test_tuning.py checks it)
     for rounds in (10, 12, 14):
         for key_schedule in engines.KEY_SCHEDULES:
-            assert _variant(device, rounds, key_schedule) == "x86-aes-ni"
+            assert _variant(device, rounds, key_schedule) == (
+                f"x86-vaes-{width}" if width else "x86-aes-ni")
 
 
-@pytest.fixture
-def table_rounds_cpu(device, monkeypatch):
-    """A CPU device held to the T-table rounds."""
+@pytest.fixture(params=["t-tables", "x86-aes-ni"])
+def other_rounds_cpu(request, device, monkeypatch):
+    """A CPU device held to the T-table rounds, or to the 128-bit AES instructions."""
     if device.type != "cpu":
-        pytest.skip("only CPU devices choose between the two round implementations")
-    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
-    assert _variant(device) == "t-tables"
+        pytest.skip("only CPU devices choose between the round implementations")
+    if request.param == "t-tables":
+        monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+    elif _host_cpu_has_aes_ni() and device.vendor == "pocl":
+        monkeypatch.setenv("AESCL_WIDE_ROUNDS", "0")
+    else:
+        pytest.skip("the 128-bit instructions need PoCL on a CPU with AES-NI")
+    assert _variant(device) == request.param
     return device
 
 
 @pytest.mark.parametrize("bits", [128, 192, 256])
-def test_table_rounds_on_a_cpu_pass_the_nist_ecb_vectors(table_rounds_cpu, key_schedule, bits):
+def test_other_rounds_on_a_cpu_pass_the_nist_ecb_vectors(other_rounds_cpu, key_schedule, bits):
     vectors = [v for kind in ("GFSbox", "KeySbox")
                for v in load("ciphers", "AES", "ECB", f"ECB{kind}{bits}.rsp")]
     assert vectors
     for vector in vectors:
-        cipher = aescl.new(vector.bytes("KEY"), aescl.MODE_ECB, device=table_rounds_cpu,
+        cipher = aescl.new(vector.bytes("KEY"), aescl.MODE_ECB, device=other_rounds_cpu,
                            key_schedule=key_schedule)
         plaintext, ciphertext = vector.bytes("PLAINTEXT"), vector.bytes("CIPHERTEXT")
         if vector.section == "ENCRYPT":
@@ -78,18 +88,21 @@ def test_table_rounds_on_a_cpu_pass_the_nist_ecb_vectors(table_rounds_cpu, key_s
 
 
 @pytest.mark.parametrize("size", [16, 24, 32])
-def test_both_round_implementations_agree_with_pycryptodome(table_rounds_cpu, monkeypatch, size):
+def test_every_round_implementation_agrees_with_pycryptodome(device, monkeypatch, size):
+    if device.type != "cpu":
+        pytest.skip("only CPU devices choose between the round implementations")
     key, nonce, data = os.urandom(size), os.urandom(8), os.urandom(16 * 1000 + 7)
     want_ctr = AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data)
     want_ecb = AES.new(key, AES.MODE_ECB).encrypt(data[:16000])
     want_gcm = AES.new(key, AES.MODE_GCM, nonce=nonce * 2).encrypt_and_digest(data)
-    for hardware in ("0", "1"):
-        monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", hardware)
-        device = table_rounds_cpu
-        ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=device)
-        ecb = aescl.new(key, aescl.MODE_ECB, device=device)
-        gcm = aescl.new(key, aescl.MODE_GCM, nonce=nonce * 2, device=device)
-        assert ctr.encrypt(data) == want_ctr, hardware
-        assert ecb.encrypt(data[:16000]) == want_ecb, hardware
-        assert ecb.decrypt(want_ecb) == data[:16000], hardware
-        assert gcm.encrypt_and_digest(data) == want_gcm, hardware
+    for setting in ({"AESCL_HARDWARE_ROUNDS": "0"}, {"AESCL_WIDE_ROUNDS": "0"}, {}):
+        with monkeypatch.context() as patch:
+            for name, value in setting.items():
+                patch.setenv(name, value)
+            ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=device)
+            ecb = aescl.new(key, aescl.MODE_ECB, device=device)
+            gcm = aescl.new(key, aescl.MODE_GCM, nonce=nonce * 2, device=device)
+            assert ctr.encrypt(data) == want_ctr, setting
+            assert ecb.encrypt(data[:16000]) == want_ecb, setting
+            assert ecb.decrypt(want_ecb) == data[:16000], setting
+            assert gcm.encrypt_and_digest(data) == want_gcm, setting

@@ -127,6 +127,30 @@ def test_the_hardware_rounds_request_can_be_turned_off(monkeypatch):
         kernels.default_config(cpu)
 
 
+def test_cpus_ask_for_the_widest_aes_instructions_they_have(monkeypatch):
+    cpu = fake("1:0", "CPU", "pocl", "cpu", units=16)
+    features = kernels.cpu_features()
+    widest = (512 if {"vaes", "vpclmulqdq", "avx512f"} <= features else
+              256 if {"vaes", "vpclmulqdq", "avx2"} <= features else 0)
+    config = kernels.default_config(cpu)
+    assert config.wide_rounds == widest
+    assert f"-DAES_WIDE_ROUNDS={widest}" in kernels.aes_options(10, "host", config)
+    assert config.blocks_per_item == (32 if widest else 8)
+    # $AESCL_WIDE_ROUNDS caps the width; 0 keeps the 128-bit instructions.
+    monkeypatch.setenv("AESCL_WIDE_ROUNDS", "256")
+    assert kernels.default_config(cpu).wide_rounds == min(widest, 256)
+    monkeypatch.setenv("AESCL_WIDE_ROUNDS", "0")
+    assert kernels.default_config(cpu) == kernels.without_wide_rounds(config)
+    assert kernels.default_config(cpu).blocks_per_item == 8
+    # A run that would not fill whole wide registers keeps the 128-bit instructions.
+    monkeypatch.delenv("AESCL_WIDE_ROUNDS")
+    monkeypatch.setenv("AESCL_BLOCKS_PER_ITEM", "6")
+    assert kernels.default_config(cpu).wide_rounds == 0
+    monkeypatch.setenv("AESCL_WIDE_ROUNDS", "128")
+    with pytest.raises(ValueError, match="AESCL_WIDE_ROUNDS must be 0, 256 or 512"):
+        kernels.default_config(cpu)
+
+
 @pytest.mark.parametrize("local_bytes,group,override,lanes", [
     (65536, 256, "", 32),     # one copy per bank
     (49152, 256, "", 32),     # NVIDIA's 48 KiB: 32 KiB of copies fit

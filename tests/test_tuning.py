@@ -155,3 +155,32 @@ def test_a_gpu_is_tuned_on_first_use(gpu_device, own_cache):
         result.chosen.work_group_size, result.chosen.max_work_groups, result.chosen.table_lanes)
     assert result.chosen.gb_s >= result.default.gb_s
     assert len(result.trials) == len(tuning.candidates(gpu_device))
+
+
+def test_wide_rounds_are_used_once_a_separate_process_found_them_working(
+        device, own_cache, monkeypatch):
+    if device.type != "cpu":
+        pytest.skip("only CPU devices take the wide AES instructions")
+    wanted = kernels.default_config(device)
+    if not wanted.wide_rounds:
+        pytest.skip("this host's CPU has no VAES with VPCLMULQDQ")
+    monkeypatch.setattr(tuning, "_wide_rounds_checked", {})  # (earlier tests' answers)
+    works = tuning.wide_rounds_work(device, wanted)
+    assert list((own_cache / "checks").glob("wide-rounds-*.json")), "the answer was not kept"
+    chosen = tuning.launch_config(device)
+    assert chosen.wide_rounds == (wanted.wide_rounds if works else 0)
+    # What the kernels compiled to follows the configuration (tests/test_core_variants.py).
+    expected = f"x86-vaes-{chosen.wide_rounds}" if chosen.wide_rounds else "x86-aes-ni"
+    assert kernels.core_variant(device, kernels.aes_options(10, "host", chosen)) == expected
+
+
+def test_wide_rounds_that_do_not_run_are_not_used(device, own_cache, monkeypatch):
+    if device.type != "cpu" or not kernels.default_config(device).wide_rounds:
+        pytest.skip("needs a CPU device whose host CPU has VAES with VPCLMULQDQ")
+    # Six blocks do not fill 512-bit registers, so the checking process gets the 128-bit
+    # rounds (kernels.default_config), and says that the wide ones did not run.
+    monkeypatch.setattr(tuning, "_wide_rounds_checked", {})
+    broken = replace(kernels.default_config(device), wide_rounds=512, blocks_per_item=6)
+    assert tuning.wide_rounds_work(device, broken) is False
+    stored = list((own_cache / "checks").glob("wide-rounds-*.json"))
+    assert len(stored) == 1 and '"works": false' in stored[0].read_text()
