@@ -18,6 +18,7 @@ import mmap
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +41,23 @@ _lock = threading.Lock()
 _tokens = iter(range(1, 1 << 62))
 
 
+# Told each freed region's token: the host engine's idle worker processes then drop
+# their mappings of it, which would otherwise hold its memory until their next task.
+_when_freed: list[Callable[[int], None]] = []
+
+
+def when_freed(tell: Callable[[int], None]) -> None:
+    """Have ``tell(token)`` called once each region is freed."""
+    _when_freed.append(tell)
+
+
 def _free(token: int) -> None:
     with _lock:
         region = _regions.pop(token, None)
     if region is not None:
         os.close(region.fd)
+        for tell in _when_freed:
+            tell(token)
 
 
 def shared_empty(nbytes: int, beside_device: bool = False) -> mmap.mmap:

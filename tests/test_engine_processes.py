@@ -85,21 +85,40 @@ def test_chunks_in_shared_memory_match_the_threads_and_a_bad_chunk_is_named():
     assert caught.value.chunk == 907  # the first bad chunk, whichever worker saw it
 
 
-def test_freed_regions_are_unmapped_by_the_workers_on_their_next_task():
+def _maps(pid: int, inode: int) -> bool:
+    """Whether the process ``pid`` maps the memfd whose inode is ``inode``."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return any(len(fields) > 5 and fields[4] == str(inode) and "memfd:aescl" in fields[5]
+                   for fields in (line.split() for line in maps))
+
+
+def test_freed_regions_are_unmapped_by_idle_workers_at_once():
+    import gc
+    import time
+
     data = os.urandom(20 << 20)
     key, iv = os.urandom(16), os.urandom(16)
     first = _shared_copy(data)
-    token = _shared.locate(first)[0].token
+    region = _shared.locate(first)[0]
+    token, inode = region.token, os.fstat(region.fd).st_ino
     cipher = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host")
     cipher.encrypt(first, output=first)
-    assert any(token in w.mapped for w in _running())
-    del first, cipher
+    holders = [w for w in _running() if token in w.mapped]
+    assert holders and all(_maps(w.process.pid, inode) for w in holders)
+    del first, cipher, region
+    gc.collect()
     assert not _shared.is_live(token)
+    assert all(token not in w.mapped for w in _running())
+    # The workers drop their mappings without waiting for another task.
+    deadline = time.monotonic() + 10
+    while any(_maps(w.process.pid, inode) for w in holders) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_maps(w.process.pid, inode) for w in holders)
     second = _shared_copy(data)
     aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device="host").encrypt(
         second, output=second)
-    used = [w for w in _running() if _shared.locate(second)[0].token in w.mapped]
-    assert used and all(token not in w.mapped for w in used)
+    assert second.tobytes() == AES.new(key, AES.MODE_CTR, nonce=b"",
+                                       initial_value=iv).encrypt(data)
 
 
 def _kill_the_workers() -> None:

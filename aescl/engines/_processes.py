@@ -14,7 +14,8 @@ Protocol over a socketpair (pickled messages), one exchange at a time:
 
 * first the host device (its engine's description);
 * ``("map", token, size)`` followed by the region's descriptor, before the first
-  task that uses a region; ``("unmap", [tokens])`` once regions were freed;
+  task that uses a region; ``("unmap", [tokens])`` once regions were freed (when
+  freed, if no job is under way, else before the next task);
 * a task ``(kind, args..., source, target, lo, hi)``, where ``source`` and ``target``
   are ``(token, offset, nbytes)`` and ``(lo, hi)`` the piece. Reply: ``None``, or
   ``("auth", message, chunk)`` for a chunk that failed authentication, or
@@ -225,6 +226,27 @@ class Workers:
 
 _workers: Workers | None = None
 _lock = threading.Lock()
+
+
+def _drop_freed(token: int) -> None:
+    """A region was freed: idle workers unmap it now, so that its memory goes back to
+    the system (a job under way leaves it to their next task)."""
+    pool = _workers
+    if pool is None or not pool._job.acquire(blocking=False):
+        return
+    try:
+        for worker in pool._all:
+            if token in worker.mapped:
+                worker.mapped.discard(token)
+                try:
+                    worker.connection.send(("unmap", [token]))
+                except OSError:
+                    pass  # (a worker that is gone holds nothing; the next job notices)
+    finally:
+        pool._job.release()
+
+
+_shared.when_freed(_drop_freed)
 _START_SECONDS = 60  # for a worker to import its engine, on a slow or busy machine
 
 
