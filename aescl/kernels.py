@@ -197,14 +197,15 @@ def hardware_rounds_wanted() -> bool:
 
 def wide_rounds_wanted() -> int:
     """The VAES register width CPU devices ask for (aes_vendor.h, AES_WIDE_ROUNDS): 512
-    where the host CPU has VAES and AVX-512F, 256 where it has VAES and AVX2, else 0.
+    where the host CPU has VAES, VPCLMULQDQ, AVX-512F and AVX-512BW, 256 where it has
+    VAES, VPCLMULQDQ and AVX2, else 0.
     ``$AESCL_WIDE_ROUNDS`` (0, 256 or 512) caps it, so that the narrower paths can be
     tested and compared on a CPU that has the wide one."""
     value = os.environ.get("AESCL_WIDE_ROUNDS", "").strip()
     if value not in ("", "0", "256", "512"):
         raise ValueError(f"AESCL_WIDE_ROUNDS must be 0, 256 or 512, not {value!r}")
     features = cpu_features()
-    widest = (512 if {"vaes", "vpclmulqdq", "avx512f"} <= features else
+    widest = (512 if {"vaes", "vpclmulqdq", "avx512f", "avx512bw"} <= features else
               256 if {"vaes", "vpclmulqdq", "avx2"} <= features else 0)
     return min(widest, int(value or 512))
 

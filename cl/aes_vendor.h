@@ -118,7 +118,7 @@ AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
 #define AES_WIDE_LANES 4
 #undef AES_CORE_VARIANT
 #define AES_CORE_VARIANT 3u
-#define AES_X86_WIDE_TARGET __attribute__((target("aes,pclmul,vaes,vpclmulqdq,avx512f")))
+#define AES_X86_WIDE_TARGET __attribute__((target("aes,pclmul,vaes,vpclmulqdq,avx512f,avx512bw")))
 typedef long aes_x86_wide __attribute__((vector_size(64)));
 /* Blocks j .. j+3 of s (16-byte vectors, through `as`) as one register, and back;
  * the XOR of a register's four 128-bit lanes. */
@@ -138,6 +138,25 @@ typedef long aes_x86_wide __attribute__((vector_size(64)));
         (s)[(j) + 3] = lanes_.scdef;                                        \
     } while (0)
 #define AES_WIDE_BUILTIN(name) __builtin_ia32_##name##512
+/* For whole runs in wide registers (chunk_seal.cl): a register as 16 words, from
+ * and to memory; counter blocks J0 + c .. c+3 (the big-endian last word); each
+ * lane's bytes reversed (GHASH reads a block as a big-endian number); a register
+ * with (lo, hi) in lane 0 and zeros elsewhere. */
+#define AES_WIDE_UINTS uint16
+#define AES_WIDE_FROM_UINTS(u) ((aes_x86_wide)as_long8(u))
+#define AES_WIDE_TO_UINTS(w) as_uint16(w)
+#define AES_WIDE_LOAD(p) vload16(0, (__global const uint *)(p))
+#define AES_WIDE_STORE(u, p) vstore16((u), 0, (__global uint *)(p))
+#define AES_WIDE_COUNTERS(j0, c)                                               \
+    ((uint16)((j0).xyz, aes_bswap32(c), (j0).xyz, aes_bswap32((c) + 1u),       \
+              (j0).xyz, aes_bswap32((c) + 2u), (j0).xyz, aes_bswap32((c) + 3u)))
+typedef uchar aes_x86_wide_bytes __attribute__((ext_vector_type(64)));
+#define AES_WIDE_REVERSE_LANES(u)                                              \
+    ((aes_x86_wide)__builtin_shufflevector(__builtin_astype((u), aes_x86_wide_bytes), \
+                                           __builtin_astype((u), aes_x86_wide_bytes), \
+                                           15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48))
+#define AES_WIDE_LANE0(lo, hi) \
+    ((aes_x86_wide)as_long8((ulong8)((lo), (hi), 0ul, 0ul, 0ul, 0ul, 0ul, 0ul)))
 #elif AES_X86_AESNI && AES_WIDE_ROUNDS == 256
 #define AES_WIDE_LANES 2
 #undef AES_CORE_VARIANT
@@ -156,6 +175,19 @@ typedef long aes_x86_wide __attribute__((vector_size(32)));
         (s)[(j) + 1] = lanes_.s4567;                                        \
     } while (0)
 #define AES_WIDE_BUILTIN(name) __builtin_ia32_##name##256
+#define AES_WIDE_UINTS uint8
+#define AES_WIDE_FROM_UINTS(u) ((aes_x86_wide)as_long4(u))
+#define AES_WIDE_TO_UINTS(w) as_uint8(w)
+#define AES_WIDE_LOAD(p) vload8(0, (__global const uint *)(p))
+#define AES_WIDE_STORE(u, p) vstore8((u), 0, (__global uint *)(p))
+#define AES_WIDE_COUNTERS(j0, c) \
+    ((uint8)((j0).xyz, aes_bswap32(c), (j0).xyz, aes_bswap32((c) + 1u)))
+typedef uchar aes_x86_wide_bytes __attribute__((ext_vector_type(32)));
+#define AES_WIDE_REVERSE_LANES(u)                                              \
+    ((aes_x86_wide)__builtin_shufflevector(__builtin_astype((u), aes_x86_wide_bytes), \
+                                           __builtin_astype((u), aes_x86_wide_bytes), \
+                                           15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16))
+#define AES_WIDE_LANE0(lo, hi) ((aes_x86_wide)as_long4((ulong4)((lo), (hi), 0ul, 0ul)))
 #else
 #define AES_WIDE_LANES 1
 #endif

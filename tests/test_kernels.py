@@ -130,7 +130,7 @@ def test_the_hardware_rounds_request_can_be_turned_off(monkeypatch):
 def test_cpus_ask_for_the_widest_aes_instructions_they_have(monkeypatch):
     cpu = fake("1:0", "CPU", "pocl", "cpu", units=16)
     features = kernels.cpu_features()
-    widest = (512 if {"vaes", "vpclmulqdq", "avx512f"} <= features else
+    widest = (512 if {"vaes", "vpclmulqdq", "avx512f", "avx512bw"} <= features else
               256 if {"vaes", "vpclmulqdq", "avx2"} <= features else 0)
     config = kernels.default_config(cpu)
     assert config.wide_rounds == widest
