@@ -96,8 +96,9 @@ AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
 /* The wide AES instructions (VAES): one AESENC on a 256- or 512-bit register
  * runs the round on 2 or 4 blocks. -DAES_WIDE_ROUNDS=256 or 512 asks for them
  * beside AES_HARDWARE_ROUNDS; aescl/kernels.py sets it only when the host CPU
- * reports VAES (and AVX-512F for 512) and a build of this code in a separate
- * process succeeded on the device (tuning.wide_rounds_work).
+ * reports VAES and VPCLMULQDQ (and AVX-512F and BW for 512, AVX2 for 256), and
+ * aescl/tuning.py keeps it only once a separate process ran it correctly on the
+ * device (tuning.wide_rounds_work).
  *
  * PoCL compiles a kernel for a target named after a CPU model it knows
  * (`skylake-avx512` on both an AMD EPYC and a Xeon with VAES), and inlines the
@@ -110,7 +111,7 @@ AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
  * blocks: one call per run. AES_WIDE_LANES is the number of blocks per register
  * (1 without the wide instructions). Every CPU with VAES also has the wide
  * carry-less multiply (VPCLMULQDQ), which GHASH then uses the same way
- * (ghash.cl, ghash_clmul_wide_run). */
+ * (chunk_seal.cl, chunk_crypt_run_wide). */
 #ifndef AES_WIDE_ROUNDS
 #define AES_WIDE_ROUNDS 0
 #endif

@@ -39,21 +39,11 @@
 /* GHASH state after one more run of ciphertext (blocks in memory order). */
 AES_X86_INLINE ulong2 chunk_absorb_run(ulong2 sum, const uint4 *c, const ulong2 *powers)
 {
-#if AES_WIDE_LANES > 1
-    /* The run's blocks last first, so that block b meets powers[W-1-b] in order. */
-    ulong2 x[AES_BLOCKS_PER_ITEM];
-    AES_UNROLL
-    for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
-        x[AES_BLOCKS_PER_ITEM - 1 - b] = ghash_load(c[b]);
-    x[AES_BLOCKS_PER_ITEM - 1] ^= sum;
-    return ghash_reduce(ghash_clmul_wide_run(x, powers));
-#else
     ulong4 product = ghash_clmul_wide(sum ^ ghash_load(c[0]), powers[AES_BLOCKS_PER_ITEM - 1]);
     AES_UNROLL
     for (int b = 1; b < AES_BLOCKS_PER_ITEM; ++b)
         product ^= ghash_clmul_wide(ghash_load(c[b]), powers[AES_BLOCKS_PER_ITEM - 1 - b]);
     return ghash_reduce(product);
-#endif
 }
 
 #if AES_WIDE_LANES > 1

@@ -19,7 +19,7 @@
  * carry-less multiplications instead (ghash_clmul_wide, ghash_reduce): no
  * tables, constant time, and several products can share one reduction. With the
  * wide AES rounds (AES_WIDE_ROUNDS) the chunked format's runs multiply 2 or 4
- * blocks per instruction (VPCLMULQDQ, ghash_clmul_wide_run).
+ * blocks per instruction (VPCLMULQDQ, chunk_seal.cl's chunk_crypt_run_wide).
  *
  * -D options: GHASH_CARRYLESS (default 0; used only with the AES-NI core, whose
  * target attribute it shares); aes_vendor.h supplies the byte-order helpers.
@@ -147,29 +147,6 @@ AES_X86_INLINE ulong2 ghash_multiply_carryless(ulong2 x, ulong2 y)
     return ghash_reduce(ghash_clmul_wide(x, y));
 }
 
-#if AES_WIDE_LANES > 1
-/* x[0]·y[0] ^ ... ^ x[W-1]·y[W-1] (W = AES_BLOCKS_PER_ITEM) before reduction, as
- * ghash_clmul_wide's sum: AES_WIDE_LANES products per wide carry-less multiply.
- * In each 128-bit lane word 0 is s0 (the high half), so immediate 0x11 multiplies
- * the low halves, 0x00 the high ones, and 0x01 and 0x10 the crossed ones. Never
- * inlined, to keep the wide target (aes_vendor.h). */
-AES_X86_WIDE_TARGET __attribute__((noinline))
-ulong4 ghash_clmul_wide_run(const ulong2 *x, const ulong2 *y)
-{
-    aes_x86_wide low = AES_WIDE_BROADCAST((uint4)(0u)), high = low, middle = low;
-    AES_UNROLL
-    for (int j = 0; j < AES_BLOCKS_PER_ITEM; j += AES_WIDE_LANES) {
-        const aes_x86_wide a = AES_WIDE_PACK_AS(x, j, as_uint4);
-        const aes_x86_wide b = AES_WIDE_PACK_AS(y, j, as_uint4);
-        low ^= AES_WIDE_BUILTIN(pclmulqdq)(a, b, 0x11);
-        high ^= AES_WIDE_BUILTIN(pclmulqdq)(a, b, 0x00);
-        middle ^= AES_WIDE_BUILTIN(pclmulqdq)(a, b, 0x01)
-                ^ AES_WIDE_BUILTIN(pclmulqdq)(a, b, 0x10);
-    }
-    const ulong2 l = AES_WIDE_FOLD(low), h = AES_WIDE_FOLD(high), m = AES_WIDE_FOLD(middle);
-    return (ulong4)(h.s1, h.s0 ^ m.s1, l.s1 ^ m.s0, l.s0);
-}
-#endif
 #endif
 
 #endif /* GHASH_CL */
