@@ -22,6 +22,7 @@ import threading
 import time
 
 import numpy as np
+import probe_timing  # tools/, beside this script
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 import aescl
@@ -118,13 +119,7 @@ def threads() -> None:
             workers.append(threading.Thread(target=gpu_loop, args=(started, stop, gpu_rates)))
         else:
             started.set()
-        for worker in workers:
-            worker.start()
-        started.wait()
-        time.sleep(SECONDS)
-        stop.set()
-        for worker in workers:
-            worker.join()
+        probe_timing.run_for(workers, stop, SECONDS, started)
         gpu_rate, host_rate = sum(gpu_rates), sum(host_rates)
         print(f"{'yes' if gpu else 'no':>10}  {count:>15}  {piece_mib:>9}  {switch:>9}  |"
               f"  {gpu_rate:4.1f}  {host_rate:7.1f}  {gpu_rate + host_rate:4.1f}", flush=True)

@@ -21,6 +21,7 @@ import threading
 import time
 
 import numpy as np
+import probe_timing  # tools/, beside this script
 import pyopencl as cl
 
 import aescl
@@ -97,12 +98,7 @@ def main() -> None:
             part = slice(N * k // threads, N * (k + 1) // threads)
             workers.append(threading.Thread(target=copy_loop, args=(
                 plain_in[part], plain_out[part], stop, copy_rates)))
-        for worker in workers:
-            worker.start()
-        time.sleep(SECONDS)
-        stop.set()
-        for worker in workers:
-            worker.join()
+        probe_timing.run_for(workers, stop, SECONDS)
         gpu_rate, copy_rate = sum(gpu_rates), sum(copy_rates)
         print(f"GPU {'on ' if with_gpu else 'off'}, {threads:2} copy threads: GPU CTR-128 "
               f"{gpu_rate:5.1f} GB/s, copies {copy_rate:5.1f} GB/s, together "

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import numpy as np
+import probe_timing  # tools/, beside this script
 
 import aescl
 from aescl import _shared, chunked
@@ -27,14 +27,8 @@ KEY, NONCE = os.urandom(32), os.urandom(12)
 CORES = host_device().compute_units
 
 
-def best_gb_s(action, repeats: int = 4) -> float:
-    action()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - start)
-    return N / best / 1e9
+def best_gb_s(action) -> float:
+    return probe_timing.best_gb_s(action, N, repeats=4, warm_up=True)
 
 
 def main() -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def best_gb_s(action: Callable[[], object], nbytes: int, repeats: int = 3,
@@ -18,3 +19,17 @@ def best_gb_s(action: Callable[[], object], nbytes: int, repeats: int = 3,
         action()
         best = min(best, time.perf_counter() - start)
     return nbytes / best / 1e9
+
+
+def run_for(threads: Sequence[threading.Thread], stop: threading.Event, seconds: float,
+            started: threading.Event | None = None) -> None:
+    """Start ``threads``, let them run ``seconds`` (from ``started``, when given), then set
+    ``stop`` and wait for them: what the probes that measure rates side by side share."""
+    for thread in threads:
+        thread.start()
+    if started is not None:
+        started.wait()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
