@@ -279,8 +279,8 @@ def wide_rounds_work(device: Device, config: LaunchConfig) -> bool:
     once in a separate process and remembered (in memory, and on disk beside the
     kernel binaries): a compiler that cannot generate them may abort the process that
     asks (aes_vendor.h), and an abort cannot be caught. The check runs CTR, ECB both
-    ways and the chunked format both ways on the device, compared with the host
-    engine (``python -m aescl._wide_check``)."""
+    ways and the chunked format both ways on the device, compared with pycryptodome
+    and the host engine (``python -m aescl._wide_check``)."""
     import subprocess
     import sys
 
@@ -314,7 +314,7 @@ def wide_rounds_work(device: Device, config: LaunchConfig) -> bool:
     return known
 
 
-_WIDE_CHECK_SECONDS = 300  # three kernel builds on a slow or busy machine
+_WIDE_CHECK_SECONDS = 300  # a dozen kernel builds on a slow or busy machine
 
 
 def launch_config(device: Device) -> LaunchConfig:
