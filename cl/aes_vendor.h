@@ -111,7 +111,7 @@ AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
  * blocks: one call per run. AES_WIDE_LANES is the number of blocks per register
  * (1 without the wide instructions). Every CPU with VAES also has the wide
  * carry-less multiply (VPCLMULQDQ), which GHASH then uses the same way
- * (chunk_seal.cl, chunk_crypt_run_wide). */
+ * (chunk_seal.cl, chunk_crypt_wide). */
 #ifndef AES_WIDE_ROUNDS
 #define AES_WIDE_ROUNDS 0
 #endif

@@ -47,53 +47,66 @@ AES_X86_INLINE ulong2 chunk_absorb_run(ulong2 sum, const uint4 *c, const ulong2 
 }
 
 #if AES_WIDE_LANES > 1
-/* Data blocks first .. first+W-1 of a chunk from `in` to `out` on the wide
- * instructions, in wide registers from start to end: counter blocks, AES, the XOR
- * with the input, the output, and the run's GHASH products, with one reduction.
- * Returns the GHASH state after the run (`sum` before it). `powers` holds, for
- * each block b of the run, H^(W-b) as its lane in a register: (lo, hi), the order
- * of a block whose bytes were reversed, so immediate 0x00 multiplies the low
- * halves and 0x11 the high ones. Never inlined (aes_vendor.h): the per-block work
- * around the AES and GHASH instructions, done a block at a time, cost the Xeon's
- * PoCL more than the instructions themselves. */
+/* One full chunk from `in` to `out` on the wide instructions, and its GHASH sum as
+ * chunk_crypt returns it. Each run of W blocks stays in wide registers from start
+ * to end: counter blocks, AES, the XOR with the input, the output, and the run's
+ * GHASH products, with one reduction. GHASH reads each block with its bytes
+ * reversed, which puts (lo, hi) in a lane, so immediate 0x00 multiplies the low
+ * halves and 0x11 the high ones; the powers are laid out once per chunk to match
+ * (block b of a run meets H^(W-b)), and the round keys broadcast once. Never
+ * inlined (aes_vendor.h): done a block at a time, the work around the AES and
+ * GHASH instructions cost the Xeon's PoCL more than the instructions themselves. */
 AES_X86_WIDE_TARGET __attribute__((noinline))
-ulong2 chunk_crypt_run_wide(__global const uint4 *in, __global uint4 *out, const uint4 j0,
-                            const uint first, const ulong2 sum, const bool opening,
-                            const ulong2 *powers, AES_KEY_SPACE const uint *rk)
+ulong2 chunk_crypt_wide(__global const uint4 *in, __global uint4 *out, const uint4 j0,
+                        const bool opening, const ulong2 *powers,
+                        AES_KEY_SPACE const uint *rk)
 {
-    aes_x86_wide w[AES_WIDE_REGISTERS];
-    const uint counter = aes_bswap32(j0.w) + 1u + first;
-    const aes_x86_wide first_key = AES_WIDE_BROADCAST(vload4(0, rk));
+    aes_x86_wide keys[AES_ROUNDS + 1], lane_powers[AES_WIDE_REGISTERS];
+    AES_UNROLL
+    for (int r = 0; r <= AES_ROUNDS; ++r)
+        keys[r] = AES_WIDE_BROADCAST(vload4(r, rk));
+    ulong2 descending[AES_BLOCKS_PER_ITEM];
+    AES_UNROLL
+    for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
+        descending[b] = powers[AES_BLOCKS_PER_ITEM - 1 - b].s10;
     AES_UNROLL
     for (int j = 0; j < AES_WIDE_REGISTERS; ++j)
-        w[j] = AES_WIDE_FROM_UINTS(AES_WIDE_COUNTERS(j0, counter + (uint)(j * AES_WIDE_LANES)))
-             ^ first_key;
-    AES_UNROLL
-    for (int r = 1; r < AES_ROUNDS; ++r) {
-        const aes_x86_wide k = AES_WIDE_BROADCAST(vload4(r, rk));
+        lane_powers[j] = AES_WIDE_PACK_AS(descending, j * AES_WIDE_LANES, as_uint4);
+    const aes_x86_wide zero = AES_WIDE_BROADCAST((uint4)(0u));
+    ulong2 sum = (ulong2)(0ul, 0ul);
+    for (uint first = 0; first < CHUNK_BLOCKS; first += AES_BLOCKS_PER_ITEM) {
+        aes_x86_wide w[AES_WIDE_REGISTERS];
+        const uint counter = aes_bswap32(j0.w) + 1u + first;
         AES_UNROLL
         for (int j = 0; j < AES_WIDE_REGISTERS; ++j)
-            w[j] = AES_WIDE_BUILTIN(aesenc)(w[j], k);
+            w[j] = AES_WIDE_FROM_UINTS(AES_WIDE_COUNTERS(j0, counter + (uint)(j * AES_WIDE_LANES)))
+                 ^ keys[0];
+        AES_UNROLL
+        for (int r = 1; r < AES_ROUNDS; ++r) {
+            AES_UNROLL
+            for (int j = 0; j < AES_WIDE_REGISTERS; ++j)
+                w[j] = AES_WIDE_BUILTIN(aesenc)(w[j], keys[r]);
+        }
+        aes_x86_wide low = zero, high = zero, middle = zero;
+        AES_UNROLL
+        for (int j = 0; j < AES_WIDE_REGISTERS; ++j) {
+            const AES_WIDE_UINTS x = AES_WIDE_LOAD(in + first + j * AES_WIDE_LANES);
+            const AES_WIDE_UINTS y =
+                x ^ AES_WIDE_TO_UINTS(AES_WIDE_BUILTIN(aesenclast)(w[j], keys[AES_ROUNDS]));
+            AES_WIDE_STORE(y, out + first + j * AES_WIDE_LANES);
+            aes_x86_wide c = AES_WIDE_REVERSE_LANES(opening ? x : y);   /* the ciphertext */
+            if (j == 0)
+                c ^= AES_WIDE_LANE0(sum.s1, sum.s0);
+            low ^= AES_WIDE_BUILTIN(pclmulqdq)(c, lane_powers[j], 0x00);
+            high ^= AES_WIDE_BUILTIN(pclmulqdq)(c, lane_powers[j], 0x11);
+            middle ^= AES_WIDE_BUILTIN(pclmulqdq)(c, lane_powers[j], 0x01)
+                    ^ AES_WIDE_BUILTIN(pclmulqdq)(c, lane_powers[j], 0x10);
+        }
+        const ulong2 l = AES_WIDE_FOLD(low), h = AES_WIDE_FOLD(high);
+        const ulong2 m = AES_WIDE_FOLD(middle);
+        sum = ghash_reduce((ulong4)(h.s1, h.s0 ^ m.s1, l.s1 ^ m.s0, l.s0));
     }
-    const aes_x86_wide last_key = AES_WIDE_BROADCAST(vload4(AES_ROUNDS, rk));
-    const aes_x86_wide zero = AES_WIDE_BROADCAST((uint4)(0u));
-    aes_x86_wide low = zero, high = zero, middle = zero;
-    AES_UNROLL
-    for (int j = 0; j < AES_WIDE_REGISTERS; ++j) {
-        const AES_WIDE_UINTS x = AES_WIDE_LOAD(in + j * AES_WIDE_LANES);
-        const AES_WIDE_UINTS y = x ^ AES_WIDE_TO_UINTS(AES_WIDE_BUILTIN(aesenclast)(w[j], last_key));
-        AES_WIDE_STORE(y, out + j * AES_WIDE_LANES);
-        aes_x86_wide c = AES_WIDE_REVERSE_LANES(opening ? x : y);   /* the ciphertext */
-        if (j == 0)
-            c ^= AES_WIDE_LANE0(sum.s1, sum.s0);
-        const aes_x86_wide p = AES_WIDE_PACK_AS(powers, j * AES_WIDE_LANES, as_uint4);
-        low ^= AES_WIDE_BUILTIN(pclmulqdq)(c, p, 0x00);
-        high ^= AES_WIDE_BUILTIN(pclmulqdq)(c, p, 0x11);
-        middle ^= AES_WIDE_BUILTIN(pclmulqdq)(c, p, 0x01)
-                ^ AES_WIDE_BUILTIN(pclmulqdq)(c, p, 0x10);
-    }
-    const ulong2 l = AES_WIDE_FOLD(low), h = AES_WIDE_FOLD(high), m = AES_WIDE_FOLD(middle);
-    return ghash_reduce((ulong4)(h.s1, h.s0 ^ m.s1, l.s1 ^ m.s0, l.s0));
+    return sum;
 }
 #endif
 
@@ -129,17 +142,10 @@ AES_X86_INLINE ulong2 chunk_crypt(__global const uint4 *in, __global uint4 *out,
                                   const uint4 j0, const bool opening, const ulong2 *powers,
                                   AES_KEY_SPACE const uint *rk, AES_TABLE_SPACE const uint *te)
 {
-    ulong2 sum = (ulong2)(0ul, 0ul);
 #if AES_WIDE_LANES > 1
-    /* H^(W-b) for block b of a run, halves swapped: chunk_crypt_run_wide's lanes. */
-    ulong2 lane_powers[AES_BLOCKS_PER_ITEM];
-    AES_UNROLL
-    for (int b = 0; b < AES_BLOCKS_PER_ITEM; ++b)
-        lane_powers[b] = powers[AES_BLOCKS_PER_ITEM - 1 - b].s10;
-    for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM)
-        sum = chunk_crypt_run_wide(in + i, out + i, j0, i, sum, opening, lane_powers, rk);
-    return sum;
+    return chunk_crypt_wide(in, out, j0, opening, powers, rk);
 #endif
+    ulong2 sum = (ulong2)(0ul, 0ul);
     for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM) {
         uint4 s[AES_BLOCKS_PER_ITEM];
         chunk_keystream_run(j0, i, s, rk, te);

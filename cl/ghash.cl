@@ -19,7 +19,7 @@
  * carry-less multiplications instead (ghash_clmul_wide, ghash_reduce): no
  * tables, constant time, and several products can share one reduction. With the
  * wide AES rounds (AES_WIDE_ROUNDS) the chunked format's runs multiply 2 or 4
- * blocks per instruction (VPCLMULQDQ, chunk_seal.cl's chunk_crypt_run_wide).
+ * blocks per instruction (VPCLMULQDQ, chunk_seal.cl's chunk_crypt_wide).
  *
  * -D options: GHASH_CARRYLESS (default 0; used only with the AES-NI core, whose
  * target attribute it shares); aes_vendor.h supplies the byte-order helpers.
