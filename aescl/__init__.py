@@ -45,9 +45,11 @@ Promises of this API:
   :mod:`aescl.filejobs` (outputs appear only when every file succeeded), run in
   this process or on a Dask cluster by :mod:`aescl.distributed` (the ``dask``
   extra; docs/distributed.md).
-* One OpenCL device serves one job at a time per process: its pipeline and
-  kernels are shared, so calls from several threads on the same device must not
-  overlap (file jobs take a lock for this).
+* Every call is safe from any number of threads, on every device. Calls on one
+  OpenCL device take turns (its pipeline and kernels serve one job at a time, and
+  one job already keeps it busy); calls on different devices, and host-engine
+  calls, run at once. A cipher object itself is one stream: share it between
+  threads only with your own lock.
 * Host data streams through the device in overlapped pieces (upload, kernels
   and download at once). ``aescl.pinned_empty(n, device)`` allocates
   page-locked memory: input and ``output=`` there skip the host staging copy.

@@ -45,7 +45,7 @@ except ImportError:  # not POSIX: files are written with positional writes
 from ._space import reserve
 from .devices import Device
 from .errors import TruncatedError
-from .kernels import DeviceRuntime, runtime
+from .kernels import DeviceRuntime, one_job_per_device, runtime
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
@@ -127,7 +127,9 @@ def is_pinned(array: np.ndarray, device: Device) -> bool:
     """Whether all of ``array`` lies in memory :func:`pinned_empty` allocated for ``device``."""
     start = _address(array)
     end = start + array.nbytes
-    return any(lo <= start and end <= hi for lo, hi in _pinned_ranges.get(device.id, {}).values())
+    # (a copy of the ranges: other threads add and free pinned arrays meanwhile)
+    ranges = list(_pinned_ranges.get(device.id, {}).values())
+    return any(lo <= start and end <= hi for lo, hi in ranges)
 
 
 # ---- Host copies -----------------------------------------------------------------------
@@ -403,9 +405,9 @@ class _InFlight:
 
 
 class Pipeline:
-    """Streams pieces through one device. Not thread-safe: one user at a time, like the
-    runtime's queue. Kernels go on the runtime's queue; uploads and downloads each
-    on a queue of their own."""
+    """Streams pieces through one device, one run at a time (a run holds the device's
+    lock: its slots and queues serve one run). Kernels go on the runtime's queue;
+    uploads and downloads each on a queue of their own."""
 
     def __init__(self, device: Device) -> None:
         self._device = device
@@ -482,6 +484,7 @@ class Pipeline:
             return []
         return flight.piece.store(self._staging(flight.slot, "out", flight.piece.out_bytes))
 
+    @one_job_per_device
     def run(self, pieces: Iterable[Piece]) -> None:
         """Process every piece; returns when all outputs are stored.
 

@@ -48,9 +48,9 @@ DEFAULT_RANGE_BYTES = 256 << 20
 
 Devices = str | list[str] | None  # specs, resolved by each worker on its own machine
 
-# One task at a time per process: a task already uses every chosen device, and an OpenCL
-# device's pipeline and kernels serve one job at a time. A Dask worker with several
-# threads ran two tasks on one GPU at once and wrote wrong chunks before this lock.
+# One task at a time per process: a task already uses every chosen device (and an OpenCL
+# device takes one job at a time anyway: aescl.kernels.DeviceRuntime), so a Dask worker's
+# second thread would only hold a second file open and a second set of buffers.
 _one_task_at_a_time = threading.Lock()
 
 

@@ -29,7 +29,7 @@ from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output
 from .devices import Device
 from .engines import MODE_GCM, gcm_nonce
 from .errors import AuthenticationError, CounterOverflowError
-from .kernels import aes_options, kernel, runtime
+from .kernels import aes_options, kernel, one_job_per_device, runtime
 from .tuning import launch_config
 
 BLOCK_SIZE = 16
@@ -57,7 +57,7 @@ class GcmEngine:
         rounds = keyschedule.rounds_for_key(key)
         config = launch_config(device)
         self.options = options = aes_options(rounds, key_schedule, config)
-        self._runtime = runtime(device)
+        self.runtime = runtime(device)
         self._ctr = kernel(device, "aes_gcm.cl", options, "gcm_ctr_xor")
         self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash")
         self._tags = kernel(device, "aes_gcm.cl", options, "gcm_tags")
@@ -81,12 +81,12 @@ class GcmEngine:
 
     def _limit(self, kernel: Any) -> int:
         return kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, self._runtime.device.cl_device
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.runtime.device.cl_device
         )
 
     def _constant(self, array: np.ndarray) -> Any:
         return cl.Buffer(
-            self._runtime.context,
+            self.runtime.context,
             cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
             hostbuf=np.ascontiguousarray(array),
         )
@@ -108,6 +108,7 @@ class GcmEngine:
             multiplier = self._multipliers[exponent] = ghash.FixedMultiplier(self.power(exponent))
         return multiplier(value)
 
+    @one_job_per_device
     def h_tables(self, count: int) -> Any:
         """The device buffer of nibble tables for H^1..H^count (grown on demand), built
         on the device: on the host the powers and tables cost milliseconds per key."""
@@ -116,7 +117,7 @@ class GcmEngine:
             self._power_tables.set_args(np.uint64(self.h >> 64), np.uint64(self.h % 2**64),
                                         np.uint32(count), self._tables)
             group = min(16, self._limit(self._power_tables))  # a few groups: cores or SMs
-            cl.enqueue_nd_range_kernel(self._runtime.queue, self._power_tables,
+            cl.enqueue_nd_range_kernel(self.runtime.queue, self._power_tables,
                                        (-(-count // group) * group,), (group,))
             self._table_count = count
         return self._tables
@@ -133,7 +134,7 @@ class GcmEngine:
             np.uint32(first_step % 2**32), j0s, message_bytes, self.key_buffer,
         )
         return cl.enqueue_nd_range_kernel(
-            self._runtime.queue, self._ctr,
+            self.runtime.queue, self._ctr,
             (groups * self._work_group_size,), (self._work_group_size,),
         )
 
@@ -148,17 +149,18 @@ class GcmEngine:
             self.h_tables(max(items, _CARRYLESS_RUN)), partials,
         )
         return cl.enqueue_nd_range_kernel(
-            self._runtime.queue, self._ghash, (groups * items,), (items,)
+            self.runtime.queue, self._ghash, (groups * items,), (items,)
         )
 
     def _scratch(self, nbytes: int) -> Any:
-        return cl.Buffer(self._runtime.context, cl.mem_flags.READ_WRITE, max(16, nbytes))
+        return cl.Buffer(self.runtime.context, cl.mem_flags.READ_WRITE, max(16, nbytes))
 
+    @one_job_per_device
     def keystream(self, j0s: list[bytes], first_step: int) -> list[bytes]:
         """E(inc32^first_step(J0)) for each J0: H (J0 = 0, step 0), tag masks, partial blocks."""
         blocks = np.zeros((len(j0s), BLOCK_SIZE), dtype=np.uint8)
         buffer = self._scratch(blocks.nbytes)
-        queue = self._runtime.queue
+        queue = self.runtime.queue
         cl.enqueue_copy(queue, buffer, blocks, is_blocking=False)
         counters = self._constant(np.frombuffer(b"".join(j0s), dtype=np.uint8))
         lengths = self._constant(np.full(len(j0s), BLOCK_SIZE, dtype=np.uint64))
@@ -179,6 +181,7 @@ class GcmEngine:
             result ^= (hi << 64) | lo
         return result
 
+    @one_job_per_device
     def stream(
         self, source: np.ndarray, target: np.ndarray | None, j0: bytes, first_block: int,
         decrypt: bool, crypt: bool = True, hash_text: bool = True,
@@ -190,7 +193,7 @@ class GcmEngine:
         the GHASH partial sum of the ciphertext blocks (input when decrypting,
         output when encrypting), 0 if not asked for.
         """
-        queue = self._runtime.queue
+        queue = self.runtime.queue
         counters = self._constant(np.frombuffer(j0, dtype=np.uint8))
         step = self.slice_bytes
         buffer = self._scratch(min(step, source.nbytes))
@@ -235,7 +238,7 @@ class GcmEngine:
             partials, np.uint32(count), j0s, lengths, self.h_tables(1), tags, self.key_buffer
         )
         return cl.enqueue_nd_range_kernel(
-            self._runtime.queue, self._tags,
+            self.runtime.queue, self._tags,
             (groups * self._tags_group_size,), (self._tags_group_size,),
         )
 
@@ -283,9 +286,10 @@ class GcmEngine:
                                     message_bytes, j0s)
         batch.flat = slots.reshape(-1)[: blocks * BLOCK_SIZE]
         if blocks:
-            cl.enqueue_copy(self._runtime.queue, batch.buffer, batch.flat, is_blocking=False)
+            cl.enqueue_copy(self.runtime.queue, batch.buffer, batch.flat, is_blocking=False)
         return batch
 
+    @one_job_per_device
     def seal_messages(
         self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray
     ) -> np.ndarray:
@@ -300,6 +304,7 @@ class GcmEngine:
         batch.download()
         return tags
 
+    @one_job_per_device
     def open_messages(
         self, slots: np.ndarray, message_bytes: np.ndarray, j0s: np.ndarray,
         tags: np.ndarray,
@@ -366,13 +371,13 @@ class _Batch:
         """GHASH and tags of the buffer as it is now (ciphertext), read back."""
         self.hash()
         tags = np.empty((self.count, BLOCK_SIZE), dtype=np.uint8)
-        cl.enqueue_copy(self.engine._runtime.queue, tags, self.tags_buffer, is_blocking=True)
+        cl.enqueue_copy(self.engine.runtime.queue, tags, self.tags_buffer, is_blocking=True)
         return tags
 
     def download(self) -> None:
         assert self.flat is not None
         if self.blocks:
-            cl.enqueue_copy(self.engine._runtime.queue, self.flat, self.buffer, is_blocking=True)
+            cl.enqueue_copy(self.engine.runtime.queue, self.flat, self.buffer, is_blocking=True)
 
 
 class GcmCipher:

@@ -19,13 +19,14 @@ import json
 import os
 import platform
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyopencl as cl
 
@@ -240,9 +241,11 @@ def core_variant(device: Device, options: str) -> str:
     (CORE_VARIANTS): AES_HARDWARE_ROUNDS is a request the compiler may not grant."""
     rt = runtime(device)
     found = cl.Buffer(rt.context, cl.mem_flags.WRITE_ONLY, 4)
-    kernel(device, "aes_variant.cl", options, "aes_core_variant")(rt.queue, (1,), (1,), found)
     value = bytearray(4)
-    cl.enqueue_copy(rt.queue, value, found)
+    with rt.lock:
+        kernel(device, "aes_variant.cl", options, "aes_core_variant")(rt.queue, (1,), (1,),
+                                                                      found)
+        cl.enqueue_copy(rt.queue, value, found)
     return CORE_VARIANTS[int.from_bytes(value, "little")]
 
 
@@ -259,7 +262,14 @@ class BuildRecord:
 
 @dataclass
 class DeviceRuntime:
-    """The OpenCL context and queue aescl uses for one device, and its built programs."""
+    """The OpenCL context and queue aescl uses for one device, and its built programs.
+
+    ``lock`` is held by every job on the device, so that jobs from several threads run
+    one after another: they share the kernel objects (whose arguments are set just
+    before each launch), the pipeline's staging and device buffers, and the in-order
+    queue. Measured against a pipeline per caller in docs/benchmarks (2026-11-24): one
+    job at a time already keeps the device busy.
+    """
 
     device: Device
     context: Any
@@ -267,23 +277,40 @@ class DeviceRuntime:
     programs: dict[str, Any] = field(default_factory=dict)  # by cache key
     kernels: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (file, options, name)
     build_log: list[BuildRecord] = field(default_factory=list)
+    lock: threading.RLock = field(default_factory=threading.RLock)
 
 
 _runtimes: dict[str, DeviceRuntime] = {}
+_runtimes_lock = threading.Lock()  # two threads' first jobs must not make two contexts
 
 
 def runtime(device: Device) -> DeviceRuntime:
     """The shared context and in-order queue for a device (created once per process)."""
     rt = _runtimes.get(device.id)
     if rt is None:
-        context = cl.Context([device.cl_device])
-        # Profiling lets aescl.bench time kernels by their events; its cost is negligible.
-        queue = cl.CommandQueue(
-            context, device.cl_device, properties=cl.command_queue_properties.PROFILING_ENABLE
-        )
-        rt = DeviceRuntime(device, context, queue)
-        _runtimes[device.id] = rt
+        with _runtimes_lock:
+            rt = _runtimes.get(device.id)
+            if rt is None:
+                context = cl.Context([device.cl_device])
+                # Profiling lets aescl.bench time kernels by their events; its cost is
+                # negligible.
+                queue = cl.CommandQueue(context, device.cl_device,
+                                        properties=cl.command_queue_properties.PROFILING_ENABLE)
+                rt = _runtimes[device.id] = DeviceRuntime(device, context, queue)
     return rt
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def one_job_per_device(method: _Method) -> _Method:
+    """Run ``method`` holding the device's lock (:class:`DeviceRuntime`); its object
+    names the device's runtime as ``self.runtime``."""
+    @wraps(method)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self.runtime.lock:
+            return method(self, *args, **kwargs)
+    return locked  # type: ignore[return-value]
 
 
 def cache_key(device: Device, source: str, options: str) -> str:
@@ -329,9 +356,13 @@ def build_source(device: Device, source: str, options: str, label: str) -> Any:
     """
     rt = runtime(device)
     key = cache_key(device, source, options)
-    program = rt.programs.get(key)
-    if program is not None:
-        return program
+    with rt.lock:
+        program = rt.programs.get(key)
+        return program if program is not None else _build(rt, key, source, options, label)
+
+
+def _build(rt: DeviceRuntime, key: str, source: str, options: str, label: str) -> Any:
+    device = rt.device
     started = time.perf_counter()
     cached_path = kernel_cache_dir() / f"{key}.bin"
     program = _load_cached_binary(rt, cached_path, options) if disk_cache_enabled() else None
@@ -415,6 +446,7 @@ def kernel(device: Device, filename: str, options: str, name: str) -> Any:
     """
     rt = runtime(device)
     key = (filename, options, name)  # load_source is fixed for the process
-    if key not in rt.kernels:
-        rt.kernels[key] = cl.Kernel(build(device, filename, options), name)
-    return rt.kernels[key]
+    with rt.lock:
+        if key not in rt.kernels:
+            rt.kernels[key] = cl.Kernel(build(device, filename, options), name)
+        return rt.kernels[key]

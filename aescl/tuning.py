@@ -333,8 +333,11 @@ def launch_config(device: Device) -> LaunchConfig:
     if tuning_enabled() and device.type != "simulator":
         tuning = stored(device)
         if tuning is None and device.type == "gpu":
-            tuning = tune(device)
-            store(device, tuning)
+            with runtime(device).lock:  # one tuning, timed with the device to itself
+                tuning = stored(device)
+                if tuning is None:
+                    tuning = tune(device)
+                    store(device, tuning)
         if tuning is not None:
             chosen = tuning.chosen
             lanes = base.table_lanes

@@ -36,12 +36,11 @@ def nonce_for(base_nonce: bytes, index: int) -> bytes:
 def encrypt_raw(key: bytes, base_nonce: bytes, message: bytes) -> bytes:
     chunks = [message[i : i + CHUNK] for i in range(0, len(message) - len(message) % CHUNK, CHUNK)]
     chunks.append(message[len(chunks) * CHUNK :])  # the final chunk: always short
-    out = b""
+    out = []
     for index, chunk in enumerate(chunks):
         cipher = AES.new(key, AES.MODE_GCM, nonce=nonce_for(base_nonce, index))
-        ciphertext, tag = cipher.encrypt_and_digest(chunk)
-        out += ciphertext + tag
-    return out
+        out.extend(cipher.encrypt_and_digest(chunk))
+    return b"".join(out)
 
 
 def encrypt(key: bytes, message: bytes, context: bytes, salt: bytes) -> bytes:
