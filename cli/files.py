@@ -16,6 +16,7 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 import sys
 import tempfile
 import threading
@@ -48,23 +49,70 @@ def default_output(input_path: str, decrypt: bool) -> str:
 
 
 def check_output(input_path: str, output_path: str, force: bool) -> None:
-    """Refuse a terminal, the input itself, or an existing file without ``--force``."""
+    """Refuse a terminal, the input itself (also through standard input or output, as
+    ``cat`` refuses it), an existing file without ``--force``, and anything but a file,
+    a FIFO or a character device. A FIFO or character device is written as a stream
+    (:func:`is_stream`): never replaced, so it needs no ``--force``."""
     if output_path == STDIO:
         if not _is_open(sys.stdout):
             raise Refusal("standard output is closed; use -o FILE")
         if sys.stdout.isatty():
             raise Refusal("refusing to write binary output to a terminal; use -o FILE or "
                           "redirect standard output")
+        _refuse_same_file(input_path, output_path, _status(sys.stdout))
         return
     output = Path(output_path)
-    if input_path != STDIO and output.exists() and os.path.samefile(input_path, output):
-        raise Refusal(f"the output {output_path} is the input file itself")
-    if output.exists() and not force:
-        raise Refusal(f"{output_path} exists; use --force to replace it")
-    if output.is_dir():
+    try:
+        status: os.stat_result | None = output.stat()
+    except FileNotFoundError:
+        status = None
+    except OSError as exc:  # a loop of symbolic links, a name too long, ...
+        raise Refusal(f"cannot use {output_path} as the output: "
+                      f"{exc.strerror or exc}") from None
+    _refuse_same_file(input_path, output_path, status)
+    if status is not None and stat.S_ISDIR(status.st_mode):
         raise Refusal(f"{output_path} is a directory")
+    if status is not None and is_stream(output_path):
+        return
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        raise Refusal(f"{output_path} is not a regular file, a FIFO or a character device")
+    if status is not None and not force:
+        raise Refusal(f"{output_path} exists; use --force to replace it")
     if not output.resolve().parent.is_dir():
         raise Refusal(f"the directory of {output_path} does not exist")
+
+
+def is_stream(path: str) -> bool:
+    """Whether an output path is written as a stream, in place, as ``cat`` writes it:
+    standard output, or an existing FIFO or character device (/dev/null, a tape)."""
+    if path == STDIO:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def _status(stream: object) -> os.stat_result | None:
+    try:
+        return os.fstat(stream.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _refuse_same_file(input_path: str, output_path: str,
+                      output: os.stat_result | None) -> None:
+    """Refuse an output that is the input's own file: it would read what it writes."""
+    if output is None or not stat.S_ISREG(output.st_mode):
+        return
+    try:
+        source = _status(sys.stdin) if input_path == STDIO else os.stat(input_path)
+    except OSError:
+        return  # (the input is checked, and reported, where it is opened)
+    if source is not None and (source.st_dev, source.st_ino) == (output.st_dev, output.st_ino):
+        where = "standard output" if output_path == STDIO else output_path
+        raise Refusal(f"the output ({where}) is the input file itself")
 
 
 def _is_open(stream: object) -> bool:
@@ -191,10 +239,15 @@ def _publish(fd: int, temp_name: str | None, link: LinkFile | None, target: Path
 def atomic_output(path: str, replace: bool = False) -> Iterator[BinaryIO]:
     """Yield a file that becomes ``path`` only if the block finishes without an
     exception. An existing ``path`` is replaced only with ``replace``; one that
-    appears meanwhile without it raises :class:`OutputAppeared`."""
+    appears meanwhile without it raises :class:`OutputAppeared`. Standard output, a
+    FIFO and a character device are written in place (:func:`is_stream`)."""
     if path == STDIO:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
+        return
+    if is_stream(path):  # a FIFO or a device: written in place, never replaced
+        with open(os.open(path, os.O_WRONLY), "wb") as stream:
+            yield stream
         return
     target = Path(path).resolve()
     try:

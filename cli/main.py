@@ -23,6 +23,7 @@ from .files import (
     check_output,
     default_output,
     describe_os_error,
+    is_stream,
     open_input,
     reserving,
 )
@@ -313,6 +314,9 @@ def _crypt_command(decrypt: bool):
         for source, output in zip(inputs, outputs, strict=True):
             if _is_local(output) and _is_local(source):
                 check_output(_local_path(source), _local_path(output), force)
+                if is_stream(_local_path(output)):
+                    raise Refusal(f"{output} is a FIFO or a device: a job over several "
+                                  "files or on a cluster writes regular files only")
         with _job_errors(decrypt, outputs[0] if len(outputs) == 1 else "the outputs"):
             plan = keys.plan(inputs, outputs, device, force,
                              in_process=scheduler_address is None)
@@ -400,7 +404,7 @@ def _crypt_one(decrypt, raw_mode, job, input_path, output_path, device, force, q
     with _job_errors(decrypt, output_path):
         with open_input(input_path) as source, atomic_output(output_path, force) as sink:
             reserve = None
-            if output_path != STDIO:
+            if not is_stream(output_path):
                 bound = (raw if raw_mode else fileformat).output_size_bound
                 reserve = bound(source, decrypt)
             with reserving(sink, reserve):  # while the device is found and set up

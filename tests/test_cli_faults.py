@@ -9,7 +9,9 @@ import hashlib
 import os
 import resource
 import signal
+import stat
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -242,3 +244,68 @@ def test_an_input_that_shrinks_while_read_fails_and_leaves_nothing(tmp_path, job
     assert process.returncode == EXIT_FAILED, stderr
     assert "ended early" in one_line(stderr.decode())
     assert os.listdir(out_dir) == []
+
+
+@pytest.mark.parametrize("shape", ["file to stdout", "stdin to stdout", "stdin to -o"])
+def test_output_that_is_its_own_input_is_refused(tmp_path, job, shape):
+    """As `cat f >> f` is refused: the run would read what it writes."""
+    key, plain, _ = job
+    before = digest(plain)
+    with open(plain, "rb") as stdin, open(plain, "ab") as appended:
+        args = {"file to stdout": ["-o", "-", str(plain)],
+                "stdin to stdout": ["-o", "-"],
+                "stdin to -o": ["-o", str(plain), "--force"]}[shape]
+        result = subprocess.run([AESCL, "encrypt", "--key-file", str(key), *args],
+                                stdin=stdin, stdout=appended, stderr=subprocess.PIPE,
+                                text=True, timeout=120)
+    assert result.returncode == EXIT_USAGE
+    assert "is the input file itself" in one_line(result.stderr)
+    assert digest(plain) == before
+
+
+def _read_fifo(fifo: Path, into: list[bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(fifo, "rb") as stream:
+            into.append(stream.read())
+    reader = threading.Thread(target=read, daemon=True)  # (never holds up the suite)
+    reader.start()
+    return reader
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_fifo_output_is_written_as_a_stream_and_kept(tmp_path, job, force):
+    key, plain, sealed = job
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _read_fifo(fifo, got)
+    result = aescl_run("decrypt", "--key-file", str(key), "-o", str(fifo), str(sealed),
+                       *(["--force"] if force else []))
+    reader.join(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert got == [plain.read_bytes()]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO, not a file in its place
+
+
+def test_a_character_device_output_is_written_and_never_replaced(tmp_path, job):
+    key, plain, _ = job
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers
+    except PermissionError:
+        device = Path(os.devnull)  # not root: the system's own, which is never replaced
+    for extra in ([], ["--force"]):
+        result = aescl_run("encrypt", "--key-file", str(key), "-o", str(device), str(plain),
+                           *extra)
+        assert result.returncode == 0, result.stderr
+        status = os.lstat(device)
+        assert stat.S_ISCHR(status.st_mode) and status.st_rdev == os.makedev(1, 3)
+
+
+def test_an_output_that_is_a_loop_of_links_is_one_line(tmp_path, job):
+    key, plain, _ = job
+    (tmp_path / "loop").symlink_to("loop")
+    result = aescl_run("encrypt", "--key-file", str(key), "-o", str(tmp_path / "loop"),
+                       str(plain))
+    assert result.returncode == EXIT_USAGE
+    assert "symbolic links" in one_line(result.stderr)
