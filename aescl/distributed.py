@@ -31,15 +31,19 @@ wherever the network between client, scheduler and workers is not trusted.
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from distributed import Client, KilledWorker, as_completed
 
+from .errors import AesclError
 from .fileformat import DEFAULT_WORK_FACTOR, KeyRing, PayloadKey
 from .filejobs import DEFAULT_RANGE_BYTES, Devices, Plan, Task, plan_decrypt, plan_encrypt
 
-__all__ = ["DEFAULT_RANGE_BYTES", "Client", "KilledWorker", "decrypt_files", "encrypt_files", "run"]
+__all__ = ["DEFAULT_RANGE_BYTES", "RESOURCES_WAIT_SECONDS", "Client", "KilledWorker",
+           "NoWorkerError", "check_address", "decrypt_files", "encrypt_files", "run",
+           "wait_for_resources"]
 
 Progress = Callable[[int], None]
 
@@ -73,14 +77,69 @@ def decrypt_files(
     return run(client, plan, resources, progress)
 
 
+# How long a job waits for a worker with the resources it asks for to join.
+RESOURCES_WAIT_SECONDS = 60.0
+
+
+class NoWorkerError(AesclError, LookupError):
+    """No worker of the cluster has the resources the job asks for, and none with them
+    joined within the wait."""
+
+
+def check_address(address: str) -> None:
+    """Raise ValueError, naming ``address``, unless it is a scheduler address Dask can
+    use (``tcp://host:port``, ``tls://...``; a bare ``host:port`` means tcp)."""
+    from distributed.comm import get_address_host_port, parse_address
+    from distributed.comm.registry import get_backend
+
+    try:
+        if not address.strip():
+            raise ValueError("it is empty")
+        scheme, _ = parse_address(address)
+        get_backend(scheme)
+        if scheme in ("tcp", "tls"):
+            get_address_host_port(address)
+    except ValueError as exc:
+        raise ValueError(f"invalid Dask scheduler address {address!r}: {exc}") from None
+
+
+def _has(worker: dict[str, Any], resources: dict[str, float]) -> bool:
+    have = worker.get("resources") or {}
+    return all(have.get(name, 0) >= amount for name, amount in resources.items())
+
+
+def wait_for_resources(client: Client, resources: dict[str, float] | None,
+                       seconds: float = RESOURCES_WAIT_SECONDS) -> None:
+    """Return once a worker has ``resources``; raise :class:`NoWorkerError` if none
+    has them after ``seconds`` (Dask itself would hold the tasks forever)."""
+    if not resources:
+        return
+    deadline = time.monotonic() + seconds
+    while not any(_has(worker, resources)
+                  for worker in client.scheduler_info(n_workers=-1)["workers"].values()):
+        if time.monotonic() >= deadline:
+            wanted = ", ".join(f"{name}={amount:g}" for name, amount in resources.items())
+            raise NoWorkerError(f"no worker has the resources {wanted} (waited {seconds:g} s "
+                                "for one to join); nothing was written")
+        time.sleep(min(0.5, seconds))
+
+
 def _run_task(task: Task) -> int:
     return task()
 
 
 def run(client: Client, plan: Plan, resources: dict[str, float] | None = None,
-        progress: Progress | None = None) -> list[str]:
+        progress: Progress | None = None,
+        resources_wait: float = RESOURCES_WAIT_SECONDS) -> list[str]:
     """Run a planned job's tasks on the cluster, then publish its outputs; on any
-    failure cancel what is left, remove every part and raise the task's error."""
+    failure cancel what is left, remove every part and raise the task's error. With
+    ``resources``, a worker that has them must be there, or join within
+    ``resources_wait`` seconds (:class:`NoWorkerError`)."""
+    try:
+        wait_for_resources(client, resources, resources_wait)
+    except BaseException:
+        plan.discard()
+        raise
     job = secrets.token_hex(6)
     # Named keys: Dask would otherwise hash the arguments, keys included, into the name.
     futures: list[Any] = [

@@ -79,6 +79,12 @@ class TruncatedError(AuthenticationError):
     """The ciphertext ends early: its final chunk is missing (the data was cut short)."""
 
 
+class InputChangedError(AesclError, OSError):
+    """A file job's input is not the file that was planned: it changed size or time since,
+    or the machine running the task sees another file under that name. Nothing of the
+    job is published."""
+
+
 class FormatError(AesclError, ValueError):
     """The input is not in the expected format at all (bad magic, version or layout)."""
 

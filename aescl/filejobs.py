@@ -30,6 +30,7 @@ import contextlib
 import os
 import posixpath
 import secrets
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,8 +38,9 @@ from typing import Any, BinaryIO
 
 from . import chunkformat
 from ._streams import read_full
+from .atomicfile import NewFile, sync_directory
 from .engines import DEFAULT_BATCH_CHUNKS
-from .errors import TruncatedError
+from .errors import InputChangedError
 from .fileformat import KeyRing, PayloadKey, decrypt_payload, encrypt_payload
 
 SUFFIX = ".aescl"
@@ -47,6 +49,7 @@ SUFFIX = ".aescl"
 DEFAULT_RANGE_BYTES = 256 << 20
 
 Devices = str | list[str] | None  # specs, resolved by each worker on its own machine
+Stamp = tuple[int, int | None]  # (size, modification time in ns, local files only)
 
 # One task at a time per process: a task already uses every chosen device (and an OpenCL
 # device takes one job at a time anyway: aescl.kernels.DeviceRuntime), so a Dask worker's
@@ -62,6 +65,8 @@ class Location:
         self.url = str(url)
         self.path = self.url[len("file://"):] if self.url.startswith("file://") else self.url
         self.is_local = "://" not in self.path
+        if self.is_local:  # made here, on the client: a worker's directory is another
+            self.path = os.path.abspath(self.path)
 
     def __repr__(self) -> str:
         return f"Location({self.url!r})"
@@ -76,6 +81,23 @@ class Location:
             return os.path.getsize(self.path)
         fs, path = self._fs()
         return int(fs.size(path))
+
+    def stamp(self, handle: BinaryIO | None = None) -> Stamp:
+        """What identifies this file's content as planned: its size, and for a local
+        file its modification time (of ``handle``, the file as opened, if given)."""
+        if not self.is_local:
+            return (self.size(), None)
+        status = os.fstat(handle.fileno()) if handle is not None else os.stat(self.path)
+        if not stat.S_ISREG(status.st_mode):
+            return (0, None)  # a FIFO or device is read as a stream: nothing to compare
+        return (status.st_size, status.st_mtime_ns)
+
+    def check_stamp(self, handle: BinaryIO, planned: Stamp) -> None:
+        """Raise :class:`InputChangedError` unless the opened file is the one planned."""
+        if self.stamp(handle if self.is_local else None) != planned:
+            raise InputChangedError(
+                f"{self.url} is not the file that was planned: it changed since, or this "
+                "machine sees another file under that name; nothing was written")
 
     def exists(self) -> bool:
         if self.is_local:
@@ -147,14 +169,25 @@ class Location:
         fs.mv(path, target._fs()[1])
 
 
-def sync_directory(directory: str) -> None:
-    """fsync a directory, so that a name just given in it survives a crash (best effort)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+class UnnamedPart(Location):
+    """A local part file of a job run in this process: a :class:`~aescl.atomicfile.NewFile`
+    with no name until it is published, so that a ``kill -9`` leaves nothing of it."""
+
+    def __init__(self, target: Location, replace: bool) -> None:
+        self.file = NewFile(target.path, replace)
+        super().__init__(self.file.path)
+
+    def exists(self) -> bool:
+        return self.file.fd >= 0
+
+    def create_empty(self, size: int = 0) -> None:
+        os.ftruncate(self.file.fd, size)
+
+    def remove(self) -> None:
+        self.file.discard()
+
+    def publish_as(self, target: Location, replace: bool) -> None:
+        self.file.publish()  # (under the name and rule it was made with)
 
 
 def default_output(url: str, decrypt: bool) -> str:
@@ -178,6 +211,7 @@ class WholeFile:
     part: Location
     payload: PayloadKey
     input_bytes: int
+    planned: Stamp
     device: Devices = None
 
     def __repr__(self) -> str:  # never the key
@@ -187,6 +221,7 @@ class WholeFile:
         crypt = decrypt_payload if self.decrypt else encrypt_payload
         with _one_task_at_a_time, self.source.open_read() as source, \
                 self.part.open_existing(truncate=True) as sink:
+            self.source.check_stamp(source, self.planned)
             if self.decrypt:
                 read_full(source, len(self.payload.header))  # checked by the client
             crypt(source, sink, self.payload, device=self.device, batch_chunks=DEFAULT_BATCH_CHUNKS)
@@ -210,7 +245,7 @@ class Range:
     read_at: int
     write_at: int
     input_bytes: int
-    source_size: int
+    planned: Stamp
     device: Devices = None
 
     def __repr__(self) -> str:  # never the key
@@ -227,8 +262,7 @@ class Range:
         crypt_final = cipher.open if self.decrypt else cipher.seal
         with _one_task_at_a_time, open(self.source.path, "rb") as source, \
                 self.part.open_existing(truncate=False) as sink:
-            if os.fstat(source.fileno()).st_size != self.source_size:
-                raise TruncatedError(f"{self.source.url} changed size while being read")
+            self.source.check_stamp(source, self.planned)
             source.seek(self.read_at)
             sink.seek(self.write_at)
             crypt_file(source, sink, self.first, self.count)
@@ -251,6 +285,8 @@ class Plan:
     tasks: list[Task] = field(default_factory=list)
     outputs: list[tuple[Location, Location]] = field(default_factory=list)  # (part, target)
     replace: bool = False
+    # Local parts are unnamed files of this process (UnnamedPart): the plan runs here.
+    unnamed_parts: bool = False
 
     @property
     def input_bytes(self) -> int:
@@ -310,9 +346,10 @@ def _ranges(full_chunks: int, range_chunks: int) -> Iterator[tuple[int, int, boo
 
 
 @contextlib.contextmanager
-def _planning(replace: bool) -> Iterator[tuple[Plan, str]]:
-    """A new plan and a token for its part names; its parts are removed if planning fails."""
-    plan = Plan(replace=replace)
+def _planning(replace: bool, in_process: bool, files: int) -> Iterator[tuple[Plan, str]]:
+    """A new plan and a token for its part names; its parts are removed if planning fails.
+    In process, local parts are unnamed files where the descriptors for them can be had."""
+    plan = Plan(replace=replace, unnamed_parts=in_process and _descriptors_for(files))
     try:
         yield plan, secrets.token_hex(6)
     except BaseException:
@@ -320,9 +357,37 @@ def _planning(replace: bool) -> Iterator[tuple[Plan, str]]:
         raise
 
 
+# Descriptors kept free beside unnamed parts: the job's own files, OpenCL's, Python's.
+_SPARE_DESCRIPTORS = 256
+
+
+def _descriptors_for(files: int) -> bool:
+    """Whether this process may hold a descriptor per file beside its others, raising
+    its soft limit up to the hard one where needed."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no unnamed files either
+        return False
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = files + _SPARE_DESCRIPTORS
+    if soft == resource.RLIM_INFINITY or wanted <= soft:
+        return True
+    if hard != resource.RLIM_INFINITY and wanted > hard:
+        return False
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    except (ValueError, OSError):
+        return False
+    return True
+
+
 def _new_part(plan: Plan, target: Location, token: str, size: int = 0) -> Location:
-    name = target.path.rstrip("/").rsplit("/", 1)[-1]
-    part = target.sibling(f".{name}.{token}.aescl-part")
+    part: Location
+    if plan.unnamed_parts and target.is_local:
+        part = UnnamedPart(target, plan.replace)
+    else:
+        name = target.path.rstrip("/").rsplit("/", 1)[-1]
+        part = target.sibling(f".{name}.{token}.aescl-part")
     part.create_empty(size)
     plan.outputs.append((part, target))
     return part
@@ -331,18 +396,21 @@ def _new_part(plan: Plan, target: Location, token: str, size: int = 0) -> Locati
 def plan_encrypt(
     inputs: Sequence[str], payload: PayloadKey, outputs: Sequence[str] | None = None, *,
     device: Devices = None, range_bytes: int | None = DEFAULT_RANGE_BYTES,
-    replace: bool = False, salt: bytes | None = None,
+    replace: bool = False, salt: bytes | None = None, in_process: bool = False,
 ) -> Plan:
     """Tasks that encrypt ``inputs``: a local file larger than ``range_bytes`` is split
     into ranges of whole chunks (None: never split). ``salt`` fixes the payload salt of
-    split files, for tests that compare with a one-process result; never reuse one."""
+    split files, for tests that compare with a one-process result; never reuse one.
+    ``in_process``: the plan runs in this process (:func:`run_here`), and its local parts
+    are files with no name until published, which a ``kill -9`` leaves nothing of."""
     pairs = _targets(inputs, outputs, decrypt=False, replace=replace)
-    with _planning(replace) as (plan, token):
+    with _planning(replace, in_process, len(pairs)) as (plan, token):
         for source, target in pairs:
-            size = source.size()
+            planned = source.stamp()
+            size = planned[0]
             if not _splits(source, target, size, range_bytes):
                 part = _new_part(plan, target, token)
-                plan.tasks.append(WholeFile(False, source, part, payload, size, device))
+                plan.tasks.append(WholeFile(False, source, part, payload, size, planned, device))
                 continue
             file_salt = chunkformat.random_salt(salt)
             chunk_key, base_nonce, commitment = chunkformat.derive(payload.key, file_salt,
@@ -361,22 +429,24 @@ def plan_encrypt(
                     False, source, part, chunk_key, base_nonce, first, count, final,
                     read_at=first * chunkformat.CHUNK_SIZE,
                     write_at=len(payload.header) + chunkformat.chunk_offset(first),
-                    input_bytes=nbytes, source_size=size, device=device))
+                    input_bytes=nbytes, planned=planned, device=device))
         return plan
 
 
 def plan_decrypt(
     inputs: Sequence[str], keys: KeyRing, outputs: Sequence[str] | None = None, *,
     device: Devices = None, range_bytes: int | None = DEFAULT_RANGE_BYTES,
-    replace: bool = False,
+    replace: bool = False, in_process: bool = False,
 ) -> Plan:
     """Tasks that decrypt ``inputs``. Every header and key commitment is checked here,
-    before any task runs: a wrong key fails the job at once."""
+    before any task runs: a wrong key fails the job at once. ``in_process`` as for
+    :func:`plan_encrypt`."""
     pairs = _targets(inputs, outputs, decrypt=True, replace=replace)
-    with _planning(replace) as (plan, token):
+    with _planning(replace, in_process, len(pairs)) as (plan, token):
         for source, target in pairs:
-            size = source.size()
             with source.open_read() as stream:
+                planned = source.stamp(stream if source.is_local else None)
+                size = planned[0]
                 payload = keys.read(stream)
                 chunk_key, base_nonce = chunkformat.open_header(
                     payload.key, read_full(stream, chunkformat.HEADER_SIZE), payload.header)
@@ -384,7 +454,7 @@ def plan_decrypt(
             message_bytes = chunkformat.opened_size(body)
             if not _splits(source, target, body, range_bytes):
                 part = _new_part(plan, target, token)
-                plan.tasks.append(WholeFile(True, source, part, payload, size, device))
+                plan.tasks.append(WholeFile(True, source, part, payload, size, planned, device))
                 continue
             part = _new_part(plan, target, token, message_bytes)
             full = body // chunkformat.SEALED_CHUNK_SIZE
@@ -395,7 +465,7 @@ def plan_decrypt(
                 plan.tasks.append(Range(
                     True, source, part, chunk_key, base_nonce, first, count, final,
                     read_at=start, write_at=first * chunkformat.CHUNK_SIZE,
-                    input_bytes=end - start, source_size=size, device=device))
+                    input_bytes=end - start, planned=planned, device=device))
         return plan
 
 

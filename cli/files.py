@@ -1,13 +1,10 @@
 """Choosing and writing the output file safely.
 
-Output is written to a file with no name in the output's own directory
-(``O_TMPFILE`` on Linux; elsewhere a hidden temporary name), fsynced, and given
-its name only when the whole job succeeded. Without ``--force`` the name is
-taken with link(2), which fails if the name exists: a file that appeared
-meanwhile (another run writing the same name) is never replaced. On any
-failure, Ctrl-C included, the file is removed; after ``kill -9`` an unnamed file
-leaves nothing at all. Room may be reserved ahead (:func:`reserving`); the file
-is cut back to what was written.
+Output is an :class:`aescl.atomicfile.NewFile`, named only when the whole job
+succeeded (without ``--force`` never over a name that appeared meanwhile). On any
+failure, Ctrl-C and SIGTERM included, the file is removed; after ``kill -9`` an
+unnamed file leaves nothing at all. Room may be reserved ahead (:func:`reserving`);
+the file is cut back to what was written.
 """
 
 from __future__ import annotations
@@ -15,18 +12,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 import sys
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import click
 
 from aescl import _space, filejobs
+from aescl.atomicfile import NewFile, OutputAppeared
 
 STDIO = "-"
 
@@ -136,105 +132,6 @@ def open_input(path: str) -> Iterator[BinaryIO]:
             yield handle
 
 
-class OutputAppeared(FileExistsError):
-    """The output's name was taken while this run wrote it (by another run, say)."""
-
-
-LinkFile = Callable[[int, Path], None]  # gives an open unnamed file a name, or raises
-
-
-def _link_by_descriptor(fd: int, name: Path) -> None:
-    """linkat(2) of the descriptor itself (AT_EMPTY_PATH)."""
-    import ctypes
-
-    library = _space.libc()
-    if library is None or library.linkat(fd, b"", _AT_FDCWD, os.fsencode(name),
-                                         _AT_EMPTY_PATH) != 0:
-        code = ctypes.get_errno() if library is not None else errno.ENOSYS
-        raise OSError(code, os.strerror(code), str(name))
-
-
-def _link_by_proc(fd: int, name: Path) -> None:
-    """link(2) of /proc/self/fd/N, followed: the way open(2) documents."""
-    os.link(f"/proc/self/fd/{fd}", name, follow_symlinks=True)
-
-
-_AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
-_link_methods: dict[int, LinkFile | None] = {}  # by file system (st_dev)
-
-
-def _hidden_name(directory: Path) -> Path:
-    return directory / f".aescl.{secrets.token_hex(8)}.part"
-
-
-def _tmpfile_link(directory: Path) -> LinkFile | None:
-    """How an unnamed file in ``directory`` can be given a name, tried once per file
-    system on a throwaway file: kernels, file systems and privileges differ (linkat
-    of a descriptor needs CAP_DAC_READ_SEARCH on older kernels; some kernels refuse
-    the /proc route across their mounts). None: no unnamed files there."""
-    if not hasattr(os, "O_TMPFILE"):
-        return None
-    device = os.stat(directory).st_dev
-    if device not in _link_methods:
-        _link_methods[device] = None
-        with contextlib.suppress(OSError):
-            probe = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
-            try:
-                for method in (_link_by_proc, _link_by_descriptor):
-                    name = _hidden_name(directory)
-                    with contextlib.suppress(OSError):
-                        method(probe, name)
-                        os.unlink(name)
-                        _link_methods[device] = method
-                        break
-            finally:
-                os.close(probe)
-    return _link_methods[device]
-
-
-def _unnamed_file(directory: Path) -> tuple[int, str | None, LinkFile | None]:
-    """A new file open for reading and writing in ``directory``, mode 0600: with no
-    name (and how to name it) where the system allows, else a hidden temporary name."""
-    link = _tmpfile_link(directory)
-    if link is not None:
-        return os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600), None, link
-    fd, temp_name = tempfile.mkstemp(prefix=".aescl.", suffix=".part", dir=directory)
-    return fd, temp_name, None
-
-
-def _publish(fd: int, temp_name: str | None, link: LinkFile | None, target: Path,
-             replace: bool) -> None:
-    """Give the finished file its name: a link where the name must not exist yet, else
-    a hidden name first and then rename(2) over the old file."""
-    def name_it(name: Path) -> None:
-        if link is not None:
-            link(fd, name)
-        else:
-            os.link(temp_name, name)  # type: ignore[arg-type]
-
-    if not replace:
-        try:
-            name_it(target)
-        except FileExistsError:
-            raise OutputAppeared(errno.EEXIST, "appeared while this run was writing it; "
-                                 "nothing was replaced (use --force to replace it)",
-                                 str(target)) from None
-        if temp_name is not None:
-            os.unlink(temp_name)
-        return
-    while temp_name is None:  # a hidden name that nothing else has taken
-        with contextlib.suppress(FileExistsError):
-            candidate = _hidden_name(target.parent)
-            name_it(candidate)
-            temp_name = str(candidate)
-    try:
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-
-
 @contextlib.contextmanager
 def atomic_output(path: str, replace: bool = False) -> Iterator[BinaryIO]:
     """Yield a file that becomes ``path`` only if the block finishes without an
@@ -249,26 +146,17 @@ def atomic_output(path: str, replace: bool = False) -> Iterator[BinaryIO]:
         with open(os.open(path, os.O_WRONLY), "wb") as stream:
             yield stream
         return
-    target = Path(path).resolve()
+    new = NewFile(path, replace)
     try:
-        fd, temp_name, link = _unnamed_file(target.parent)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, str(target.parent)) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(new.fd, "wb", closefd=False) as handle:
             yield handle
             handle.flush()
             written = handle.tell()
-            if os.fstat(fd).st_size > written:  # room reserved beyond the output
-                os.ftruncate(fd, written)
-            os.fsync(fd)
-            _publish(fd, temp_name, link, target, replace)
-    except BaseException:
-        if temp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temp_name)
-        raise
-    filejobs.sync_directory(str(target.parent))  # the new name itself survives a crash
+            if os.fstat(new.fd).st_size > written:  # room reserved beyond the output
+                os.ftruncate(new.fd, written)
+        new.publish()
+    finally:
+        new.discard()
 
 
 def describe_os_error(exc: OSError, output_path: str) -> str:

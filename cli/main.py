@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ EXIT_FAILED = 1       # the job failed: I/O, OpenCL or input that is not what wa
 EXIT_USAGE = 2        # refused before any work: bad arguments or an unsafe output
 EXIT_REJECTED = 3     # the data was rejected: wrong key, bad padding, tampering, truncation
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
 EXIT_BROKEN_PIPE = 141  # the reader of standard output went away: stop quietly, as `cat` does
 
 
@@ -70,6 +72,14 @@ def main() -> None:
     """AES on any OpenCL device (NVIDIA, AMD, Intel GPUs and CPUs through PoCL)."""
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every clean-up runs, as Ctrl-C's does."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def run() -> None:
     """The ``aescl`` console script: :func:`main`, then a quick exit.
 
@@ -77,12 +87,19 @@ def run() -> None:
     into place, so the process leaves without tearing the OpenCL runtime down:
     that teardown (contexts, pinned staging, the driver's threads) took 0.1 s
     of every run on the H200 host, for resources the kernel frees at exit anyway.
+
+    SIGTERM ends it as Ctrl-C does: the job's files are removed, one line says so,
+    and the exit code is 143.
     """
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         main()  # standalone mode: always ends in SystemExit
         status: object = 0
     except SystemExit as exit_request:
         status = exit_request.code
+    except Terminated:  # outside a job (a prompt, planning): nothing was written
+        click.echo("aescl: terminated", err=True)
+        status = EXIT_TERMINATED
     if status is None:
         status = 0
     elif not isinstance(status, int):  # sys.exit("message"), as Python reports it
@@ -274,13 +291,17 @@ def _crypt_command(decrypt: bool):
     @click.option("--resources", "worker_resources", metavar="NAME=N", multiple=True,
                   help="With --scheduler: run only on workers that have these Dask worker "
                        "resources (dask worker --resources GPU=1), e.g. GPU=1.")
+    @click.option("--resources-wait", type=click.FloatRange(0, 86400), default=60.0,
+                  show_default=True, metavar="SECONDS",
+                  help="With --resources: how long to wait for a worker that has them to "
+                       "join the cluster before failing (exit 1).")
     @click.option("--key-schedule", type=click.Choice(["host", "device"]), default="host",
                   show_default=True, help="Expand round keys on the host or on the device.")
     @click.option("-f", "--force", is_flag=True, help="Replace existing output files.")
     @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
     def command(input_paths, output_path, key_file, use_passphrase, passphrase_file,
                 batch_chunks, raw_mode, mode, key_hex, iv_hex, no_pad, device,
-                scheduler_address, worker_resources, key_schedule, force, quiet,
+                scheduler_address, worker_resources, resources_wait, key_schedule, force, quiet,
                 work_factor=fileformat.DEFAULT_WORK_FACTOR):
         inputs = list(input_paths) or [STDIO]
         # A URL (file://, s3://, ...) is read and written through the file jobs too.
@@ -297,6 +318,9 @@ def _crypt_command(decrypt: bool):
                               "named after its INPUT")
         elif worker_resources:
             raise Refusal("--resources only applies with --scheduler")
+        resources = _resources(worker_resources)
+        if scheduler_address is not None:
+            _check_scheduler(scheduler_address)
         if raw_mode:
             if key_file or use_passphrase or passphrase_file:
                 raise Refusal("--raw takes --key HEX; --key-file and passphrases are for the "
@@ -325,7 +349,8 @@ def _crypt_command(decrypt: bool):
                 if scheduler_address is None:
                     filejobs.run_here(plan, progress.update)
                 else:
-                    _run_on_cluster(scheduler_address, plan, worker_resources, progress.update)
+                    _run_on_cluster(scheduler_address, plan, resources, resources_wait,
+                                    progress.update)
             finally:
                 progress.close()
 
@@ -384,6 +409,9 @@ def _job_errors(decrypt: bool, output_label: str):
     except KeyboardInterrupt:
         click.echo("aescl: interrupted; no output written", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except Terminated:
+        click.echo("aescl: terminated; no output written", err=True)
+        sys.exit(EXIT_TERMINATED)
     except BrokenPipeError:
         if output_label != STDIO:
             raise _JobFailed(f"broken pipe writing {output_label}", EXIT_FAILED) from None
@@ -412,27 +440,49 @@ def _crypt_one(decrypt, raw_mode, job, input_path, output_path, device, force, q
         progress.close()
 
 
-def _run_on_cluster(address: str, plan, worker_resources: tuple[str, ...], progress) -> None:
+def _resources(items: tuple[str, ...]) -> dict[str, float]:
+    """--resources NAME=N, each N a positive number."""
+    resources = {}
+    for item in items:
+        name, _, amount = item.partition("=")
+        try:
+            value = float(amount)
+        except ValueError:
+            value = float("nan")
+        if not name.strip() or not 0 < value < float("inf"):
+            raise Refusal(f"--resources takes NAME=N with N a positive number, not {item!r}")
+        resources[name.strip()] = value
+    return resources
+
+
+def _check_scheduler(address: str) -> None:
+    """Refuse, before any work, an address Dask cannot use, or Dask missing."""
     try:
         from aescl import distributed as on_dask
     except ImportError:
         raise Refusal("--scheduler needs Dask: pip install 'aescl[dask]'") from None
-    resources = {}
-    for item in worker_resources:
-        name, _, amount = item.partition("=")
-        try:
-            resources[name.strip()] = float(amount)
-        except ValueError:
-            raise Refusal(f"--resources takes NAME=N, not {item!r}") from None
+    try:
+        on_dask.check_address(address)
+    except ValueError as exc:
+        raise Refusal(str(exc)) from None
+
+
+def _run_on_cluster(address: str, plan, resources: dict[str, float], resources_wait: float,
+                    progress) -> None:
+    from aescl import distributed as on_dask
+
     try:
         client = on_dask.Client(address)  # waits distributed.comm.timeouts.connect
     except (OSError, TimeoutError) as exc:
         plan.discard()
         raise _JobFailed(f"cannot reach the Dask scheduler at {address}: {exc}",
                          EXIT_FAILED) from None
+    except BaseException:
+        plan.discard()
+        raise
     with client:
         try:
-            on_dask.run(client, plan, resources or None, progress)
+            on_dask.run(client, plan, resources or None, progress, resources_wait)
         except on_dask.KilledWorker as exc:
             raise _JobFailed(f"a task killed its worker too often: {exc}", EXIT_FAILED) from None
 
@@ -523,9 +573,11 @@ class _FormatKeys:
         range_bytes = None if in_process else filejobs.DEFAULT_RANGE_BYTES
         if self._decrypt:
             return filejobs.plan_decrypt(inputs, self.ring, outputs, device=specs,
-                                         range_bytes=range_bytes, replace=force)
+                                         range_bytes=range_bytes, replace=force,
+                                         in_process=in_process)
         return filejobs.plan_encrypt(inputs, self.payload(), outputs, device=specs,
-                                     range_bytes=range_bytes, replace=force)
+                                     range_bytes=range_bytes, replace=force,
+                                     in_process=in_process)
 
 
 encrypt = _crypt_command(decrypt=False)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_cli import run
+from test_cli import AESCL, run
 
 DASK = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
 
@@ -106,15 +106,17 @@ def scheduler(tmp_path_factory):
         deadline = time.monotonic() + 60
         while not scheduler_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
+        # The workers' own working directory: a relative path must never mean a file
+        # there (test_relative_paths_are_the_clients).
         processes.append(subprocess.Popen(
             [DASK, "worker", "--scheduler-file", str(scheduler_file), "--nworkers", "2",
-             "--nthreads", "1", "--no-dashboard"], stdout=logs, stderr=logs))
+             "--nthreads", "1", "--no-dashboard"], stdout=logs, stderr=logs, cwd=directory))
         from distributed import Client
 
         address = json.loads(scheduler_file.read_text())["address"]
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
-        yield address
+        yield address, directory
     finally:
         for process in reversed(processes):
             process.terminate()
@@ -124,6 +126,7 @@ def scheduler(tmp_path_factory):
 
 
 def test_files_and_a_split_file_round_trip_on_a_running_cluster(scheduler, tmp_path):
+    scheduler, _ = scheduler
     contents = _files(tmp_path, [1000, 70000, (300 << 20) + 11])  # the last one is split
     key = _key(tmp_path)
     inputs = [str(path) for path in contents]
@@ -140,6 +143,7 @@ def test_files_and_a_split_file_round_trip_on_a_running_cluster(scheduler, tmp_p
 
 
 def test_a_flipped_bit_on_the_cluster_fails_with_exit_3_and_leaves_nothing(scheduler, tmp_path):
+    scheduler, _ = scheduler
     contents = _files(tmp_path, [(260 << 20) + 3])
     key = _key(tmp_path)
     (source,) = contents
@@ -161,8 +165,6 @@ def test_a_flipped_bit_on_the_cluster_fails_with_exit_3_and_leaves_nothing(sched
 def test_an_unreachable_scheduler_is_one_line_and_exit_1(tmp_path):
     pytest.importorskip("distributed")
     contents = _files(tmp_path, [100])
-    from test_cli import AESCL
-
     result = subprocess.run(
         [AESCL, "encrypt", "--scheduler", "tcp://127.0.0.1:9", "--key-file", _key(tmp_path),
          *map(str, contents)], capture_output=True, text=True, timeout=120,
@@ -182,3 +184,66 @@ def test_file_urls_are_inputs_like_paths(tmp_path):
     path.unlink()
     assert run("decrypt", "--key-file", key, f"file://{path}.aescl").returncode == 0
     assert path.read_bytes() == contents[path]
+
+
+def test_relative_paths_are_the_clients(scheduler, tmp_path):
+    """Names are resolved where the command runs, not in a worker's working directory,
+    which holds a file of the same name here."""
+    scheduler, workers_directory = scheduler
+    mine = os.urandom(50000)
+    (tmp_path / "f1").write_bytes(mine)
+    (tmp_path / "f2").write_bytes(b"second")
+    (workers_directory / "f1").write_bytes(b"the worker's own f1, never to be read")
+    key = _key(tmp_path)
+    result = subprocess.run([AESCL, "encrypt", "--scheduler", scheduler, "--key-file", key,
+                             "f1", "f2"], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (tmp_path / "f1").unlink()
+    assert run("decrypt", "--key-file", key, str(tmp_path / "f1.aescl")).returncode == 0
+    assert (tmp_path / "f1").read_bytes() == mine
+    assert sorted(os.listdir(workers_directory)).count("f1.aescl") == 0
+
+
+@pytest.mark.parametrize("address", ["bogus://x", "tcp://127.0.0.1:notaport", ""])
+def test_a_bad_scheduler_address_is_one_line_naming_it(tmp_path, address):
+    pytest.importorskip("distributed")
+    contents = _files(tmp_path, [100, 200])
+    result = subprocess.run([AESCL, "encrypt", "--scheduler", address, "--key-file",
+                             _key(tmp_path), *map(str, contents)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"aescl: invalid Dask scheduler address {address!r}")
+    assert _names(tmp_path) == ["file0.bin", "file1.bin"]
+
+
+def test_resources_no_worker_has_fail_after_the_wait(scheduler, tmp_path):
+    scheduler, _ = scheduler
+    contents = _files(tmp_path, [100])
+    result = run("encrypt", "--scheduler", scheduler, "--resources", "GPU=1",
+                 "--resources-wait", "1", "--key-file", _key(tmp_path), *map(str, contents))
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1 and "no worker has the resources GPU=1" in result.stderr
+    assert _names(tmp_path) == ["file0.bin"]
+
+
+def test_sigterm_on_the_client_leaves_nothing(scheduler, tmp_path):
+    """Stopped while it waits for a worker (its part files made): they are removed."""
+    scheduler, _ = scheduler
+    contents = _files(tmp_path, [1000, 2000])
+    process = subprocess.Popen([AESCL, "encrypt", "--scheduler", scheduler, "--resources",
+                                "GPU=1", "--key-file", _key(tmp_path), *map(str, contents)],
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(n.startswith(".") for n in _names(tmp_path)):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 143, stderr
+    assert stderr.strip() == "aescl: terminated; no output written"
+    assert _names(tmp_path) == ["file0.bin", "file1.bin"]

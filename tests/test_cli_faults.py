@@ -20,7 +20,7 @@ import pytest
 from conftest import selected_devices
 from test_cli import AESCL
 
-EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 1, 2, 130, 141
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_TERMINATED = 1, 2, 130, 141, 143
 
 # The two ways a file gets written: the host engine's writes, and the OpenCL pipeline's
 # (which maps a file where fallocate reserved its room).
@@ -108,8 +108,24 @@ def _started(tmp_path: Path, key: Path, output: Path, *extra: str) -> subprocess
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
 
 
+SIGNALS = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM]
+SIGNAL_IDS = ["kill-9", "ctrl-c", "sigterm"]
+
+
+def _assert_ended_by(how: int, returncode: int, stderr: str) -> None:
+    """The documented end of a run stopped by ``how``: killed, or one line and its code."""
+    if how == signal.SIGKILL:
+        assert returncode == -signal.SIGKILL
+    elif how == signal.SIGINT:
+        assert returncode == EXIT_INTERRUPTED, stderr
+        assert "interrupted" in one_line(stderr)
+    else:
+        assert returncode == EXIT_TERMINATED, stderr
+        assert "terminated" in one_line(stderr)
+
+
 @pytest.mark.parametrize("fed_mib", [0, 1, 24])
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+@pytest.mark.parametrize("how", SIGNALS, ids=SIGNAL_IDS)
 def test_a_killed_or_interrupted_run_leaves_nothing(tmp_path, job, how, fed_mib):
     key, *_ = job
     out_dir = tmp_path / "out"
@@ -123,12 +139,39 @@ def test_a_killed_or_interrupted_run_leaves_nothing(tmp_path, job, how, fed_mib)
         _, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
-    if how == signal.SIGKILL:
-        assert process.returncode == -signal.SIGKILL
-    else:
-        assert process.returncode == EXIT_INTERRUPTED, stderr
-        assert "interrupted" in one_line(stderr.decode())
+    _assert_ended_by(how, process.returncode, stderr.decode())
     assert os.listdir(out_dir) == []  # nothing named, not even a hidden part file
+
+
+@pytest.mark.parametrize("how", SIGNALS, ids=SIGNAL_IDS)
+@pytest.mark.parametrize("verb", ["encrypt", "decrypt"])
+def test_a_stopped_job_over_several_files_leaves_nothing(tmp_path, job, verb, how):
+    """The last input is a FIFO: the run waits on it with the other files' outputs under
+    way (encrypting: the first file done; decrypting: its output planned), and is
+    stopped there. Its outputs, decrypted plaintext among them, must all be gone."""
+    key, plain, sealed = job
+    work = tmp_path / "files"
+    work.mkdir()
+    first = work / ("first.bin" if verb == "encrypt" else "first.bin.aescl")
+    first.write_bytes((plain if verb == "encrypt" else sealed).read_bytes())
+    fifo = work / ("last.bin" if verb == "encrypt" else "last.bin.aescl")
+    os.mkfifo(fifo)
+    before = sorted(os.listdir(work))
+    process = subprocess.Popen([AESCL, verb, "--key-file", str(key), "--device", "host",
+                                str(first), str(fifo)], stderr=subprocess.PIPE)
+    try:
+        with open(fifo, "wb") as feed:  # returns once the run opened it: it waits there
+            if verb == "encrypt":
+                feed.write(os.urandom(1 << 20))
+                feed.flush()
+            time.sleep(0.5)
+            process.send_signal(how)
+            _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    _assert_ended_by(how, process.returncode, stderr.decode())
+    assert sorted(os.listdir(work)) == before  # no output, no hidden part file
+    assert digest(first) == digest(plain if verb == "encrypt" else sealed)
 
 
 def test_a_closed_standard_output_is_refused(job):

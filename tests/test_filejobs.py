@@ -9,7 +9,7 @@ import os
 import pytest
 
 from aescl import chunked, chunkformat, fileformat, filejobs
-from aescl.errors import AuthenticationError, TruncatedError, WrongKeyError
+from aescl.errors import AuthenticationError, InputChangedError, TruncatedError, WrongKeyError
 
 KEY = bytes(range(32))
 RANGE = 64 << 10  # 4 chunks per range
@@ -219,3 +219,43 @@ def test_tasks_on_several_threads_of_one_process_stay_correct(tmp_path):
                                             fileformat.KeyRing(KEY, None), device="host"))
     for path, data in contents.items():
         assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize("range_bytes", [None, RANGE])
+@pytest.mark.parametrize("change", ["grown", "rewritten"])
+def test_an_input_that_is_not_the_planned_file_fails_and_leaves_nothing(tmp_path, range_bytes,
+                                                                        change):
+    """What a task reads must be the file the client planned (a worker elsewhere may see
+    another file under the name): same size, same modification time."""
+    for name in ("a", "b"):
+        (tmp_path / name).write_bytes(os.urandom(300000))
+    before = _names(tmp_path)
+    plan = filejobs.plan_encrypt([str(tmp_path / "a"), str(tmp_path / "b")], _payload(),
+                                 device="host", range_bytes=range_bytes)
+    data = (tmp_path / "b").read_bytes()
+    if change == "grown":
+        (tmp_path / "b").write_bytes(data + b"more")
+    else:  # the same size, another time
+        os.utime(tmp_path / "b", ns=(0, os.stat(tmp_path / "b").st_mtime_ns + 10**9))
+    with pytest.raises(InputChangedError, match="not the file that was planned"):
+        filejobs.run_here(plan)
+    assert _names(tmp_path) == before
+
+
+def test_parts_of_a_plan_run_here_have_no_name(tmp_path):
+    """In this process the parts are unnamed files: a kill -9 leaves nothing of them."""
+    contents = {name: os.urandom(5000 + len(name)) for name in ("a", "b")}
+    for name, data in contents.items():
+        (tmp_path / name).write_bytes(data)
+    inputs = [str(tmp_path / name) for name in contents]
+    plan = filejobs.plan_encrypt(inputs, _payload(), device="host", in_process=True)
+    assert _names(tmp_path) == ["a", "b"]
+    filejobs.run_here(plan)
+    for name in inputs:
+        os.unlink(name)
+    plan = filejobs.plan_decrypt([name + ".aescl" for name in inputs],
+                                 fileformat.KeyRing(KEY, None), device="host", in_process=True)
+    assert _names(tmp_path) == ["a.aescl", "b.aescl"]
+    filejobs.run_here(plan)
+    for name, data in contents.items():
+        assert (tmp_path / name).read_bytes() == data

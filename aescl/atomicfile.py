@@ -1,0 +1,161 @@
+"""New files that get their name only when complete: the CLI's outputs and the parts of
+file jobs (aescl.filejobs) in this process.
+
+A :class:`NewFile` is written with no name in its target's own directory (Linux
+``O_TMPFILE``; elsewhere a hidden ``.aescl.*.part`` name), fsynced, and named by
+:meth:`NewFile.publish`. Without ``replace`` the name is taken with link(2), which
+fails if the name exists: a file that appeared meanwhile (another run writing the same
+name) is never replaced. :meth:`NewFile.discard` removes it; after ``kill -9`` an
+unnamed file leaves nothing at all, because the kernel frees it with the last
+descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from . import _space
+
+
+class OutputAppeared(FileExistsError):
+    """The output's name was taken while this run wrote it (by another run, say)."""
+
+
+LinkFile = Callable[[int, Path], None]  # gives an open unnamed file a name, or raises
+
+
+def _link_by_descriptor(fd: int, name: Path) -> None:
+    """linkat(2) of the descriptor itself (AT_EMPTY_PATH)."""
+    import ctypes
+
+    library = _space.libc()
+    if library is None or library.linkat(fd, b"", _AT_FDCWD, os.fsencode(name),
+                                         _AT_EMPTY_PATH) != 0:
+        code = ctypes.get_errno() if library is not None else errno.ENOSYS
+        raise OSError(code, os.strerror(code), str(name))
+
+
+def _link_by_proc(fd: int, name: Path) -> None:
+    """link(2) of /proc/self/fd/N, followed: the way open(2) documents."""
+    os.link(f"/proc/self/fd/{fd}", name, follow_symlinks=True)
+
+
+_AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
+_link_methods: dict[int, LinkFile | None] = {}  # by file system (st_dev)
+
+
+def _hidden_name(directory: Path) -> Path:
+    return directory / f".aescl.{secrets.token_hex(8)}.part"
+
+
+def _tmpfile_link(directory: Path) -> LinkFile | None:
+    """How an unnamed file in ``directory`` can be given a name, tried once per file
+    system on a throwaway file: kernels, file systems and privileges differ (linkat
+    of a descriptor needs CAP_DAC_READ_SEARCH on older kernels; some kernels refuse
+    the /proc route across their mounts). None: no unnamed files there."""
+    if not hasattr(os, "O_TMPFILE"):
+        return None
+    device = os.stat(directory).st_dev
+    if device not in _link_methods:
+        _link_methods[device] = None
+        with contextlib.suppress(OSError):
+            probe = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+            try:
+                for method in (_link_by_proc, _link_by_descriptor):
+                    name = _hidden_name(directory)
+                    with contextlib.suppress(OSError):
+                        method(probe, name)
+                        os.unlink(name)
+                        _link_methods[device] = method
+                        break
+            finally:
+                os.close(probe)
+    return _link_methods[device]
+
+
+class NewFile:
+    """A new file, open for reading and writing (mode 0600), that becomes ``target``
+    only through :meth:`publish`. ``fd`` is its descriptor; :attr:`path` opens it again
+    (from this process only, for an unnamed file)."""
+
+    def __init__(self, target: str | os.PathLike[str], replace: bool = False) -> None:
+        self.target = Path(target).resolve()
+        self.replace = replace
+        directory = self.target.parent
+        try:
+            self._link = _tmpfile_link(directory)
+            if self._link is not None:
+                self.fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+                self._temp_name: str | None = None
+            else:
+                self.fd, self._temp_name = tempfile.mkstemp(prefix=".aescl.", suffix=".part",
+                                                            dir=directory)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(directory)) from None
+
+    @property
+    def path(self) -> str:
+        """A name that opens this file: its descriptor's, or its hidden temporary name."""
+        return f"/proc/self/fd/{self.fd}" if self._temp_name is None else self._temp_name
+
+    def _name_it(self, name: Path) -> None:
+        if self._link is not None:
+            self._link(self.fd, name)
+        else:
+            os.link(self._temp_name, name)  # type: ignore[arg-type]
+
+    def publish(self) -> None:
+        """fsync the file and give it its name: a link where the name must not exist
+        yet (:class:`OutputAppeared` if it does), else a hidden name first and then
+        rename(2) over the old file. Closes the descriptor."""
+        os.fsync(self.fd)
+        try:
+            if not self.replace:
+                try:
+                    self._name_it(self.target)
+                except FileExistsError:
+                    raise OutputAppeared(errno.EEXIST, "appeared while this run was writing "
+                                         "it; nothing was replaced (use --force to replace it)",
+                                         str(self.target)) from None
+                self._drop_temp_name()
+            else:
+                while self._temp_name is None:  # a hidden name that nothing else has taken
+                    with contextlib.suppress(FileExistsError):
+                        candidate = _hidden_name(self.target.parent)
+                        self._name_it(candidate)
+                        self._temp_name = str(candidate)
+                os.replace(self._temp_name, self.target)
+                self._temp_name = None
+        finally:
+            self.discard()
+        sync_directory(str(self.target.parent))  # the new name itself survives a crash
+
+    def _drop_temp_name(self) -> None:
+        if self._temp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._temp_name)
+            self._temp_name = None
+
+    def discard(self) -> None:
+        """Close the file and remove it, unless it was published."""
+        self._drop_temp_name()
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+
+def sync_directory(directory: str) -> None:
+    """fsync a directory, so that a name just given in it survives a crash (best effort)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
