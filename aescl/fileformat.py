@@ -34,8 +34,9 @@ KEY_SOURCES = {KEY_FILE: "key file", PASSPHRASE: "passphrase"}
 SCRYPT_SALT_SIZE = 16
 DEFAULT_WORK_FACTOR = 17  # log2 N: 128 MiB of memory with r = 8, under a second
 SCRYPT_R, SCRYPT_P = 8, 1
-# What decryption accepts: a hostile header must not make scrypt exhaust memory.
-MAX_WORK_FACTOR = 22
+# Encryption offers log2 N from 10 to 20: 1 MiB to 1 GiB of memory with r = 8. What
+# decryption accepts is the same: a hostile header must not make scrypt exhaust memory.
+MIN_WORK_FACTOR, MAX_WORK_FACTOR = 10, 20
 MAX_SCRYPT_R, MAX_SCRYPT_P = 32, 16
 MAX_SCRYPT_MEMORY = 1 << 30
 
@@ -63,6 +64,10 @@ class Header:
     def new(cls, key_source: int, work_factor: int = DEFAULT_WORK_FACTOR) -> Header:
         if key_source == KEY_FILE:
             return cls(KEY_FILE)
+        if not (isinstance(work_factor, int) and
+                MIN_WORK_FACTOR <= work_factor <= MAX_WORK_FACTOR):
+            raise ValueError(f"work_factor must be a whole number {MIN_WORK_FACTOR}.."
+                             f"{MAX_WORK_FACTOR} (log2 of scrypt's N), not {work_factor!r}")
         header = cls(PASSPHRASE, work_factor, SCRYPT_R, SCRYPT_P, os.urandom(SCRYPT_SALT_SIZE))
         header.check_scrypt()
         return header
@@ -112,7 +117,10 @@ class Header:
             raise KeySourceError("this file was encrypted with a passphrase, not a key file")
         return hashlib.scrypt(
             passphrase(), salt=self.salt, n=1 << self.work_factor, r=self.r, p=self.p,
-            maxmem=2 * self.scrypt_memory + (1 << 20), dklen=chunked.KEY_SIZE,
+            # scrypt's V array and its p B blocks, and room for the rest; 2x the memory
+            # broke at 1 GiB (OpenSSL takes maxmem below 2 GiB).
+            maxmem=self.scrypt_memory + 128 * self.r * (self.p + 2) + (1 << 20),
+            dklen=chunked.KEY_SIZE,
         )
 
 

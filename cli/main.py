@@ -215,15 +215,25 @@ class _Progress:
             self._bar.__exit__(None, None, None)
 
 
+def _without_line_end(text: bytes) -> bytes:
+    """The passphrase rule for every source: one line end (``\\n`` or ``\\r\\n``) at
+    the end is not part of it (``echo pw > file``, ``export AESCL_PASSPHRASE="$(cat
+    file)"``); anything before it is. The prompt's answer never has one."""
+    for end in (b"\r\n", b"\n"):
+        if text.endswith(end):
+            return text[: -len(end)]
+    return text
+
+
 def _read_passphrase(passphrase_file: str | None, confirm: bool) -> bytes:
     """From --passphrase-file, else $AESCL_PASSPHRASE, else a prompt on the terminal (no echo)."""
     if passphrase_file is not None:
         try:
-            text = Path(passphrase_file).read_bytes().rstrip(b"\r\n")
+            text = _without_line_end(Path(passphrase_file).read_bytes())
         except OSError as exc:
             raise Refusal(f"cannot read the passphrase file: {exc.strerror}") from None
     elif "AESCL_PASSPHRASE" in os.environ:
-        text = os.environ["AESCL_PASSPHRASE"].encode()
+        text = _without_line_end(os.fsencode(os.environ["AESCL_PASSPHRASE"]))
     else:
         try:
             with open("/dev/tty"):
@@ -246,7 +256,8 @@ def _payload_options(command):
                      help="Ask for a passphrase (no echo; twice when encrypting). "
                           "$AESCL_PASSPHRASE is used instead when set."),
         click.option("--passphrase-file", metavar="FILE",
-                     help="Read the passphrase from FILE (trailing newline ignored)."),
+                     help="Read the passphrase from FILE (one line end at its end is ignored, as "
+                          "in $AESCL_PASSPHRASE)."),
         click.option("--batch-chunks", type=click.IntRange(1, 1 << 16),
                      default=chunked.DEFAULT_BATCH_CHUNKS, show_default=True,
                      help="16 KiB chunks per device launch; up to 6 launches are in "
@@ -356,9 +367,11 @@ def _crypt_command(decrypt: bool):
 
     if not decrypt:
         command = click.option(
-            "--work-factor", type=click.IntRange(10, fileformat.MAX_WORK_FACTOR),
+            "--work-factor",
+            type=click.IntRange(fileformat.MIN_WORK_FACTOR, fileformat.MAX_WORK_FACTOR),
             default=fileformat.DEFAULT_WORK_FACTOR, show_default=True,
-            help="Passphrase: scrypt cost as log2 N (r=8, p=1; 17 uses 128 MiB).",
+            help="Passphrase: scrypt cost as log2 N (r=8, p=1), 10..20; memory 2^N KiB, "
+                 "for encrypting and decrypting: 10 uses 1 MiB, 17 128 MiB, 20 1 GiB.",
         )(command)
     command.__doc__ = (
         f"{verb.capitalize()} INPUT (default: standard input).\n\n"

@@ -308,3 +308,52 @@ def test_devices_lists_the_host_engine():
     listed = json.loads(aescl("devices", "--json").stdout)["devices"]
     assert listed[-1]["id"] == "host" and listed[-1]["type"] == "host"
     assert "host" in aescl("devices").stdout.decode()
+
+
+@pytest.mark.slow
+def test_the_largest_advertised_work_factor_works_and_the_next_is_refused(tmp_path, keyed):
+    """--work-factor 20 (1 GiB of scrypt memory) round trips; 21 is outside the range."""
+    _, plain = keyed
+    env = {"AESCL_PASSPHRASE": "correct horse"}
+    sealed = tmp_path / "p.aescl"
+    result = aescl("encrypt", "--work-factor", "20", str(plain), "-o", str(sealed), env=env)
+    assert result.returncode == 0, result.stderr
+    assert sealed.read_bytes()[8] == 20
+    result = aescl("decrypt", str(sealed), "-o", "-", env=env)
+    assert result.returncode == 0 and result.stdout == plain.read_bytes(), result.stderr
+    refused = aescl("encrypt", "--work-factor", "21", str(plain), "-o", str(tmp_path / "x"),
+                    env=env)
+    assert refused.returncode == 2 and b"10<=x<=20" in refused.stderr
+    assert "20 1 GiB" in " ".join(aescl("encrypt", "--help").stdout.decode().split())
+
+
+@pytest.mark.parametrize("sealed_with, opened_with, opens", [
+    (("env", "pw\n"), ("file", "pw\n"), True),
+    (("env", "pw\n"), ("file", "pw\r\n"), True),
+    (("env", "pw\n"), ("env", "pw"), True),
+    (("file", "pw\n"), ("env", "pw"), True),
+    (("file", "pw\n\n"), ("env", "pw\n\n"), True),  # one line end goes, the other stays
+    (("file", "pw\n\n"), ("env", "pw\n"), False),
+    (("env", "pw "), ("file", "pw\n"), False),  # spaces are part of it
+])
+def test_one_passphrase_rule_for_file_and_variable(tmp_path, keyed, sealed_with, opened_with,
+                                                   opens):
+    _, plain = keyed
+
+    def source(how: tuple[str, str]) -> tuple[list[str], dict]:
+        kind, text = how
+        if kind == "env":
+            return [], {"AESCL_PASSPHRASE": text}
+        secret = tmp_path / f"pass-{len(list(tmp_path.iterdir()))}.txt"
+        secret.write_bytes(text.encode())
+        return ["--passphrase-file", str(secret)], {"AESCL_PASSPHRASE": "unused"}
+
+    args, env = source(sealed_with)
+    sealed = tmp_path / "p.aescl"
+    assert aescl("encrypt", *FAST_SCRYPT, *args, str(plain), "-o", str(sealed),
+                 env=env).returncode == 0
+    args, env = source(opened_with)
+    result = aescl("decrypt", *args, str(sealed), "-o", "-", env=env)
+    assert (result.returncode == 0 and result.stdout == plain.read_bytes()) == opens
+    if not opens:
+        assert result.returncode == 3
