@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 MODE_ECB = 1  # the values pycryptodome uses
 MODE_CTR = 6
+_EVERY_CORE: Any = object()  # ``threads`` left out: every core (as 0 given says)
 
 BLOCK_SIZE = keyschedule.BLOCK_SIZE
 
@@ -80,22 +81,29 @@ class CtrCipher:
         team: Team,
         key_schedule: str,
         threads: int | None = None,
+        suffix: bytes = b"",
+        little_endian: bool = False,
     ) -> None:
         keyschedule.rounds_for_key(key)
         if nonce is None:
             nonce = os.urandom(8)  # pycryptodome's default: half a block, random
         nonce = bytes(nonce)
-        if len(nonce) >= BLOCK_SIZE:
+        if len(nonce) + len(suffix) >= BLOCK_SIZE:
             raise ValueError("Nonce is too long")
-        counter_bytes = BLOCK_SIZE - len(nonce)
-        self.nonce = nonce
+        counter_bytes = BLOCK_SIZE - len(nonce) - len(suffix)
+        if not suffix:  # (with a suffix pycryptodome defines no nonce either)
+            self.nonce = nonce
         self._counter_bits = 8 * counter_bytes
         self._initial = self._initial_counter(initial_value, counter_bytes)
-        prefix = int.from_bytes(nonce, "big") << self._counter_bits
-        self._transform = BlockTransform(key, counter=prefix | self._initial,
-                                         counter_bits=self._counter_bits,
-                                         key_schedule=key_schedule, threads=threads)
-        self._job = team.blocks(self._transform)
+        if suffix or little_endian:  # (a Crypto.Util.Counter's other layouts)
+            self._job: Any = _CounterBlocks(
+                team.blocks(BlockTransform(key, key_schedule=key_schedule, threads=threads)),
+                nonce, counter_bytes, suffix, little_endian, self._initial)
+        else:
+            prefix = int.from_bytes(nonce, "big") << self._counter_bits
+            self._job = team.blocks(BlockTransform(
+                key, counter=prefix | self._initial, counter_bits=self._counter_bits,
+                key_schedule=key_schedule, threads=threads))
         self._position = 0  # keystream offset in bytes
         self._encrypted_until = 0  # keystream below this offset has encrypted data
         self._direction: str | None = None
@@ -178,6 +186,58 @@ class CtrCipher:
         return self._process(ciphertext, output, "decrypt")
 
 
+class _CounterBlocks:
+    """CTR over a ``Crypto.Util.Counter`` block whose counter has a suffix after it or
+    counts little-endian: ``prefix || counter || suffix``. The engines count big-endian
+    at the end of the block only, so here the counter blocks are made on the host and
+    encrypted as ECB (``ecb``, a block job), a piece at a time, and XORed in. Slower
+    than the engines' own counters, and the same bytes as pycryptodome on every device.
+    """
+
+    _PIECE_BLOCKS = 1 << 16  # 1 MiB of counter blocks at a time
+
+    def __init__(self, ecb: Any, prefix: bytes, counter_bytes: int, suffix: bytes,
+                 little_endian: bool, initial: int) -> None:
+        self._ecb, self._prefix, self._suffix = ecb, prefix, suffix
+        self._counter_bytes, self._little_endian, self._initial = (counter_bytes,
+                                                                   little_endian, initial)
+
+    def _blocks(self, first: int, count: int) -> Any:
+        """Counter blocks ``first .. first+count`` of the stream, as a (count, 16) array."""
+        import numpy as np
+
+        width = self._counter_bytes
+        start = (self._initial + first) % (1 << 8 * width)
+        low = np.uint64(start & (2**64 - 1)) + np.arange(count, dtype=np.uint64)  # wraps
+        high = np.full(count, start >> 64, dtype=np.uint64) + (low < low[0])
+        counters = np.empty((count, 16), np.uint8)  # each counter as 16 big-endian bytes
+        counters[:, :8] = high.astype(">u8").view(np.uint8).reshape(count, 8)
+        counters[:, 8:] = low.astype(">u8").view(np.uint8).reshape(count, 8)
+        field = counters[:, 16 - width:]  # (the bits above the field fall away: it wraps)
+        blocks = np.empty((count, 16), np.uint8)
+        blocks[:, : len(self._prefix)] = np.frombuffer(self._prefix, np.uint8)
+        blocks[:, len(self._prefix) : 16 - len(self._suffix)] = (
+            field[:, ::-1] if self._little_endian else field)
+        blocks[:, 16 - len(self._suffix):] = np.frombuffer(self._suffix, np.uint8)
+        return blocks.reshape(-1)
+
+    def run(self, source: memoryview, target: memoryview, first_block: int = 0) -> None:
+        import numpy as np
+
+        data, out = np.frombuffer(source, np.uint8), np.frombuffer(target, np.uint8)
+        for lo in range(0, len(data) // BLOCK_SIZE, self._PIECE_BLOCKS):
+            count = min(self._PIECE_BLOCKS, len(data) // BLOCK_SIZE - lo)
+            keystream = self._blocks(first_block + lo, count)
+            self._ecb.run(keystream, keystream)
+            span = slice(lo * BLOCK_SIZE, (lo + count) * BLOCK_SIZE)
+            np.bitwise_xor(data[span], keystream, out=out[span])
+
+    def keystream(self, index: int) -> bytes:
+        block = self._blocks(index, 1)
+        self._ecb.run(block, block)
+        return block.tobytes()
+
+
 def _xor(data: memoryview, keystream: bytes) -> bytes:
     """Less than a block of data XORed with its keystream (the partial blocks of CTR)."""
     mixed = int.from_bytes(data, "big") ^ int.from_bytes(keystream, "big")
@@ -218,9 +278,9 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     return _pipeline.pinned_empty(nbytes, on_opencl[0])
 
 
-def _counter_block(counter: Any) -> tuple[bytes, int]:
-    """(nonce, initial value) of a ``Crypto.Util.Counter.new(...)`` object: its prefix is
-    the nonce, its value counts big-endian in the rest of the block."""
+def _counter_block(counter: Any) -> tuple[bytes, int, bytes, bool]:
+    """(nonce, initial value, suffix, little-endian) of a ``Crypto.Util.Counter.new(...)``
+    object: the block is ``prefix || counter || suffix``, and the prefix is the nonce."""
     try:
         fields = dict(counter)
         counter_len, prefix = fields["counter_len"], bytes(fields["prefix"])
@@ -231,10 +291,7 @@ def _counter_block(counter: Any) -> tuple[bytes, int]:
     if len(prefix) + counter_len + len(suffix) != BLOCK_SIZE:
         raise ValueError(f"Size of the counter block ({len(prefix) + counter_len + len(suffix)}"
                          f" bytes) must match block size ({BLOCK_SIZE})")
-    if suffix or little_endian:
-        raise ValueError("aescl counts big-endian at the end of the counter block: a "
-                         "Counter with a suffix or little_endian=True is not supported")
-    return prefix, initial_value
+    return prefix, initial_value, suffix, bool(little_endian)
 
 
 def new(
@@ -245,7 +302,7 @@ def new(
     initial_value: int | bytes | None = None,
     counter: Any = None,
     mac_len: int | None = None,
-    threads: int | None = None,
+    threads: int = _EVERY_CORE,
     use_aesni: bool = True,
     use_clmul: bool | None = None,
     device: DevicesSpec = None,
@@ -257,8 +314,8 @@ def new(
 
     The arguments pycryptodome's ``AES.new`` takes for each of these modes are taken
     here with the same meaning, defaults and errors: GCM's positional nonce (16 random
-    bytes when none is given), CTR's ``counter=`` (a ``Crypto.Util.Counter`` without a
-    suffix, counting big-endian), ``threads=`` for CTR and GCM (the most threads the
+    bytes when none is given), CTR's ``counter=`` (a ``Crypto.Util.Counter``, any
+    layout: :class:`_CounterBlocks`), ``threads=`` for CTR and GCM (the most threads the
     host engine uses; 0: every core; OpenCL devices ignore it; aescl's default is
     every core), and ``use_aesni``/``use_clmul``, accepted and ignored: each engine
     chooses the CPU's instructions itself (docs/security.md)."""
@@ -273,26 +330,30 @@ def new(
         if mode == MODE_CTR or len(args) > 1:
             raise TypeError("Too many arguments for this mode")
         nonce = args[0]  # (over nonce=, as in pycryptodome)
-    if threads is not None:
-        if not isinstance(threads, int):
+    given_threads = threads is not _EVERY_CORE
+    if given_threads:  # as pycryptodome 4.4 checks it: None and True are not integers
+        if not isinstance(threads, int) or isinstance(threads, bool):
             raise TypeError("'threads' must be an integer")
         if threads < 0:
             raise ValueError("'threads' must be a non-negative integer")
     not_for = {MODE_ECB: {"nonce": nonce, "initial_value": initial_value, "counter": counter,
-                          "mac_len": mac_len, "threads": threads, "use_clmul": use_clmul},
+                          "mac_len": mac_len, "threads": threads if given_threads else None,
+                          "use_clmul": use_clmul},
                MODE_CTR: {"mac_len": mac_len, "use_clmul": use_clmul},
                MODE_GCM: {"initial_value": initial_value, "counter": counter}}[mode]
     unknown = {name: value for name, value in not_for.items() if value is not None}
     if unknown:
         raise TypeError(f"Unknown parameters for this mode: {unknown}")
-    threads = threads or None  # 0: every core, the engines' own default
+    threads = (threads or None) if given_threads else None  # None: every core
     if mode == MODE_ECB:
         return EcbCipher(key, team(device), key_schedule)
     if mode == MODE_CTR:
         if counter is not None:
             if nonce is not None or initial_value is not None:
                 raise TypeError("'counter' and 'nonce'/'initial_value' are mutually exclusive")
-            nonce, initial_value = _counter_block(counter)
+            nonce, initial_value, suffix, little_endian = _counter_block(counter)
+            return CtrCipher(key, nonce, initial_value, team(device), key_schedule, threads,
+                             suffix, little_endian)
         return CtrCipher(key, nonce, initial_value, team(device), key_schedule, threads)
     return team(device).stream_engine().gcm(key, nonce, 16 if mac_len is None else mac_len,
                                             key_schedule, threads)

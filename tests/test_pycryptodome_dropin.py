@@ -33,6 +33,10 @@ CALLS = [
     ((AES.MODE_CTR,), {"nonce": NONCE8, "threads": 3}),
     ((AES.MODE_CTR,), {"nonce": NONCE8, "threads": -1}),
     ((AES.MODE_CTR,), {"nonce": NONCE8, "threads": 1.5}),
+    ((AES.MODE_CTR,), {"nonce": NONCE8, "threads": None}),
+    ((AES.MODE_CTR,), {"nonce": NONCE8, "threads": True}),
+    ((AES.MODE_CTR,), {"nonce": NONCE8, "threads": -8}),
+    ((AES.MODE_ECB,), {"threads": 0}),
     ((AES.MODE_CTR,), {"nonce": NONCE8, "use_aesni": False}),
     ((AES.MODE_CTR,), {"nonce": NONCE8, "use_clmul": False}),
     ((AES.MODE_CTR,), {"counter": Counter.new(64, prefix=NONCE8)}),
@@ -40,6 +44,8 @@ CALLS = [
     ((AES.MODE_CTR,), {"counter": Counter.new(128, initial_value=12345)}),
     ((AES.MODE_CTR,), {"counter": Counter.new(32, prefix=NONCE12, initial_value=0)}),
     ((AES.MODE_CTR,), {"counter": Counter.new(64, prefix=b"p" * 4)}),
+    ((AES.MODE_CTR,), {"counter": Counter.new(64, prefix=b"p" * 4, suffix=b"s" * 4)}),
+    ((AES.MODE_CTR,), {"counter": Counter.new(64, prefix=NONCE8, little_endian=True)}),
     ((AES.MODE_CTR,), {"counter": {"not": "a counter"}}),
     ((AES.MODE_CTR,), {"counter": Counter.new(64, prefix=NONCE8), "nonce": NONCE8}),
     ((AES.MODE_CTR, NONCE8), {}),
@@ -92,12 +98,26 @@ def test_made_nonces_are_as_long_as_pycryptodome_makes_them(device):
         assert theirs.decrypt(ours.encrypt(DATA)) == DATA
 
 
-def test_a_counter_with_a_suffix_or_little_endian_is_refused_plainly(device):
-    """aescl's kernels count big-endian at the end of the block (docs/architecture.md)."""
-    for counter in (Counter.new(64, prefix=b"p" * 4, suffix=b"s" * 4),
-                    Counter.new(64, prefix=NONCE8, little_endian=True)):
-        with pytest.raises(ValueError, match="suffix or little_endian"):
-            aescl.new(KEY, AES.MODE_CTR, counter=counter, device=device)
+@pytest.mark.parametrize("counter", [
+    dict(nbits=64, prefix=b"p" * 4, suffix=b"s" * 4),
+    dict(nbits=64, prefix=NONCE8, little_endian=True),
+    dict(nbits=32, prefix=b"p" * 4, suffix=b"s" * 8, initial_value=2**32 - 70),  # wraps
+    dict(nbits=16, prefix=b"p" * 6, suffix=b"s" * 8, little_endian=True, initial_value=65000),
+    dict(nbits=128, little_endian=True, initial_value=2**64 - 2),  # a carry past 64 bits
+    dict(nbits=72, suffix=b"s" * 7, initial_value=2**64 - 1),
+], ids=["suffix", "little-endian", "suffix-wraps", "both", "128-le-carry", "72-suffix"])
+def test_a_counter_with_any_layout_gives_pycryptodomes_bytes(device, counter):
+    """prefix || counter || suffix, big- or little-endian: the counter blocks are made on
+    the host and encrypted as ECB on the device (aescl/modes.py, _CounterBlocks)."""
+    data = os.urandom(3 * 16 * 1500 + 5)
+    expected = AES.new(KEY, AES.MODE_CTR, counter=Counter.new(**counter)).encrypt(data)
+    ours = aescl.new(KEY, AES.MODE_CTR, counter=Counter.new(**counter), device=device)
+    pieces = [data[:7], data[7:40000], data[40000:]]  # split inside blocks, as fed
+    assert b"".join(ours.encrypt(piece) for piece in pieces) == expected
+    again = aescl.new(KEY, AES.MODE_CTR, counter=Counter.new(**counter), device=device)
+    again.seek(40000)
+    assert again.decrypt(expected[40000:]) == data[40000:]
+    assert hasattr(ours, "nonce") == ("suffix" not in counter)  # as in pycryptodome
 
 
 def test_threads_limits_the_host_engine(monkeypatch):
