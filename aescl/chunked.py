@@ -55,12 +55,13 @@ from .chunkformat import (
 from .chunkformat import open_header as _open_header
 from .chunkformat import opened_size as _opened_size
 from .chunkformat import random_salt as _random_salt
-from .engines import DEFAULT_BATCH_CHUNKS
-from .errors import FormatError, TruncatedError
+from .engines import DEFAULT_BATCH_CHUNKS, MAX_BATCH_CHUNKS
+from .errors import FormatError, TruncatedError, check_whole_number
 from .scheduler import DevicesSpec, TeamChunks, team
 
 __all__ = [
     "AEAD_NAME", "CHUNK_SIZE", "COMMITMENT_SIZE", "DEFAULT_BATCH_CHUNKS", "HEADER_SIZE",
+    "MAX_BATCH_CHUNKS",
     "INFO_PREFIX", "KEY_SIZE", "MAX_CHUNKS", "NONCE_SIZE", "SALT_SIZE", "SEALED_CHUNK_SIZE",
     "TAG_SIZE", "Reader", "Writer", "chunk_nonce", "chunk_offset", "decrypt",
     "decrypt_range", "decrypt_raw", "derive", "encrypt", "encrypt_raw", "hkdf_expand_sha512",
@@ -70,6 +71,7 @@ __all__ = [
 
 def _chunks(key: bytes, base_nonce: bytes, device: DevicesSpec, batch_chunks: int
             ) -> TeamChunks:
+    check_whole_number("batch_chunks", batch_chunks, 1, MAX_BATCH_CHUNKS)
     return team(device).chunks(key, base_nonce, batch_chunks)
 
 
@@ -255,6 +257,7 @@ class Reader:
         self, source: BinaryIO, key: bytes, context: bytes = b"", *,
         device: DevicesSpec = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
     ) -> None:
+        check_whole_number("batch_chunks", batch_chunks, 1, MAX_BATCH_CHUNKS)
         self._source = source
         chunk_key, base_nonce = _open_header(key, read_full(source, HEADER_SIZE), context)
         self._cipher = _chunks(chunk_key, base_nonce, device, batch_chunks)
@@ -341,8 +344,8 @@ def decrypt_range(
     range reaches the end of the message, the final chunk is authenticated too,
     so a truncated ciphertext cannot pass for a shorter message.
     """
-    if offset < 0 or length < 0:
-        raise ValueError("offset and length must not be negative")
+    check_whole_number("offset", offset, 0)
+    check_whole_number("length", length, 0)
     total_bytes, read_at = _random_access(source)
     chunk_key, base_nonce = _open_header(key, read_at(0, HEADER_SIZE), context)
     final_index, final_sealed = divmod(total_bytes - HEADER_SIZE, SEALED_CHUNK_SIZE)

@@ -112,6 +112,8 @@ def wait_for_resources(client: Client, resources: dict[str, float] | None,
                        seconds: float = RESOURCES_WAIT_SECONDS) -> None:
     """Return once a worker has ``resources``; raise :class:`NoWorkerError` if none
     has them after ``seconds`` (Dask itself would hold the tasks forever)."""
+    if not seconds >= 0:  # (NaN included)
+        raise ValueError(f"resources_wait must be a number of seconds >= 0, not {seconds!r}")
     if not resources:
         return
     deadline = time.monotonic() + seconds

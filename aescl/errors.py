@@ -60,6 +60,17 @@ class AuthenticationError(AesclError, ValueError):
         self.chunk = chunk
 
 
+def check_whole_number(name: str, value: object, least: int, most: int | None = None) -> int:
+    """``value`` if it is a whole number (not a bool) from ``least`` to ``most``; else
+    TypeError or ValueError naming ``name``, before any work starts."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a whole number, not {value!r}")
+    if value < least or (most is not None and value > most):
+        bounds = f"from {least} to {most}" if most is not None else f"at least {least}"
+        raise ValueError(f"{name} must be {bounds}, not {value}")
+    return value
+
+
 def first_failure(errors: list[BaseException]) -> BaseException:
     """Of the failures of one job's parallel parts, the one to report: the rejection of
     the lowest chunk (parts run in any order, but the message's first bad chunk is the

@@ -40,7 +40,7 @@ from . import chunkformat
 from ._streams import read_full
 from .atomicfile import NewFile, sync_directory
 from .engines import DEFAULT_BATCH_CHUNKS
-from .errors import InputChangedError
+from .errors import InputChangedError, check_whole_number
 from .fileformat import KeyRing, PayloadKey, decrypt_payload, encrypt_payload
 
 SUFFIX = ".aescl"
@@ -403,6 +403,7 @@ def plan_encrypt(
     split files, for tests that compare with a one-process result; never reuse one.
     ``in_process``: the plan runs in this process (:func:`run_here`), and its local parts
     are files with no name until published, which a ``kill -9`` leaves nothing of."""
+    _check_range_bytes(range_bytes)
     pairs = _targets(inputs, outputs, decrypt=False, replace=replace)
     with _planning(replace, in_process, len(pairs)) as (plan, token):
         for source, target in pairs:
@@ -441,6 +442,7 @@ def plan_decrypt(
     """Tasks that decrypt ``inputs``. Every header and key commitment is checked here,
     before any task runs: a wrong key fails the job at once. ``in_process`` as for
     :func:`plan_encrypt`."""
+    _check_range_bytes(range_bytes)
     pairs = _targets(inputs, outputs, decrypt=True, replace=replace)
     with _planning(replace, in_process, len(pairs)) as (plan, token):
         for source, target in pairs:
@@ -472,6 +474,11 @@ def plan_decrypt(
 def _splits(source: Location, target: Location, size: int, range_bytes: int | None) -> bool:
     return (range_bytes is not None and size > range_bytes and source.is_local
             and target.is_local)
+
+
+def _check_range_bytes(range_bytes: int | None) -> None:
+    if range_bytes is not None:
+        check_whole_number("range_bytes", range_bytes, chunkformat.CHUNK_SIZE)
 
 
 def _range_chunks(range_bytes: int | None) -> int:

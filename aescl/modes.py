@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from . import keyschedule
 from ._arrays import BytesLike, byte_view, finish, new_buffer, output_view
 from .engines import MODE_GCM, BlockTransform, check_key_schedule
-from .errors import CounterOverflowError, KeystreamReuseError
+from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
 from .scheduler import DevicesSpec, Team, resolve_devices, team
 
 if TYPE_CHECKING:
@@ -132,9 +132,7 @@ class CtrCipher:
 
     def seek(self, offset: int) -> None:
         """Move to byte ``offset`` of the keystream (random access for decryption)."""
-        if offset < 0:
-            raise ValueError("offset must not be negative")
-        self._position = offset
+        self._position = check_whole_number("offset", offset, 0)
 
     def _keystream_block(self, index: int) -> bytes:
         if self._partial is None or self._partial[0] != index:
@@ -257,8 +255,7 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     between them and the device at the full PCIe rate; ordinary arrays go through
     the library's own pinned staging buffers, one host copy each way.
     """
-    if nbytes < 0:
-        raise ValueError("nbytes must not be negative")
+    check_whole_number("nbytes", nbytes, 0)
     import numpy as np
 
     from . import _shared

@@ -258,7 +258,7 @@ def _payload_options(command):
         click.option("--passphrase-file", metavar="FILE",
                      help="Read the passphrase from FILE (one line end at its end is ignored, as "
                           "in $AESCL_PASSPHRASE)."),
-        click.option("--batch-chunks", type=click.IntRange(1, 1 << 16),
+        click.option("--batch-chunks", type=click.IntRange(1, chunked.MAX_BATCH_CHUNKS),
                      default=chunked.DEFAULT_BATCH_CHUNKS, show_default=True,
                      help="16 KiB chunks per device launch; up to 6 launches are in "
                           "flight, using about 12 x this x 16 KiB of pinned host memory "

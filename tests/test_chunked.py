@@ -286,3 +286,33 @@ def test_files_stream_through_the_pipeline(device, key, tmp_path, monkeypatch):
                                                        batch_chunks=2) as writer:
         with pytest.raises(aescl.TruncatedError, match="ended early"):
             writer.write_file(source, len(message) + CHUNK)
+
+
+@pytest.mark.parametrize("batch_chunks, error", [(0, ValueError), (-1, ValueError),
+                                                 (1 << 17, ValueError), (1.5, TypeError),
+                                                 (True, TypeError), ("8", TypeError)])
+def test_a_bad_batch_size_is_refused_at_once_by_every_call(batch_chunks, error):
+    """Writer(batch_chunks=0) used to hang in write(); Reader(batch_chunks=-1) rejected a
+    valid message as truncated."""
+    key, message = os.urandom(32), os.urandom(40000)
+    sealed = chunked.encrypt(key, message, device="host")
+    sink = io.BytesIO()
+    calls = [
+        lambda: chunked.encrypt(key, message, device="host", batch_chunks=batch_chunks),
+        lambda: chunked.decrypt(key, sealed, device="host", batch_chunks=batch_chunks),
+        lambda: chunked.Writer(sink, key, device="host", batch_chunks=batch_chunks),
+        lambda: chunked.Reader(io.BytesIO(sealed), key, device="host",
+                               batch_chunks=batch_chunks),
+    ]
+    for call in calls:
+        with pytest.raises(error, match="batch_chunks"):
+            call()
+    assert sink.getvalue() == b""  # refused before the header was written
+
+
+@pytest.mark.parametrize("offset, length", [(-1, 5), (5, -1), (1.0, 5), (None, 5)])
+def test_decrypt_range_checks_its_numbers(offset, length):
+    key = os.urandom(32)
+    sealed = chunked.encrypt(key, b"x" * 100, device="host")
+    with pytest.raises((ValueError, TypeError), match="offset|length"):
+        chunked.decrypt_range(key, sealed, offset, length, device="host")

@@ -129,3 +129,11 @@ def test_a_worker_killed_mid_job_changes_nothing(client, big_file, tmp_path):
     assert (out / "big.aescl").read_bytes() == _one_process(data, salt)
     assert _names(out) == ["big.aescl"]
     client.wait_for_workers(2, timeout=60)  # the nanny brought it back
+
+
+@pytest.mark.parametrize("seconds", [-1, float("nan")])
+def test_a_bad_resources_wait_is_refused(seconds):
+    from aescl import distributed
+
+    with pytest.raises(ValueError, match="resources_wait"):
+        distributed.wait_for_resources(None, {"GPU": 1}, seconds)  # (no client is needed)

@@ -259,3 +259,12 @@ def test_parts_of_a_plan_run_here_have_no_name(tmp_path):
     filejobs.run_here(plan)
     for name, data in contents.items():
         assert (tmp_path / name).read_bytes() == data
+
+
+@pytest.mark.parametrize("range_bytes, error", [(0, ValueError), (-5, ValueError),
+                                                (100, ValueError), (2.5e6, TypeError)])
+def test_a_bad_range_size_is_refused_before_any_part_exists(tmp_path, range_bytes, error):
+    (tmp_path / "a").write_bytes(b"x" * 1000)
+    with pytest.raises(error, match="range_bytes"):
+        filejobs.plan_encrypt([str(tmp_path / "a")], _payload(), range_bytes=range_bytes)
+    assert _names(tmp_path) == ["a"]

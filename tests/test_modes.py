@@ -191,3 +191,17 @@ def test_every_selected_device_gives_identical_output():
         for d in selected_devices()
     }
     assert len(set(outputs.values())) == 1, sorted(outputs)
+
+
+@pytest.mark.parametrize("offset, error", [(-1, ValueError), (1.5, TypeError),
+                                           (None, TypeError)])
+def test_seek_checks_its_offset(offset, error):
+    cipher = aescl.new(bytes(16), aescl.MODE_CTR, nonce=bytes(8), device="host")
+    with pytest.raises(error, match="offset"):
+        cipher.seek(offset)
+
+
+@pytest.mark.parametrize("nbytes, error", [(-1, ValueError), (1.5, TypeError)])
+def test_pinned_empty_checks_its_size(nbytes, error):
+    with pytest.raises(error, match="nbytes"):
+        aescl.pinned_empty(nbytes, "host")

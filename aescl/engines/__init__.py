@@ -50,6 +50,7 @@ BLOCK_SIZE = 16
 MODE_GCM = 11  # pycryptodome's value; every engine's GCM stream reports it as its .mode
 KEY_SCHEDULES = ("host", "device")  # where an OpenCL kernel's round keys are expanded
 DEFAULT_BATCH_CHUNKS = 1024  # chunks per batch: 16 MiB, one device launch
+MAX_BATCH_CHUNKS = 1 << 16  # 1 GiB: the most one batch (and one device allocation) takes
 # Block and chunk ranges: (start, stop), relative to the job's arrays.
 Ranges = Iterator[tuple[int, int]]
 
