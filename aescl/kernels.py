@@ -331,12 +331,40 @@ def kernel_cache_dir() -> Path:
     return cache_root() / "kernels"
 
 
+# A cache entry: this tag, the binary's length (8 bytes, little-endian), its SHA-256,
+# then the binary. A driver handed a damaged binary may crash rather than refuse it
+# (PoCL segfaulted on one cut short), so an entry is checked before the driver sees it.
+_ENTRY_TAG = b"aescl-kernel-1\0"
+_ENTRY_HEAD = len(_ENTRY_TAG) + 8 + 32
+
+
+def cache_entry(binary: bytes) -> bytes:
+    """A device binary as the disk cache keeps it, with its length and checksum."""
+    return (_ENTRY_TAG + len(binary).to_bytes(8, "little") + hashlib.sha256(binary).digest()
+            + binary)
+
+
+def binary_of_entry(entry: bytes) -> bytes | None:
+    """The binary of an intact cache entry; None for a damaged, empty or foreign one."""
+    head, binary = entry[:_ENTRY_HEAD], entry[_ENTRY_HEAD:]
+    tag_end = len(_ENTRY_TAG)
+    if (len(head) < _ENTRY_HEAD or head[:tag_end] != _ENTRY_TAG or not binary
+            or int.from_bytes(head[tag_end : tag_end + 8], "little") != len(binary)
+            or hashlib.sha256(binary).digest() != head[tag_end + 8 :]):
+        return None
+    return binary
+
+
 def _load_cached_binary(rt: DeviceRuntime, path: Path, options: str) -> Any | None:
+    """The program from a cache entry, or None (missing, damaged, or rejected by the
+    driver): it is then built from source, and the entry written again."""
     try:
-        binary = path.read_bytes()
+        binary = binary_of_entry(path.read_bytes())
+        if binary is None:
+            return None
         return cl.Program(rt.context, [rt.device.cl_device], [binary]).build(options=options)
     except (OSError, cl.Error):
-        return None  # missing, unreadable or rejected by the driver: rebuild from source
+        return None
 
 
 def _store_binary(program: Any, path: Path) -> None:
@@ -345,7 +373,7 @@ def _store_binary(program: Any, path: Path) -> None:
     except cl.Error:
         return
     if binary:
-        write_cache_file(path, binary)
+        write_cache_file(path, cache_entry(bytes(binary)))
 
 
 def build_source(device: Device, source: str, options: str, label: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import pyopencl as cl
@@ -179,3 +180,43 @@ def test_a_successful_builds_remarks_are_kept_not_shown(device):
     assert program.get_info(cl.program_info.KERNEL_NAMES).strip(";") == "probe"
     if device.vendor in ("pocl", "oclgrind"):  # clang-based: reports #warning in the log
         assert "aescl remark probe" in log
+
+
+@pytest.mark.parametrize("damage", ["cut in half", "cut to nothing", "one bit flipped",
+                                    "no header (an older aescl's)"])
+def test_a_damaged_cache_entry_is_rebuilt_never_loaded(device, tmp_path, damage):
+    """A driver may crash on a damaged binary rather than refuse it (PoCL segfaulted on
+    an entry cut short, in every later run): entries carry their length and checksum."""
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "AESCL_CACHE_DIR": str(tmp_path)}
+    encrypt = ("import aescl; print(aescl.new(bytes(range(16)), aescl.MODE_ECB, "
+               f"device={device.id!r}).encrypt(bytes(16)).hex())")
+
+    def run_once() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", encrypt], capture_output=True,
+                              text=True, env=environment, timeout=300, cwd=tmp_path)
+
+    assert run_once().returncode == 0
+    entries = sorted((tmp_path / "kernels").glob("*.bin"))
+    assert entries
+    for entry in entries:
+        data = entry.read_bytes()
+        assert kernels.binary_of_entry(data) is not None
+        binary = kernels.binary_of_entry(data)
+        entry.write_bytes({"cut in half": data[: len(data) // 2],
+                           "cut to nothing": b"",
+                           "one bit flipped": data[:-1] + bytes([data[-1] ^ 1]),
+                           "no header (an older aescl's)": binary}[damage])
+    result = run_once()
+    assert result.returncode == 0, result.stderr[-2000:]  # not a crash (-11)
+    assert result.stdout.strip() == "c6a13b37878f5b826f4f8162a1c8d879"
+    # The ECB program's entry, which that run needed, is whole again.
+    from aescl import tuning
+
+    options = kernels.aes_options(10, "host", tuning.launch_config(device))
+    ecb = tmp_path / "kernels" / (
+        kernels.cache_key(device, kernels.load_source("aes_ecb.cl"), options) + ".bin")
+    assert ecb in entries
+    assert kernels.binary_of_entry(ecb.read_bytes()) is not None
