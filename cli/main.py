@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -158,10 +160,23 @@ def devices(as_json: bool, verbose: bool) -> None:
             click.echo(prefix + finding.message)
             if finding.fix:
                 click.echo(f"  fix: {finding.fix}")
+    _warn_of_default_spec()
     if not any(d.is_opencl for d in found):  # the host engine still works
         click.echo(f"aescl: {NO_PLATFORM_HINT}; until then the host engine (host) runs "
                    "every job", err=True)
         sys.exit(1)
+
+
+def _warn_of_default_spec() -> None:
+    """Say so when $AESCL_DEVICE names no device: every job without --device would fail."""
+    spec = os.environ.get("AESCL_DEVICE")
+    if not spec:
+        return
+    try:
+        aescl.scheduler.resolve_devices(spec)
+    except aescl.DeviceNotFound as exc:
+        click.echo(f"aescl: warning: AESCL_DEVICE={spec!r} names no device, so jobs "
+                   f"without --device fail: {str(exc).splitlines()[0]}", err=True)
 
 
 def _hex_option(name: str, value: str | None, lengths: tuple[int, ...]) -> bytes | None:
@@ -288,7 +303,7 @@ def _crypt_command(decrypt: bool):
     @click.option("--iv", "iv_hex", metavar="HEX",
                   help="Raw CTR: the initial 16-byte counter block, 32 hex digits (openssl -iv).")
     @click.option("--no-pad", is_flag=True, help="Raw ECB: no PKCS#7 padding (openssl -nopad).")
-    @click.option("--device", "device", metavar="SPEC", multiple=True,
+    @click.option("--device", "device", metavar="SPEC", multiple=True, callback=_device_specs,
                   help="Device spec (gpu, cpu, nvidia, 0:1, host, ...); repeat it, or say all "
                        "(every GPU and the host's cores), to split the job over several "
                        "devices. Default: $AESCL_DEVICE, else chosen per job: the host "
@@ -346,6 +361,10 @@ def _crypt_command(decrypt: bool):
             _crypt_one(decrypt, raw_mode, job, inputs[0], output_path, device, force, quiet)
             return
         outputs = [output_path] if output_path else [default_output(i, decrypt) for i in inputs]
+        named = [os.path.abspath(_local_path(o)) if _is_local(o) else o for o in outputs]
+        if len(set(named)) < len(named):
+            twice = next(o for o, n in zip(outputs, named, strict=True) if named.count(n) > 1)
+            raise Refusal(f"two inputs would be written to the same output, {twice}")
         for source, output in zip(inputs, outputs, strict=True):
             if _is_local(output) and _is_local(source):
                 check_output(_local_path(source), _local_path(output), force)
@@ -390,11 +409,23 @@ def _existing_inputs(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
     for value in values:
         if value == STDIO or not _is_local(value):
             continue
-        path = _local_path(value)
-        if not os.path.exists(path):
-            raise click.BadParameter(f"{value} does not exist", ctx, param)
-        if os.path.isdir(path):
+        try:
+            status = os.stat(_local_path(value))
+        except FileNotFoundError:
+            raise click.BadParameter(f"{value} does not exist", ctx, param) from None
+        except OSError as exc:  # a name too long, a loop of links, no permission, ...
+            raise click.BadParameter(f"{value}: {exc.strerror or exc}", ctx, param) from None
+        if stat.S_ISDIR(status.st_mode):
             raise click.BadParameter(f"{value} is a directory", ctx, param)
+    return values
+
+
+def _device_specs(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
+    """--device: every spec names something (an empty one would mean the default)."""
+    for value in values:
+        if not value.strip():
+            raise click.BadParameter("an empty spec; name a device (aescl devices lists "
+                                     "them) or say all", ctx, param)
     return values
 
 
@@ -620,13 +651,23 @@ def _size_list(ctx, param, value: str | None) -> tuple[int, ...] | None:
     if value is None:
         return None
     try:
-        return tuple(benchreport.parse_size(part) for part in value.split(",") if part.strip())
+        sizes = tuple(benchreport.parse_size(part) for part in value.split(",") if part.strip())
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    if not sizes:
+        raise click.BadParameter(f"no size in {value!r}; e.g. 16K,4M,1G")
+    return sizes
+
+
+def _finite(ctx, param, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds")
+    return value
 
 
 @main.command(name="bench")
 @click.option("--device", "device_specs", metavar="SPEC", multiple=True,
+              callback=_device_specs,
               help="Device spec to bench; repeat for several. Default: all, every real "
                    "device (the simulator only when named).")
 @click.option("--mode", "modes", type=click.Choice(benchreport.MODES), multiple=True,
@@ -638,6 +679,7 @@ def _size_list(ctx, param, value: str | None) -> tuple[int, ...] | None:
                    "4M, 64M, 1G, each device limited by its memory.")
 @click.option("--quick", is_flag=True, help="A short run: 16K, 1M and 16M, brief timing.")
 @click.option("--min-time", type=click.FloatRange(0, 60), default=None, metavar="SECONDS",
+              callback=_finite,
               help="Keep timing each figure at least this long (default 0.2, --quick 0.02).")
 @click.option("--no-host", is_flag=True, help="Skip the host baselines (pycryptodome, OpenSSL).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

@@ -352,3 +352,35 @@ def test_an_output_that_is_a_loop_of_links_is_one_line(tmp_path, job):
                        str(plain))
     assert result.returncode == EXIT_USAGE
     assert "symbolic links" in one_line(result.stderr)
+
+
+@pytest.mark.parametrize("args, code, says", [
+    (["encrypt", "{plain}", "{plain}"], EXIT_USAGE, "two inputs would be written to the "
+                                                    "same output"),
+    (["encrypt", "{long_path}"], EXIT_USAGE, "File name too long"),
+    (["encrypt", "{long_name}"], EXIT_USAGE, "File name too long"),
+    (["encrypt", "--device", "", "{plain}"], EXIT_USAGE, "an empty spec"),
+    (["encrypt", "--device", " ", "{plain}"], EXIT_USAGE, "an empty spec"),
+    (["bench", "--sizes", ","], EXIT_USAGE, "no size in ','"),
+    (["bench", "--min-time", "nan"], EXIT_USAGE, "nan is not a number of seconds"),
+], ids=["two-inputs-one-output", "path-over-path-max", "default-name-too-long",
+        "empty-device", "blank-device", "empty-sizes", "nan-min-time"])
+def test_bad_input_is_refused_with_its_reason(tmp_path, job, args, code, says):
+    key, plain, _ = job
+    long_name = tmp_path / ("x" * 250)  # its default output name would be 256 bytes
+    long_name.write_bytes(b"data")
+    values = {"plain": str(plain), "long_name": str(long_name),
+              "long_path": "/" + "a/" * 3000 + "f"}
+    before = sorted(os.listdir(tmp_path))
+    extra = ["--key-file", str(key)] if args[0] == "encrypt" else []
+    result = aescl_run(args[0], *extra, *(a.format(**values) for a in args[1:]))
+    assert result.returncode == code, result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_devices_warns_when_aescl_device_names_nothing():
+    result = aescl_run("devices", env={**os.environ, "AESCL_DEVICE": "bogus"})
+    assert "warning: AESCL_DEVICE='bogus' names no device" in result.stderr
+    quiet = aescl_run("devices", env={**os.environ, "AESCL_DEVICE": "host"})
+    assert "warning" not in quiet.stderr
