@@ -39,7 +39,8 @@ def test_pycryptodomes_own_aes_ctr_and_gcm_tests_pass(tmp_path, target):
          "Crypto.SelfTest.Cipher.test_CTR", "Crypto.SelfTest.Cipher.test_GCM"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
         env={**os.environ, "AESCL_ROUTED_DEVICE": target,
-             "PYTHONPATH": str(Path(__file__).parent)})
+             "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent),
+                                                          os.environ.get("PYTHONPATH")]))})
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     passed = re.search(r"(\d+) passed", summary)
