@@ -66,7 +66,8 @@ def check_whole_number(name: str, value: object, least: int, most: int | None = 
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be a whole number, not {value!r}")
     if value < least or (most is not None and value > most):
-        bounds = f"from {least} to {most}" if most is not None else f"at least {least}"
+        bounds = (f"from {least} to {most}" if most is not None else
+                  "not negative" if least == 0 else f"at least {least}")
         raise ValueError(f"{name} must be {bounds}, not {value}")
     return value
 

@@ -120,7 +120,7 @@ def test_the_power_tables_built_on_the_device_match_the_host_definition(device):
     engine = GcmEngine(os.urandom(32), device, "host")
     count = 37
     tables = np.empty((count * 16, 2), dtype=np.uint64)
-    cl.enqueue_copy(engine._runtime.queue, tables, engine.h_tables(count), is_blocking=True)
+    cl.enqueue_copy(engine.runtime.queue, tables, engine.h_tables(count), is_blocking=True)
     for k in range(1, count + 1):
         expected = ghash.nibble_table(ghash.power(engine.h, k))
         got = [(int(hi) << 64) | int(lo) for hi, lo in tables[16 * (k - 1) : 16 * k]]
