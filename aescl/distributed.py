@@ -30,20 +30,31 @@ wherever the network between client, scheduler and workers is not trusted.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from distributed import Client, KilledWorker, as_completed
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 from .errors import AesclError
 from .fileformat import DEFAULT_WORK_FACTOR, KeyRing, PayloadKey
-from .filejobs import DEFAULT_RANGE_BYTES, Devices, Plan, Task, plan_decrypt, plan_encrypt
+from .filejobs import (
+    DEFAULT_RANGE_BYTES,
+    Devices,
+    Location,
+    Plan,
+    Task,
+    plan_decrypt,
+    plan_encrypt,
+)
 
 __all__ = ["DEFAULT_RANGE_BYTES", "RESOURCES_WAIT_SECONDS", "Client", "KilledWorker",
-           "NoWorkerError", "check_address", "decrypt_files", "encrypt_files", "run",
-           "wait_for_resources"]
+           "NoWorkerError", "PartsOfALostClient", "check_address", "decrypt_files",
+           "encrypt_files", "run", "wait_for_resources"]
 
 Progress = Callable[[int], None]
 
@@ -130,19 +141,40 @@ def _run_task(task: Task) -> int:
     return task()
 
 
+class PartsOfALostClient(SchedulerPlugin):
+    """Runs on the scheduler: if the client of a job goes away before publishing its
+    outputs (a ``kill -9``, a lost machine), removes the job's part files. A client
+    that ends normally has published or removed them itself, and takes the plugin
+    back. The scheduler must see the files under the same names, and import aescl."""
+
+    def __init__(self, client_id: str, parts: list[str]) -> None:
+        self.client_id = client_id
+        self.parts = parts
+
+    def remove_client(self, scheduler: Any, client: str) -> None:
+        if client != self.client_id:
+            return
+        for url in self.parts:
+            with contextlib.suppress(Exception):  # (what cannot be removed, stays)
+                Location(url).remove()
+
+
 def run(client: Client, plan: Plan, resources: dict[str, float] | None = None,
         progress: Progress | None = None,
         resources_wait: float = RESOURCES_WAIT_SECONDS) -> list[str]:
     """Run a planned job's tasks on the cluster, then publish its outputs; on any
     failure cancel what is left, remove every part and raise the task's error. With
     ``resources``, a worker that has them must be there, or join within
-    ``resources_wait`` seconds (:class:`NoWorkerError`)."""
+    ``resources_wait`` seconds (:class:`NoWorkerError`). Should this process die
+    meanwhile, the scheduler removes the parts (:class:`PartsOfALostClient`)."""
+    job = secrets.token_hex(6)
+    guard = f"aescl-parts-{job}"
     try:
+        guarded = _guard_parts(client, plan, guard)
         wait_for_resources(client, resources, resources_wait)
     except BaseException:
         plan.discard()
         raise
-    job = secrets.token_hex(6)
     # Named keys: Dask would otherwise hash the arguments, keys included, into the name.
     futures: list[Any] = [
         client.submit(_run_task, task, key=f"aescl-{job}-{index}", resources=resources,
@@ -159,3 +191,21 @@ def run(client: Client, plan: Plan, resources: dict[str, float] | None = None,
         client.cancel(futures)
         plan.discard()
         raise
+    finally:
+        if guarded:
+            with contextlib.suppress(Exception):
+                client.unregister_scheduler_plugin(guard)
+
+
+def _guard_parts(client: Client, plan: Plan, name: str) -> bool:
+    """Register :class:`PartsOfALostClient` for the plan's parts; False where the
+    scheduler cannot take it (it lacks aescl): the job runs, unguarded, with a warning."""
+    parts = [part.url for part, _ in plan.outputs]
+    try:
+        client.register_plugin(PartsOfALostClient(client.id, parts), name=name)
+    except Exception as exc:
+        warnings.warn(f"the Dask scheduler could not take aescl's clean-up plugin ({exc}); "
+                      "if this process is killed, the job's .aescl-part files stay",
+                      RuntimeWarning, stacklevel=3)
+        return False
+    return True

@@ -247,3 +247,34 @@ def test_sigterm_on_the_client_leaves_nothing(scheduler, tmp_path):
     assert process.returncode == 143, stderr
     assert stderr.strip() == "aescl: terminated; no output written"
     assert _names(tmp_path) == ["file0.bin", "file1.bin"]
+
+
+def test_kill_9_of_the_client_leaves_no_part_file(scheduler, tmp_path):
+    """The scheduler removes the parts of a job whose client died before publishing
+    (aescl.distributed.PartsOfALostClient): killed here while it waits for a worker."""
+    scheduler, _ = scheduler
+    contents = _files(tmp_path, [1000, 2000])
+    process = subprocess.Popen([AESCL, "encrypt", "--scheduler", scheduler, "--resources",
+                                "GPU=1", "--key-file", _key(tmp_path), *map(str, contents)],
+                               stderr=subprocess.DEVNULL)
+    from distributed import Client
+
+    def guards(dask_scheduler) -> list[str]:
+        return [name for name in dask_scheduler.plugins if name.startswith("aescl-parts-")]
+
+    try:
+        with Client(scheduler, timeout="30s") as observer:
+            before = set(observer.run_on_scheduler(guards))
+            deadline = time.monotonic() + 60
+            while set(observer.run_on_scheduler(guards)) == before:  # until it is guarded
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.05)
+        assert any(n.startswith(".") for n in _names(tmp_path))  # its parts are there
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+    deadline = time.monotonic() + 30
+    while _names(tmp_path) != ["file0.bin", "file1.bin"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _names(tmp_path) == ["file0.bin", "file1.bin"]
