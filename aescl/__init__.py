@@ -119,9 +119,8 @@ __all__ = [
 
 # Imported on first use: `import aescl` stays free of numpy and pyopencl, which only a
 # job on an OpenCL device needs (PEP 562).
-_LAZY = {"GcmCipher": ("gcm", "GcmCipher"),
-         **{name: (name, None) for name in ("chunked", "chunkformat", "fileformat", "scheduler",
-                                            "tuning")}}
+_LAZY = {"GcmCipher": ("engines.opencl", "GcmCipher"), "tuning": ("engines.opencl.tuning", None),
+         **{name: (name, None) for name in ("chunked", "chunkformat", "fileformat", "scheduler")}}
 
 
 def __getattr__(name: str) -> Any:

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import __version__, chunked, keyschedule, rates, scheduler, tuning
+from . import __version__, chunked, keyschedule, rates, scheduler
 from .benchreport import (  # noqa: F401  (re-exported: bench.Settings, bench.table, ...)
     DEFAULT_SIZES,
     KEY_BITS,
@@ -66,11 +66,10 @@ from .benchreport import (  # noqa: F401  (re-exported: bench.Settings, bench.ta
 )
 from .devices import Device
 from .engines import BlockTransform
-from .engines.opencl import ChunkCipher, OpenclBlocks
-from .kernels import aes_options, runtime, time_builds
+from .engines.opencl import ChunkCipher, OpenclBlocks, aes_options, runtime, time_builds, tuning
+from .engines.opencl.tuning import launch_config
 from .modes import MODE_CTR, MODE_ECB, new, pinned_empty
 from .scheduler import DevicesSpec
-from .tuning import launch_config
 
 _TRANSFER_LIMIT = 256 * MiB
 

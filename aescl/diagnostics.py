@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ._cache import disk_cache_enabled
 from ._icd import IcdReport
 from .devices import NO_PLATFORM_HINT, Device, devices, icd_report
-from .kernels import kernel_cache_dir
+from .engines.opencl import kernel_cache_dir
 
 
 @dataclass(frozen=True)

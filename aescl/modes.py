@@ -21,7 +21,7 @@ from .scheduler import DevicesSpec, Team, resolve_devices, team
 if TYPE_CHECKING:
     import numpy as np
 
-    from .gcm import GcmCipher
+    from .engines.opencl import GcmCipher
 
 MODE_ECB = 1  # the values pycryptodome uses
 MODE_CTR = 6
@@ -258,21 +258,22 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     check_whole_number("nbytes", nbytes, 0)
     import numpy as np
 
-    from . import _shared
+    from .engines import host
 
     chosen = resolve_devices(device)
-    shared = _shared.AVAILABLE and any(d.type == "host" for d in chosen)
+    shared = host.SHARED_MEMORY_AVAILABLE and any(d.type == "host" for d in chosen)
     on_opencl = sorted((d for d in chosen if d.is_opencl), key=lambda d: d.type == "cpu")
     if not on_opencl or (len(chosen) > 1 and on_opencl[0].type == "cpu"):
         # The host engine and CPU devices read and write ordinary memory in place.
         if shared:
-            return np.frombuffer(_shared.shared_empty(nbytes), np.uint8)[:nbytes]
+            return np.frombuffer(host.shared_empty(nbytes), np.uint8)[:nbytes]
         return np.empty(nbytes, np.uint8)
-    from . import _pipeline
+    from .engines import opencl
 
     if shared:
-        return _pipeline.pinned_shared(nbytes, on_opencl[0])
-    return _pipeline.pinned_empty(nbytes, on_opencl[0])
+        memory = host.shared_empty(nbytes, beside_device=True)
+        return opencl.pin_host_memory(memory, on_opencl[0])[:nbytes]
+    return opencl.pinned_empty(nbytes, on_opencl[0])
 
 
 def _counter_block(counter: Any) -> tuple[bytes, int, bytes, bool]:

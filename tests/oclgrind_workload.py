@@ -16,7 +16,7 @@ import pyopencl as cl
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import kernels
+from aescl.engines.opencl import kernels
 
 device = aescl.get_device("oclgrind")
 

@@ -7,8 +7,8 @@ import pytest
 
 import aescl
 from aescl import bench, chunked
-from aescl.kernels import aes_options, time_builds
-from aescl.tuning import launch_config
+from aescl.engines.opencl.kernels import aes_options, time_builds
+from aescl.engines.opencl.tuning import launch_config
 
 # One full chunk plus a short final one, so that gcm-chunked covers both kinds.
 SIZES = (16 << 10, (16 << 10) + 48)

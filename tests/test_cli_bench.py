@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from aescl import bench, tuning
+from aescl import bench
+from aescl.engines.opencl import tuning
 from conftest import selected_devices
 from test_cli import run
 

@@ -2,7 +2,7 @@
 
 CPU devices ask for the AES instructions (AES_HARDWARE_ROUNDS); x86 CPUs with
 AES-NI grant it, and those with VAES and VPCLMULQDQ get the wide forms
-(AES_WIDE_ROUNDS) once a separate process found them working (aescl.tuning), so
+(AES_WIDE_ROUNDS) once a separate process found them working (aescl.engines.opencl.tuning), so
 on such a machine the rest of the suite runs those on PoCL. The 128-bit
 instructions stay covered on the same CPU here, with ``$AESCL_WIDE_ROUNDS=0``, and
 the T-table rounds with ``$AESCL_HARDWARE_ROUNDS=0`` and everywhere on GPUs and the
@@ -19,7 +19,8 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import engines, kernels, tuning
+from aescl import engines
+from aescl.engines.opencl import kernels, tuning
 from vectors import load
 
 

@@ -13,8 +13,9 @@ from Crypto.Cipher import AES
 import aescl
 from aescl import chunked
 from aescl.devices import host_device
-from aescl.engines import BlockTransform, host
+from aescl.engines import BlockTransform
 from aescl.engines.host import HostEngine
+from aescl.engines.host import engine as host
 
 CHUNK, SEALED = chunked.CHUNK_SIZE, chunked.SEALED_CHUNK_SIZE
 

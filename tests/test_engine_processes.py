@@ -14,10 +14,12 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import _shared, chunked, scheduler
+from aescl import chunked, scheduler
 from aescl.chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
 from aescl.devices import host_device
-from aescl.engines import _processes, engine_for
+from aescl.engines import engine_for
+from aescl.engines.host import processes as _processes
+from aescl.engines.host import shared as _shared
 from conftest import selected_devices
 
 pytestmark = pytest.mark.skipif(not _shared.AVAILABLE, reason="no memfd on this system")
@@ -168,7 +170,7 @@ def test_killed_workers_in_a_split_leave_their_ranges_to_the_other_engine(monkey
 def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
         tmp_path, monkeypatch):
     from aescl import rates
-    from aescl._pipeline import is_pinned
+    from aescl.engines.opencl.pipeline import is_pinned
 
     found = [d for d in aescl.devices() if d.is_opencl and d.type != "cpu"]
     cpus = [d for d in selected_devices() if d.type == "cpu"]

@@ -8,7 +8,7 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl.tuning import launch_config
+from aescl.engines.opencl.tuning import launch_config
 
 pytestmark = pytest.mark.slow
 

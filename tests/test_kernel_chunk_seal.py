@@ -13,8 +13,8 @@ import pytest
 
 import aescl
 import chunked_reference as reference
-from aescl import chunked, kernels
-from aescl.engines.opencl import ChunkCipher
+from aescl import chunked
+from aescl.engines.opencl import ChunkCipher, kernels
 
 CHUNK = chunked.CHUNK_SIZE
 SEALED = chunked.SEALED_CHUNK_SIZE

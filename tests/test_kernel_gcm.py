@@ -18,7 +18,7 @@ from Crypto.Cipher import AES
 
 import aescl
 from aescl import ghash
-from aescl.gcm import GcmEngine
+from aescl.engines.opencl.gcm import GcmEngine
 from vectors import load
 
 SIZES = ["128", "192", "256"]

@@ -9,7 +9,7 @@ import pyopencl as cl
 import pytest
 
 import aescl
-from aescl import kernels
+from aescl.engines.opencl import kernels
 from test_devices import fake
 
 
@@ -213,7 +213,7 @@ def test_a_damaged_cache_entry_is_rebuilt_never_loaded(device, tmp_path, damage)
     assert result.returncode == 0, result.stderr[-2000:]  # not a crash (-11)
     assert result.stdout.strip() == "c6a13b37878f5b826f4f8162a1c8d879"
     # The ECB program's entry, which that run needed, is whole again.
-    from aescl import tuning
+    from aescl.engines.opencl import tuning
 
     options = kernels.aes_options(10, "host", tuning.launch_config(device))
     ecb = tmp_path / "kernels" / (

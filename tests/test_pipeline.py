@@ -1,4 +1,4 @@
-"""aescl/_pipeline.py: overlapped pieces through the device, pinned and pageable host memory."""
+"""aescl/streaming.py: overlapped pieces through the device, pinned and pageable host memory."""
 
 import os
 import time
@@ -8,10 +8,10 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import _pipeline
-from aescl._pipeline import SLOTS, Piece, is_pinned, pinned_empty, pipeline
 from aescl.engines import BlockTransform
 from aescl.engines.opencl import ChunkCipher, OpenclBlocks
+from aescl.engines.opencl import pipeline as streaming
+from aescl.engines.opencl.pipeline import SLOTS, Piece, is_pinned, pinned_empty, pipeline
 
 
 def _ctr(key, device):
@@ -33,7 +33,7 @@ def test_pinned_memory_is_recognised_with_its_slices(device):
 def test_ctr_through_pinned_and_pageable_memory(device, monkeypatch, source_pinned,
                                                 target_pinned):
     # Many small pieces, so that every slot is reused and pieces overlap.
-    monkeypatch.setattr(_pipeline, "_COPY_PART_BYTES", 512)
+    monkeypatch.setattr(streaming, "_COPY_PART_BYTES", 512)
     key = os.urandom(16)
     data = np.frombuffer(os.urandom(16 * 3000), np.uint8)
     source = pinned_empty(data.nbytes, device) if source_pinned else np.empty_like(data)
@@ -52,7 +52,7 @@ def test_pieces_may_have_no_output(device):
     seen = []
 
     def launch(queue, device_in, device_out, scratch):
-        return _pipeline.cl.enqueue_marker(queue)
+        return streaming.cl.enqueue_marker(queue)
 
     pieces = [Piece(16, 0, launch, load=lambda staging: [lambda: seen.append(staging.nbytes)])
               for _ in range(7)]
@@ -66,7 +66,7 @@ def test_each_slot_keeps_its_launch_scratch_for_its_next_piece(device):
     def launch(queue, device_in, device_out, scratch):
         scratch["uses"] = scratch.get("uses", 0) + 1
         scratches.append(scratch)
-        return _pipeline.cl.enqueue_marker(queue)
+        return streaming.cl.enqueue_marker(queue)
 
     pipeline(device).run(Piece(16, 16, launch, load=lambda staging: [],
                                store=lambda staging: []) for _ in range(3 * SLOTS))
@@ -100,7 +100,7 @@ def test_stores_run_in_order_one_piece_at_a_time(device):
         Piece(128, 128,
               lambda q, i, o, _, lo=lo: launcher.enqueue(q, i, o, 8,
                                                           cipher.kernel_args(lo // 16)),
-              load=lambda staging, lo=lo: _pipeline.copy_parts(staging, data[lo:lo + 128]),
+              load=lambda staging, lo=lo: streaming.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index, lo=lo: store(staging, index, lo))
         for index, lo in enumerate(range(0, data.nbytes, 128))
     ]
@@ -128,7 +128,7 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
     pieces = [
         Piece(16 * 8, 16 * 8,
               lambda q, i, o, _: launcher.enqueue(q, i, o, 8, cipher.kernel_args(0)),
-              load=lambda staging, lo=lo: _pipeline.copy_parts(staging, data[lo:lo + 128]),
+              load=lambda staging, lo=lo: streaming.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index: store(staging, index))
         for index, lo in enumerate(range(0, data.nbytes, 128))
     ]
@@ -142,11 +142,11 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
 
 
 def test_host_copies_split_into_parts(monkeypatch):
-    monkeypatch.setattr(_pipeline, "_COPY_PART_BYTES", 100)
+    monkeypatch.setattr(streaming, "_COPY_PART_BYTES", 100)
     source = np.arange(1000, dtype=np.uint32).view(np.uint8)
     target = np.zeros_like(source)
-    parts = _pipeline.copy_parts(target, source)
-    assert 1 < len(parts) <= _pipeline._HOST_THREADS
+    parts = streaming.copy_parts(target, source)
+    assert 1 < len(parts) <= streaming._HOST_THREADS
     for part in parts:
         part()
     assert np.array_equal(source, target)
@@ -157,13 +157,13 @@ def test_host_copies_split_into_parts(monkeypatch):
 def test_a_file_sink_writes_pieces_in_place_after_what_was_there(tmp_path, monkeypatch, mode,
                                                                  window):
     if window:  # pieces then cross windows, and several windows are unmapped
-        monkeypatch.setattr(_pipeline, "MAP_WINDOW_BYTES", window)
+        monkeypatch.setattr(streaming, "MAP_WINDOW_BYTES", window)
     # A 56-byte header first, so that the pieces start off any page boundary.
     pieces = [np.frombuffer(os.urandom(n), np.uint8) for n in (70_000, 1, 0, 3 << 20, 12_345)]
     path = tmp_path / "out.bin"
     with open(path, mode) as stream:
         stream.write(b"h" * 56)
-        sink = _pipeline.FileSink(stream, sum(p.nbytes for p in pieces))
+        sink = streaming.FileSink(stream, sum(p.nbytes for p in pieces))
         for piece in pieces:
             for task in sink.store(piece):
                 task()
@@ -176,10 +176,10 @@ def test_a_file_sink_writes_pieces_in_place_after_what_was_there(tmp_path, monke
 
 def test_a_file_sink_maps_only_when_it_knows_the_size_and_may_read(tmp_path):
     with open(tmp_path / "a", "w+b") as stream:
-        assert _pipeline.FileSink(stream, 10)._maps
-        assert not _pipeline.FileSink(stream)._maps
+        assert streaming.FileSink(stream, 10)._maps
+        assert not streaming.FileSink(stream)._maps
     with open(tmp_path / "b", "wb") as stream:  # a shared writable mapping needs O_RDWR
-        assert not _pipeline.FileSink(stream, 10)._maps
+        assert not streaming.FileSink(stream, 10)._maps
 
 
 @pytest.mark.parametrize("mode", ["ecb", "ctr"])
@@ -239,7 +239,7 @@ def test_a_cpu_device_uses_the_callers_arrays_in_place(device):
     source, target = aligned[offset:][:4096], np.empty(4096, np.uint8)
     piece = Piece.through(device, source, target, lambda *_: None)
     in_place = device.type == "cpu"
-    assert _pipeline.shares_host_memory(device) is in_place
+    assert streaming.shares_host_memory(device) is in_place
     assert (piece.use_in is source, piece.use_out is target) == (in_place, in_place)
     assert (piece.load is None, piece.store is None) == (in_place, in_place)
     misaligned = Piece.through(device, aligned[offset + 1 :][:4096], target, lambda *_: None)

@@ -123,7 +123,7 @@ def test_a_counter_with_any_layout_gives_pycryptodomes_bytes(device, counter):
 def test_threads_limits_the_host_engine(monkeypatch):
     """threads=N runs the host engine's job on at most N threads (the caller's and
     N - 1 helpers); the output does not depend on it."""
-    from aescl.engines import host
+    from aescl.engines.host import engine as host
 
     seen = []
     real = host._on_threads

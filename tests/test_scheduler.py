@@ -322,7 +322,7 @@ def test_a_device_that_would_stage_the_data_sits_out_beside_the_host_cores(
 
 
 def test_host_arrays_are_what_each_engine_reads_directly(apart_from_host_memory, opencl_cpu):
-    from aescl._pipeline import is_pinned
+    from aescl.engines.opencl.pipeline import is_pinned
 
     array = engine_for(apart_from_host_memory).host_array(4096)
     assert is_pinned(array, apart_from_host_memory) and array.nbytes == 4096

@@ -11,7 +11,8 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import chunked, kernels, tuning
+from aescl import chunked
+from aescl.engines.opencl import kernels, tuning
 from test_devices import fake
 
 

@@ -22,8 +22,9 @@ import pyopencl as cl
 from Crypto.Cipher import AES
 
 import aescl
-import aescl.engines.opencl as opencl_engine
-from aescl import _pipeline, kernels
+import aescl.engines.opencl.engine as opencl_engine
+from aescl.engines.opencl import kernels
+from aescl.engines.opencl import pipeline as streaming
 
 CALLS = 6
 
@@ -42,7 +43,7 @@ def own_pipelines(device: aescl.Device) -> None:
 
     def pipeline(device):
         if getattr(local, "pipeline", None) is None:
-            local.pipeline = _pipeline.Pipeline(device)
+            local.pipeline = streaming.Pipeline(device)
             local.pipeline._compute_queue = cl.CommandQueue(local.pipeline.runtime.context,
                                                             device.cl_device)
         return local.pipeline

@@ -21,9 +21,9 @@ import pyopencl as cl
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 import aescl
-from aescl import _pipeline
 from aescl.devices import get_device
-from aescl.kernels import runtime
+from aescl.engines.opencl import pipeline as streaming
+from aescl.engines.opencl.kernels import runtime
 
 N = int(os.environ.get("N", 1 << 30))
 SPEC = os.environ.get("SPEC", "gpu")
@@ -73,7 +73,7 @@ def main() -> None:
     _keeper = cl.Buffer(runtime(device).context,
                         cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR, hostbuf=whole)
     start = int(whole.__array_interface__["data"][0])
-    _pipeline._pinned_ranges.setdefault(device.id, {})["probe"] = (start, start + 2 * N)
+    streaming._pinned_ranges.setdefault(device.id, {})["probe"] = (start, start + 2 * N)
     source, target = whole[:N], whole[N:]
     if os.environ.get("THREADS"):
         global _view

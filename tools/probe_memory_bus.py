@@ -25,7 +25,7 @@ import probe_timing  # tools/, beside this script
 import pyopencl as cl
 
 import aescl
-from aescl.kernels import runtime
+from aescl.engines.opencl.kernels import runtime
 
 N = 1 << 30
 PIECE = 64 << 20

@@ -23,7 +23,7 @@ import aescl
 from aescl import chunked, scheduler
 from aescl.devices import host_device
 from aescl.engines import engine_for
-from aescl.engines import host as host_engine
+from aescl.engines.host import engine as host_engine
 
 N = 1 << 30
 KEY16, KEY32, NONCE = os.urandom(16), os.urandom(32), os.urandom(12)

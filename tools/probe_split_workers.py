@@ -18,7 +18,8 @@ import probe_timing  # tools/, beside this script
 
 import aescl
 from aescl import chunked, scheduler
-from aescl.engines import _processes, host
+from aescl.engines.host import engine as host
+from aescl.engines.host import processes as _processes
 
 N = 1 << 30
 KEY16, KEY32, NONCE = os.urandom(16), os.urandom(32), os.urandom(12)

@@ -16,10 +16,11 @@ import numpy as np
 import probe_timing  # tools/, beside this script
 
 import aescl
-from aescl import _shared, chunked
+from aescl import chunked
 from aescl.chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
 from aescl.devices import host_device
-from aescl.engines import _processes
+from aescl.engines.host import processes as _processes
+from aescl.engines.host import shared as _shared
 
 N = int(os.environ.get("N", 64 << 20))
 PIECE = int(os.environ.get("PIECE", 64))  # chunks per staged piece

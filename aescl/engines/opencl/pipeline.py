@@ -42,9 +42,9 @@ try:
 except ImportError:  # not POSIX: files are written with positional writes
     fcntl = None  # type: ignore[assignment]
 
-from ._space import reserve
-from .devices import Device
-from .errors import TruncatedError
+from ..._space import reserve
+from ...devices import Device
+from ...errors import TruncatedError
 from .kernels import DeviceRuntime, one_job_per_device, runtime
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
@@ -102,25 +102,23 @@ def _remember_pinned(owner: Any, array: np.ndarray, device: Device) -> None:
     weakref.finalize(owner, ranges.pop, id(owner), None)
 
 
-def pinned_shared(nbytes: int, device: Device) -> np.ndarray:
-    """Like :func:`pinned_empty`, in memory the host engine's worker processes map too
-    (aescl._shared), for a split between ``device`` and the host engine.
+def pin_host_memory(memory: Any, device: Device) -> np.ndarray:
+    """``memory`` (a buffer another part of aescl allocated: the host engine's shared
+    memory, for a split between ``device`` and the host engine) as a uint8 array that
+    ``device``'s DMA engines read and write directly, for as long as it lives.
 
     A buffer over the memory with CL_MEM_USE_HOST_PTR, kept while the memory lives,
     is what pins it: the NVIDIA driver page-locks such memory, and copies from it then
     ran at the pinned rate (H200: 55.5 GB/s each way, against 9-17 from ordinary memory).
     The buffer itself is never used; the kernels' copies go from the host address.
     """
-    from . import _shared
-
-    memory = _shared.shared_empty(nbytes, beside_device=True)
     array = np.frombuffer(memory, np.uint8)
     rt = runtime(device)
     keeper = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                        hostbuf=array)
     _remember_pinned(memory, array, device)
     weakref.finalize(memory, keeper.release)
-    return array[:nbytes]
+    return array
 
 
 def is_pinned(array: np.ndarray, device: Device) -> bool:

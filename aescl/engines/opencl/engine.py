@@ -2,7 +2,7 @@
 
 Block jobs (ECB, CTR) go through :class:`KernelLauncher`, chunked-format jobs
 through :class:`ChunkCipher`; both stream host data through the device's pinned,
-overlapped pipeline (aescl._pipeline), one pipeline run for all the ranges an
+overlapped pipeline (pipeline.py), one pipeline run for all the ranges an
 engine pulls, so pieces keep overlapping from one range to the next.
 """
 
@@ -15,9 +15,25 @@ from typing import Any, BinaryIO
 import numpy as np
 import pyopencl as cl
 
-from .. import keyschedule
-from .._arrays import BytesLike, default_slice_bytes, input_array
-from .._pipeline import (
+from ... import keyschedule
+from ..._arrays import BytesLike, default_slice_bytes, input_array
+from ...chunkformat import (
+    CHUNK_SIZE,
+    NONCE_SIZE,
+    SEALED_CHUNK_SIZE,
+    TAG_SIZE,
+    check_base_nonce,
+    check_chunk_range,
+    check_key,
+    plaintext_run,
+    sealed_run,
+)
+from ...devices import Device, resolve
+from ...errors import AuthenticationError
+from ..interface import BLOCK_SIZE, BlockTransform, Ranges
+from .gcm import GcmCipher, GcmEngine
+from .kernels import aes_options, carryless_ghash, kernel, runtime
+from .pipeline import (
     PIECE_BYTES,
     FileSink,
     FileSource,
@@ -29,23 +45,7 @@ from .._pipeline import (
     pipeline,
     shares_host_memory,
 )
-from ..chunkformat import (
-    CHUNK_SIZE,
-    NONCE_SIZE,
-    SEALED_CHUNK_SIZE,
-    TAG_SIZE,
-    check_base_nonce,
-    check_chunk_range,
-    check_key,
-    plaintext_run,
-    sealed_run,
-)
-from ..devices import Device, resolve
-from ..errors import AuthenticationError
-from ..gcm import GcmCipher, GcmEngine
-from ..kernels import aes_options, carryless_ghash, kernel, runtime
-from ..tuning import launch_config
-from . import BLOCK_SIZE, BlockTransform, Ranges
+from .tuning import launch_config
 
 # (queue, source buffer, target buffer, blocks) -> event: a mode's kernel over device-resident
 # data, for measuring it (aescl.bench) without host transfers.
@@ -104,7 +104,7 @@ class KernelLauncher:
     ) -> None:
         """Process the block ranges pulled from ``ranges`` from ``source`` into ``target``
         (whole-job arrays; may be the same memory), all through one run of the device's
-        overlapped pipeline (aescl._pipeline), so that pieces keep overlapping across
+        overlapped pipeline (pipeline.py), so that pieces keep overlapping across
         ranges. A range is pulled only when the pipeline has room for it.
 
         ``slice_args(first_block)`` gives the kernel arguments that depend on the

@@ -1,5 +1,5 @@
-"""``python -m aescl._wide_check DEVICE_ID``: whether a CPU device runs the wide AES rounds
-(VAES, cl/aes_vendor.h) correctly, in a process of its own.
+"""``python -m aescl.engines.opencl._wide_check DEVICE_ID``: whether a CPU device runs
+the wide AES rounds (VAES, cl/aes_vendor.h) correctly, in a process of its own.
 
 aescl.tuning.wide_rounds_work starts this with the wide rounds requested
 (``$AESCL_WIDE_ROUNDS``), and keeps the answer: exit status 0 when the device's
@@ -17,8 +17,9 @@ import sys
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import chunked, kernels, tuning
-from aescl.engines import KEY_SCHEDULES
+from aescl import chunked
+from aescl.engines.interface import KEY_SCHEDULES
+from aescl.engines.opencl import kernels, tuning
 
 
 def works(device: aescl.Device) -> bool:

@@ -8,7 +8,7 @@ memory they can map, so aescl allocates such memory itself: ``aescl.pinned_empty
 for the host engine or a team with it.
 
 Each region is a memfd mapped shared. Its descriptor stays open while the region
-lives, so that a worker can be handed it (aescl.engines._processes); a worker maps a
+lives, so that a worker can be handed it (processes.py); a worker maps a
 region once and keeps it until told the region was freed.
 """
 
@@ -32,7 +32,7 @@ class Region:
     start: int  # address in this process
     size: int
     # Pinned for a device's DMA too: a thread of this process feeds that device
-    # during jobs on it, and needs a core of its own (aescl.engines.host).
+    # during jobs on it, and needs a core of its own (engine.py).
     beside_device: bool = False
 
 

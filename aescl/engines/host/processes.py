@@ -2,13 +2,13 @@
 this interpreter.
 
 Beside a GPU's feeding thread, the host engine's threads lose most of their speed,
-and the chunked format's AEAD calls hold the GIL outright (aescl.engines.host). A
-job whose arrays all lie in aescl's shared memory (aescl._shared) is therefore cut
+and the chunked format's AEAD calls hold the GIL outright (engine.py). A
+job whose arrays all lie in aescl's shared memory (shared.py) is therefore cut
 into the same pieces as on threads, but each piece goes to a worker process, which
 runs the same host engine code, single-threaded, on its own mapping of the arrays.
 The pieces' results land in place; only a short message crosses per piece.
 
-A worker is ``python -m aescl.engines._processes FD``, not a multiprocessing child:
+A worker is ``python -m aescl.engines.host.worker FD`` (worker.py), not a multiprocessing child:
 spawn would re-import the caller's main module, fork would copy OpenCL runtimes.
 Protocol over a socketpair (pickled messages), one exchange at a time:
 
@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import mmap
-import os
 import pickle
 import socket
 import struct
@@ -38,12 +36,12 @@ import sys
 import threading
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection, wait
-from multiprocessing.reduction import recv_handle, send_handle
+from multiprocessing.reduction import send_handle
 from typing import Any
 
-from .. import _shared
-from ..devices import Device
-from ..errors import AuthenticationError, first_failure
+from ...devices import Device
+from ...errors import AuthenticationError, first_failure
+from . import shared as _shared
 
 Reference = tuple[int, int, int]  # (region token, offset, nbytes)
 
@@ -105,7 +103,7 @@ class _Worker:
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(theirs.fileno())],
+                [sys.executable, "-m", f"{__package__}.worker", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
         finally:
             theirs.close()
@@ -270,63 +268,3 @@ def workers(device: Device, count: int) -> Workers:
                 _workers = None
             _workers = Workers(device, count)
         return _workers
-
-
-# ---- The worker's side ------------------------------------------------------------------
-
-
-def _serve(connection: Connection) -> None:
-    from .host import HostEngine
-
-    engine = HostEngine(connection.recv(), threads=1, processes=False)
-    connection.send("ready")
-    mappings: dict[int, memoryview] = {}
-    while True:
-        try:
-            message = connection.recv()
-        except (EOFError, OSError):
-            return
-        kind = message[0]
-        if kind == "map":
-            descriptor = recv_handle(connection)
-            try:
-                # Populated now: page faults on every first touch would cost more
-                # than the AES (a 1 GiB split ran at half speed without it).
-                mappings[message[1]] = memoryview(mmap.mmap(
-                    descriptor, message[2], flags=mmap.MAP_SHARED | mmap.MAP_POPULATE))
-            finally:
-                os.close(descriptor)
-            continue
-        if kind == "unmap":
-            for token in message[1]:
-                mappings.pop(token, None)
-            continue
-        connection.send(_run(engine, mappings, message))
-
-
-def _run(engine: Any, mappings: dict[int, memoryview], task: tuple[Any, ...]) -> Any:
-    *head, source, target, lo, hi = task
-
-    def view(ref: Reference) -> memoryview:
-        token, offset, nbytes = ref
-        return mappings[token][offset : offset + nbytes]
-
-    piece = iter([(lo, hi)])
-    try:
-        if head[0] == "blocks":
-            _, transform, first_block = head
-            engine.blocks(transform).run(view(source), view(target), piece, first_block)
-        else:
-            kind, key, base_nonce, first = head
-            chunks = engine.chunks(key, base_nonce)
-            crypt = chunks.seal_ranges if kind == "seal" else chunks.open_ranges
-            crypt(view(source), view(target), first, piece)
-    except AuthenticationError as exc:
-        return ("auth", str(exc), exc.chunk)
-    except Exception as exc:
-        return ("error", f"{type(exc).__name__}: {exc}")
-    return None
-
-
-if __name__ == "__main__":
-    _serve(Connection(int(sys.argv[1])))

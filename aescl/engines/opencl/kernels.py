@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 
 import pyopencl as cl
 
-from ._cache import cache_root, disk_cache_enabled, write_cache_file
-from .devices import Device
-from .engines import check_key_schedule
-from .errors import KernelBuildError
+from ..._cache import cache_root, disk_cache_enabled, write_cache_file
+from ...devices import Device
+from ...errors import KernelBuildError
+from ..interface import check_key_schedule
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
 
@@ -46,8 +46,9 @@ _MAX_TABLE_LANES = 32  # the number of shared-memory banks on NVIDIA and AMD GPU
 
 def kernel_dir() -> Path:
     """The folder of ``.cl`` sources: ``aescl/cl`` when installed, ``cl/`` in a checkout."""
-    installed = Path(__file__).resolve().parent / "cl"
-    return installed if installed.is_dir() else Path(__file__).resolve().parent.parent / "cl"
+    package = Path(__file__).resolve().parents[2]  # aescl/
+    installed = package / "cl"
+    return installed if installed.is_dir() else package.parent / "cl"
 
 
 @cache
@@ -100,7 +101,7 @@ def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None =
 
 def default_config(device: Device) -> LaunchConfig:
     """Work-group size, grid size and table placement for a device, before tuning
-    (aescl.tuning.launch_config starts from these and may replace the first three).
+    (tuning.launch_config starts from these and may replace the first three).
 
     GPUs stage the tables in __local memory: __constant memory serves one
     address per cycle, and table lookups diverge across a warp. There, one

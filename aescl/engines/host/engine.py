@@ -16,9 +16,9 @@ call. The GIL is released inside OpenSSL, so the threads run at once.
   thread of the H100 host, 1.7 on 16: it runs on one thread (CHUNK_THREADS), and
   stays out of a split beside an OpenCL engine (HOLDS_GIL_FOR) unless it works
   apart from the interpreter (below).
-* Arrays that all lie in aescl's shared memory (aescl._shared: ``pinned_empty`` for
+* Arrays that all lie in aescl's shared memory (shared.py: ``pinned_empty`` for
   the host engine or a team with it) are worked on by worker processes instead
-  (aescl.engines._processes), each range cut into one piece per worker, with the
+  (processes.py), each range cut into one piece per worker, with the
   same code: no GIL between the AEAD calls (the chunked format at 32-37 GB/s on the
   H200 host's 16 cores, against 3-4 on threads) or beside a GPU's feeding thread.
 * ``aescl.new(..., MODE_GCM, device="host")``: one stream cannot be split over
@@ -37,9 +37,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .. import _shared
-from .._arrays import byte_view, new_buffer, output_view
-from ..chunkformat import (
+from ..._arrays import byte_view, new_buffer, output_view
+from ...chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
     TAG_SIZE,
@@ -50,9 +49,10 @@ from ..chunkformat import (
     plaintext_run,
     sealed_run,
 )
-from ..devices import Device
-from ..errors import AuthenticationError, first_failure
-from . import BLOCK_SIZE, MODE_GCM, BlockTransform, Ranges, gcm_nonce
+from ...devices import Device
+from ...errors import AuthenticationError, first_failure
+from ..interface import BLOCK_SIZE, MODE_GCM, BlockTransform, Ranges, gcm_nonce
+from . import shared as _shared
 
 # One pull of a host thread. Each pull costs some Python work under the GIL (a new
 # OpenSSL context for CTR's counter), and a thread back from OpenSSL may wait a whole
@@ -163,7 +163,7 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
     threads)."""
     if not engine.processes:
         return None
-    from ._processes import WorkerFailed, reference, workers
+    from .processes import WorkerFailed, reference, workers
 
     located = reference(source), reference(target)
     if None in located:

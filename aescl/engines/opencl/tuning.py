@@ -16,7 +16,7 @@ CPUs keep their defaults unless tuned explicitly (``aescl bench --tune``, or
 setting gives bit-identical output; tuning changes only speed.
 
 ``$AESCL_TUNE=0`` ignores stored results and never tunes: the defaults of
-:func:`aescl.kernels.default_config` apply, as before tuning existed.
+:func:`.kernels.default_config` apply, as before tuning existed.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import numpy as np
 import pyopencl as cl
 from Crypto.Cipher import AES
 
-from . import keyschedule
-from ._cache import cache_root, disk_cache_enabled, write_cache_file
-from .devices import Device
+from ... import keyschedule
+from ..._cache import cache_root, disk_cache_enabled, write_cache_file
+from ...devices import Device
 from .kernels import (
     LaunchConfig,
     aes_options,
@@ -280,7 +280,7 @@ def wide_rounds_work(device: Device, config: LaunchConfig) -> bool:
     kernel binaries): a compiler that cannot generate them may abort the process that
     asks (aes_vendor.h), and an abort cannot be caught. The check runs CTR, ECB both
     ways and the chunked format both ways on the device, compared with pycryptodome
-    and the host engine (``python -m aescl._wide_check``)."""
+    and the host engine (``python -m aescl.engines.opencl._wide_check``)."""
     import subprocess
     import sys
 
@@ -302,7 +302,7 @@ def wide_rounds_work(device: Device, config: LaunchConfig) -> bool:
         environment[_CHECKING_WIDE_ROUNDS] = "1"
         try:
             known = subprocess.run(
-                [sys.executable, "-m", "aescl._wide_check", device.id],
+                [sys.executable, "-m", "aescl.engines.opencl._wide_check", device.id],
                 env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, timeout=_WIDE_CHECK_SECONDS).returncode == 0
         except (OSError, subprocess.TimeoutExpired):

@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import ghash, keyschedule
-from ._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
-from .devices import Device
-from .engines import MODE_GCM, gcm_nonce
-from .errors import AuthenticationError, CounterOverflowError
+from ... import ghash, keyschedule
+from ..._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
+from ...devices import Device
+from ...errors import AuthenticationError, CounterOverflowError
+from ..interface import MODE_GCM, gcm_nonce
 from .kernels import aes_options, kernel, one_job_per_device, runtime
 from .tuning import launch_config
 
@@ -261,7 +261,7 @@ class GcmEngine:
         """A batch of ``count`` messages that each fill their slot, whose J0s and
         lengths are already in device buffers (the chunked format makes them there).
 
-        ``scratch`` is a pipeline slot's (aescl._pipeline): the batch's GHASH sums
+        ``scratch`` is a pipeline slot's (pipeline.py): the batch's GHASH sums
         and tags live there and are reused by the slot's next batch, because
         creating and releasing buffers for every batch makes the driver
         synchronise the device, which stalls the overlapped transfers.

@@ -1,0 +1,24 @@
+"""The OpenCL engine: a device's AES kernels (``cl/``) behind the engine interface.
+
+* ``engine.py``: the engine and its block and chunk workers;
+* ``pipeline.py``: host data streamed through the device in overlapped pieces, and
+  pinned host memory;
+* ``kernels.py``: kernel sources, program builds and their disk cache, the device's
+  context and queue (and the lock that gives one job at a time a device);
+* ``tuning.py``: launch settings per device, tuned on first use;
+* ``gcm.py``: GCM's device half, and the streaming GCM cipher;
+* ``_wide_check.py``: the separate-process check of a CPU's wide AES rounds.
+
+Only this package imports pyopencl (besides the device layer, which lists platforms).
+Callers outside use the names below.
+"""
+
+from __future__ import annotations
+
+from .engine import ChunkCipher, OpenclBlocks, OpenclEngine
+from .gcm import GcmCipher
+from .kernels import aes_options, kernel_cache_dir, runtime, time_builds
+from .pipeline import pin_host_memory, pinned_empty
+
+__all__ = ["ChunkCipher", "GcmCipher", "OpenclBlocks", "OpenclEngine", "aes_options",
+           "kernel_cache_dir", "pin_host_memory", "pinned_empty", "runtime", "time_builds"]
