@@ -111,30 +111,26 @@ class NewFile:
             os.link(self._temp_name, name)  # type: ignore[arg-type]
 
     def publish(self) -> None:
-        """fsync the file and give it its name: a link where the name must not exist
-        yet (:class:`OutputAppeared` if it does), else a hidden name first and then
-        rename(2) over the old file. Closes the descriptor."""
+        """fsync the file and give it its name (:func:`publish_path`'s rules). Closes
+        the descriptor."""
         os.fsync(self.fd)
         try:
-            if not self.replace:
+            if self._temp_name is None and not self.replace:
                 try:
-                    self._name_it(self.target)
+                    self._name_it(self.target)  # a link of the descriptor itself
                 except FileExistsError:
-                    raise OutputAppeared(errno.EEXIST, "appeared while this run was writing "
-                                         "it; nothing was replaced (use --force to replace it)",
-                                         str(self.target)) from None
-                self._drop_temp_name()
-            else:
-                while self._temp_name is None:  # a hidden name that nothing else has taken
-                    with contextlib.suppress(FileExistsError):
-                        candidate = _hidden_name(self.target.parent)
-                        self._name_it(candidate)
-                        self._temp_name = str(candidate)
-                os.replace(self._temp_name, self.target)
-                self._temp_name = None
+                    raise _appeared(self.target) from None
+                sync_directory(str(self.target.parent))
+                return
+            while self._temp_name is None:  # a hidden name that nothing else has taken
+                with contextlib.suppress(FileExistsError):
+                    candidate = _hidden_name(self.target.parent)
+                    self._name_it(candidate)
+                    self._temp_name = str(candidate)
+            publish_path(self._temp_name, self.target, self.replace)
+            self._temp_name = None
         finally:
             self.discard()
-        sync_directory(str(self.target.parent))  # the new name itself survives a crash
 
     def _drop_temp_name(self) -> None:
         if self._temp_name is not None:
@@ -149,6 +145,27 @@ class NewFile:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = -1
+
+
+def _appeared(target: Path) -> OutputAppeared:
+    return OutputAppeared(errno.EEXIST, "appeared while this run was writing it; nothing "
+                          "was replaced (use --force to replace it)", str(target))
+
+
+def publish_path(finished: str, target: str | os.PathLike[str], replace: bool) -> None:
+    """Give the finished file named ``finished`` the name ``target`` (``finished`` is
+    gone then): a link where the name must not exist yet (:class:`OutputAppeared` if it
+    does), else rename(2) over the old file; then make the name survive a crash."""
+    target = Path(target)
+    if replace:
+        os.replace(finished, target)
+    else:
+        try:
+            os.link(finished, target)
+        except FileExistsError:
+            raise _appeared(target) from None
+        os.unlink(finished)
+    sync_directory(str(target.parent))
 
 
 def sync_directory(directory: str) -> None:

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 
 from . import chunkformat
 from ._streams import read_full
-from .atomicfile import NewFile, sync_directory
+from .atomicfile import NewFile, publish_path
 from .engines import DEFAULT_BATCH_CHUNKS
 from .errors import InputChangedError, check_whole_number
 from .fileformat import KeyRing, PayloadKey, decrypt_payload, encrypt_payload
@@ -156,12 +156,7 @@ class Location:
         """Give this finished file the name ``target``: never over an existing file
         unless ``replace``."""
         if self.is_local and target.is_local:
-            if replace:
-                os.replace(self.path, target.path)
-            else:
-                os.link(self.path, target.path)  # FileExistsError if the name was taken
-                os.unlink(self.path)
-            sync_directory(os.path.dirname(os.path.abspath(target.path)))
+            publish_path(self.path, target.path, replace)
             return
         if not replace and target.exists():
             raise FileExistsError(f"{target.url} exists")
