@@ -10,7 +10,6 @@ the file is cut back to what was written.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 import sys
@@ -19,19 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-import click
-
 from aescl import _space, filejobs
-from aescl.atomicfile import NewFile, OutputAppeared
+from aescl.atomicfile import NewFile
 
-STDIO = "-"
-
-
-class Refusal(click.UsageError):
-    """A request refused before any work starts (exit code 2), reported in one line."""
-
-    def show(self, file: object = None) -> None:
-        click.echo(f"aescl: {self.format_message()}", err=True)
+from .exits import STDIO, Refusal
 
 
 def default_output(input_path: str, decrypt: bool) -> str:
@@ -157,26 +147,6 @@ def atomic_output(path: str, replace: bool = False) -> Iterator[BinaryIO]:
         new.publish()
     finally:
         new.discard()
-
-
-def describe_os_error(exc: OSError, output_path: str) -> str:
-    """One line for people about a failed read or write."""
-    where = exc.filename or output_path
-    if exc.errno == errno.ENOSPC:
-        return f"no space left on the device for {output_path}; nothing was written"
-    if exc.errno == errno.EDQUOT:
-        return f"disk quota exceeded writing {output_path}; nothing was written"
-    if exc.errno == errno.EFBIG:
-        return (f"{output_path} would exceed the file size limit (ulimit -f) or the file "
-                "system's largest file; nothing was written")
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return f"permission denied: {where}"
-    if exc.errno == errno.EROFS:
-        return f"read-only file system: {where}"
-    if isinstance(exc, OutputAppeared):
-        return f"{exc.filename} {exc.strerror}"
-    detail = exc.strerror or str(exc)
-    return f"{detail}: {exc.filename}" if exc.filename else detail
 
 
 # Below this an output is written in a few milliseconds: reserving its room first saves
