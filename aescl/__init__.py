@@ -109,6 +109,7 @@ __all__ = [
     "chunked",
     "chunkformat",
     "scheduler",
+    "teams",
     "fileformat",
     "devices",
     "get_device",
@@ -120,7 +121,8 @@ __all__ = [
 # Imported on first use: `import aescl` stays free of numpy and pyopencl, which only a
 # job on an OpenCL device needs (PEP 562).
 _LAZY = {"GcmCipher": ("engines.opencl", "GcmCipher"), "tuning": ("engines.opencl.tuning", None),
-         **{name: (name, None) for name in ("chunked", "chunkformat", "fileformat", "scheduler")}}
+         **{name: (name, None) for name in ("chunked", "chunkformat", "fileformat", "scheduler",
+                                            "teams")}}
 
 
 def __getattr__(name: str) -> Any:

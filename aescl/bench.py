@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import __version__, chunked, keyschedule, rates, scheduler
+from . import __version__, chunked, keyschedule, rates, teams
 from .benchreport import (  # noqa: F401  (re-exported: bench.Settings, bench.table, ...)
     DEFAULT_SIZES,
     KEY_BITS,
@@ -69,7 +69,7 @@ from .engines import BlockTransform
 from .engines.opencl import ChunkCipher, OpenclBlocks, aes_options, runtime, time_builds, tuning
 from .engines.opencl.tuning import launch_config
 from .modes import MODE_CTR, MODE_ECB, new, pinned_empty
-from .scheduler import DevicesSpec
+from .teams import DevicesSpec
 
 _TRANSFER_LIMIT = 256 * MiB
 
@@ -314,7 +314,7 @@ def _measure_engines(devices: list[Device], spec: DevicesSpec, job: _Job, data: 
         outputs.append(pinned_out)
         pinned_seconds = _repeat(
             lambda: _wall(lambda: library_call(job, spec, pinned_in, pinned_out)), min_seconds)
-    shares = scheduler.team(spec).shares
+    shares = teams.team(spec).shares
     units = sum(share.units for share in shares)
     verified = None if reference is None else all(
         np.array_equal(out, reference) for out in outputs)
@@ -409,7 +409,7 @@ def run(devices: list[Device], settings: Settings | None = None,
     team = ([d for d in devices if d.type in ("gpu", "accelerator")] + engines_only
             + [d for d in devices if d.type == "cpu"])
     team_spec: DevicesSpec = team
-    if {d.id for d in team} == {d.id for d in scheduler.resolve_devices("all")}:
+    if {d.id for d in team} == {d.id for d in teams.resolve_devices("all")}:
         team_spec = "all"
     for device in devices:
         progress(f"{device.name}: kernel build times and transfers")

@@ -57,7 +57,8 @@ from .chunkformat import opened_size as _opened_size
 from .chunkformat import random_salt as _random_salt
 from .engines import DEFAULT_BATCH_CHUNKS, MAX_BATCH_CHUNKS
 from .errors import FormatError, TruncatedError, check_whole_number
-from .scheduler import DevicesSpec, TeamChunks, team
+from .scheduler import TeamChunks
+from .teams import DevicesSpec, team
 
 __all__ = [
     "AEAD_NAME", "CHUNK_SIZE", "COMMITMENT_SIZE", "DEFAULT_BATCH_CHUNKS", "HEADER_SIZE",

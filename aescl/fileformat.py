@@ -23,7 +23,7 @@ from typing import BinaryIO
 from . import chunked
 from ._streams import read_full, remaining_file_bytes
 from .errors import FormatError, KeySourceError, TruncatedError
-from .scheduler import DevicesSpec
+from .teams import DevicesSpec
 
 MAGIC = b"aescl\x00"
 VERSION = 1

@@ -248,7 +248,7 @@ class Range:
         return f"Range({verb} {self.source.url} chunks {self.first}+{self.count})"
 
     def __call__(self) -> int:
-        from .scheduler import team
+        from .teams import team
 
         cipher = team(self.device).chunks(self.chunk_key, self.base_nonce,
                                            DEFAULT_BATCH_CHUNKS)

@@ -16,7 +16,8 @@ from . import keyschedule
 from ._arrays import BytesLike, byte_view, finish, new_buffer, output_view
 from .engines import MODE_GCM, BlockTransform, check_key_schedule
 from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
-from .scheduler import DevicesSpec, Team, resolve_devices, team
+from .scheduler import Team
+from .teams import DevicesSpec, resolve_devices, team
 
 if TYPE_CHECKING:
     import numpy as np

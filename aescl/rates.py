@@ -1,7 +1,9 @@
 """Each device's measured rate, kept between runs beside the tuning data.
 
-The scheduler chooses the default device by these (:class:`aescl.scheduler.DefaultTeam`)
-and sizes a split job's first ranges by them. A rate is GB/s from host memory to host
+The default device is chosen by these (:class:`aescl.teams.DefaultTeam`), and a split
+job's first ranges are sized by them (:mod:`aescl.scheduler`). Here too, the policy over
+them: :func:`expected_rate` (measured in this process, else stored, else guessed from
+the kind of device) and :func:`rate_kind`. A rate is GB/s from host memory to host
 memory for one kind of work: ``blocks`` (ECB, CTR) or ``chunks`` (the chunked format,
 AES-256-GCM), and each from memory the device reads directly (``blocks-pinned``,
 ``chunks-pinned``: a GPU's pinned memory, the host engine's shared memory), which the
@@ -20,9 +22,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     from .devices import Device
+    from .engines.interface import Engine
 
 PINNED = "-pinned"  # the same from memory the device reads directly (pinned->pinned)
 KINDS = ("blocks", "chunks", "blocks" + PINNED, "chunks" + PINNED)
@@ -85,3 +89,60 @@ def store_rates(device: Device, rates: dict[str, float], nbytes: int) -> bool:
     write_cache_file(rates_path(), json.dumps(data, indent=1, sort_keys=True).encode())
     _loaded[str(rates_path())] = data
     return True
+
+
+# ---- The rate policy ----------------------------------------------------------------
+
+# Guessed rates (GB/s, host memory to host memory) of devices never measured, by kind of
+# work; the host's are per core. From the figures in docs/benchmarks: a GPU behind
+# pageable memory, the host engine at 2-5 GB/s per core for blocks and 1.5-3 GB/s for
+# chunks (its AEAD calls hold the GIL), PoCL's CPU device at a tenth of that.
+_GUESSED_GB_S = {
+    ("gpu", "blocks"): 10.0, ("gpu", "chunks"): 8.0,
+    ("accelerator", "blocks"): 5.0, ("accelerator", "chunks"): 4.0,
+    ("cpu", "blocks"): 1.0, ("cpu", "chunks"): 0.1,
+}  # CPU devices guessed low: unmeasured, the host engine (no OpenCL start-up) goes first
+_GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
+_GUESSED_HOST_CHUNKS_GB_S = 3.0
+
+
+# (device id, kind of work) -> measured rate in bytes per second, over this process's jobs
+measured: dict[tuple[str, str], float] = {}
+
+
+def rate_kind(engine: Engine, kind: str, arrays: Sequence[Any]) -> str:
+    """The kind of rate that describes ``engine`` doing ``kind`` of work on ``arrays``:
+    ``kind + "-pinned"`` where the engine reads them directly and apart from the
+    interpreter (a GPU's pinned memory, the host engine's shared memory), whose rates
+    are several times its ordinary-memory ones (docs/benchmarks); else ``kind``. An
+    OpenCL CPU device works the same on both."""
+    if (arrays and not (engine.on_host_cores and engine.device.is_opencl)
+            and not engine.stages(*arrays) and not engine.in_interpreter(*arrays)):
+        return kind + PINNED
+    return kind
+
+
+def expected_rate(device: Device, kind: str, stored_first: bool = False) -> float:
+    """Bytes per second ``device`` is expected to do ``kind`` of work at: as measured in
+    this process (the conditions of now: what a split sizes its ranges by), else as
+    stored (aescl.rates), else guessed from its kind. ``stored_first`` puts the stored
+    figure first: ``aescl bench`` measured it on purpose, at a size that shows the device
+    rather than one job's overheads (what the default device is chosen by).
+
+    A ``-pinned`` kind (:func:`rate_kind`) that was neither measured nor stored falls
+    back to the plain kind."""
+    stored = stored_rate(device, kind)
+    plain = kind.removesuffix(PINNED)
+    if plain != kind and stored is None and (device.id, kind) not in measured:
+        return expected_rate(device, plain, stored_first)
+    if stored is not None and stored_first:
+        return stored * 1e9
+    if (device.id, kind) in measured:
+        return measured[device.id, kind]
+    if stored is not None:
+        return stored * 1e9
+    if device.type == "host":
+        if kind == "chunks":
+            return _GUESSED_HOST_CHUNKS_GB_S * 1e9
+        return _GUESSED_HOST_BLOCKS_GB_S_PER_CORE * device.compute_units * 1e9
+    return _GUESSED_GB_S.get((device.type, kind), 1.0) * 1e9

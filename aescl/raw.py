@@ -19,7 +19,7 @@ from ._streams import read_full, remaining_file_bytes
 from .errors import PaddingError
 from .keyschedule import BLOCK_SIZE
 from .modes import MODE_CTR, MODE_ECB, new
-from .scheduler import DevicesSpec
+from .teams import DevicesSpec
 
 DEFAULT_CHUNK_BYTES = 16 << 20
 RAW_MODES = ("ctr", "ecb")

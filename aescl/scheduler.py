@@ -44,11 +44,13 @@ writes can race with the redo, and a range written twice holds the same bytes.
 A rejection of the data itself (:class:`~aescl.errors.AuthenticationError`,
 which is raised before any plaintext of its range is released) stops the whole
 job at once and is raised as it is.
+
+Which devices a job runs on (device specs, ``all``, the default) is
+:mod:`aescl.teams`; the rates ranges are sized by, and their policy, :mod:`aescl.rates`.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -67,71 +69,14 @@ from .chunkformat import (
     plaintext_run,
     sealed_run,
 )
-from .devices import (
-    Device,
-    get_device,
-    host_device,
-    opencl_devices,
-    opencl_started,
-    select,
-)
+from .devices import Device
 from .engines import BLOCK_SIZE, BlockTransform, Engine, Ranges, engine_for
 from .errors import AuthenticationError, DeviceNotFound, TruncatedError, first_failure
-
-DeviceSpec = Device | str | None
-DevicesSpec = DeviceSpec | Sequence[Device | str]
+from .rates import expected_rate, rate_kind
 
 # A job this small runs on the leading engine alone: splitting it would cost more
 # (threads, a kernel launch per engine) than it saves.
 SPLIT_MIN_BYTES = 1 << 20
-
-# With no device named, a job smaller than this runs on the host engine while this
-# process has not started OpenCL. In a fresh process OpenCL's start-up (platforms,
-# context, kernel binaries) costs 0.8-0.9 s on the H100 host: there, whole `aescl
-# encrypt` runs took on the host engine 0.27 s for 128 MiB and 1.17-1.20 s for 1 GiB,
-# on the GPU 1.07-1.19 s and 1.31-1.35 s (docs/benchmarks): break-even near 1.2 GiB.
-COLD_HOST_BYTES = 1 << 30
-
-# Guessed rates (GB/s, host memory to host memory) of devices never measured, by kind of
-# work; the host's are per core. From the figures in docs/benchmarks: a GPU behind
-# pageable memory, the host engine at 2-5 GB/s per core for blocks and 1.5-3 GB/s for
-# chunks (its AEAD calls hold the GIL), PoCL's CPU device at a tenth of that.
-_GUESSED_GB_S = {
-    ("gpu", "blocks"): 10.0, ("gpu", "chunks"): 8.0,
-    ("accelerator", "blocks"): 5.0, ("accelerator", "chunks"): 4.0,
-    ("cpu", "blocks"): 1.0, ("cpu", "chunks"): 0.1,
-}  # CPU devices guessed low: unmeasured, the host engine (no OpenCL start-up) goes first
-_GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
-_GUESSED_HOST_CHUNKS_GB_S = 3.0
-
-
-def _names_all(device: DevicesSpec) -> bool:
-    """Whether ``device`` is the spec ``all``, or a list that names it."""
-    items = [device] if isinstance(device, str | Device) or device is None else device
-    return any(isinstance(item, str) and item.strip().lower() == "all" for item in items)
-
-
-def resolve_devices(device: DevicesSpec) -> list[Device]:
-    """The devices of a job: one device or spec (as :func:`aescl.get_device`), ``"all"``,
-    or a list of devices and specs. ``all`` is every GPU and accelerator, the host
-    engine and the OpenCL CPU devices (simulators left out); a job on it gives the
-    host's cores to one of the last two (:meth:`Team.taking_part`)."""
-    if isinstance(device, Device):
-        return [device]
-    if device is None or isinstance(device, str):
-        if _names_all(device):
-            found = [d for d in opencl_devices() if not d.is_simulator]
-            return [*(d for d in found if d.type in ("gpu", "accelerator")), host_device(),
-                    *(d for d in found if d.type == "cpu")]
-        return [get_device(device)]
-    chosen: list[Device] = []
-    for item in device:
-        for found in resolve_devices(item):
-            if found not in chosen:
-                chosen.append(found)
-    if not chosen:
-        raise DeviceNotFound("no device given: name at least one")
-    return chosen
 
 
 @dataclass
@@ -221,48 +166,6 @@ class _Claims:
         if claimed is None:
             raise StopIteration
         return claimed
-
-
-# (device id, kind of work) -> measured rate in bytes per second, over this process's jobs
-_measured: dict[tuple[str, str], float] = {}
-
-
-def rate_kind(engine: Engine, kind: str, arrays: Sequence[Any]) -> str:
-    """The kind of rate that describes ``engine`` doing ``kind`` of work on ``arrays``:
-    ``kind + "-pinned"`` where the engine reads them directly and apart from the
-    interpreter (a GPU's pinned memory, the host engine's shared memory), whose rates
-    are several times its ordinary-memory ones (docs/benchmarks); else ``kind``. An
-    OpenCL CPU device works the same on both."""
-    if (arrays and not (engine.on_host_cores and engine.device.is_opencl)
-            and not engine.stages(*arrays) and not engine.in_interpreter(*arrays)):
-        return kind + rates.PINNED
-    return kind
-
-
-def expected_rate(device: Device, kind: str, stored_first: bool = False) -> float:
-    """Bytes per second ``device`` is expected to do ``kind`` of work at: as measured in
-    this process (the conditions of now: what a split sizes its ranges by), else as
-    stored (aescl.rates), else guessed from its kind. ``stored_first`` puts the stored
-    figure first: ``aescl bench`` measured it on purpose, at a size that shows the device
-    rather than one job's overheads (what the default device is chosen by).
-
-    A ``-pinned`` kind (:func:`rate_kind`) that was neither measured nor stored falls
-    back to the plain kind."""
-    stored = rates.stored_rate(device, kind)
-    plain = kind.removesuffix(rates.PINNED)
-    if plain != kind and stored is None and (device.id, kind) not in _measured:
-        return expected_rate(device, plain, stored_first)
-    if stored is not None and stored_first:
-        return stored * 1e9
-    if (device.id, kind) in _measured:
-        return _measured[device.id, kind]
-    if stored is not None:
-        return stored * 1e9
-    if device.type == "host":
-        if kind == "chunks":
-            return _GUESSED_HOST_CHUNKS_GB_S * 1e9
-        return _GUESSED_HOST_BLOCKS_GB_S_PER_CORE * device.compute_units * 1e9
-    return _GUESSED_GB_S.get((device.type, kind), 1.0) * 1e9
 
 
 class Team:
@@ -378,7 +281,7 @@ class Team:
         for member in everyone:
             share = member.share
             if share and not share.failed and share.units and share.seconds > 0:
-                _measured[member.engine.device.id, kinds[member.engine]] = (
+                rates.measured[member.engine.device.id, kinds[member.engine]] = (
                     share.units * unit_bytes / share.seconds)
         if errors:
             raise first_failure(errors)
@@ -389,46 +292,6 @@ class Team:
 
     def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> TeamChunks:
         return TeamChunks(self, key, base_nonce, batch_chunks)
-
-
-class DefaultTeam(Team):
-    """The team when no device is named (and ``$AESCL_DEVICE`` is unset): each job runs on
-    one device chosen for it.
-
-    * A job below the crossover runs on the host engine and never starts OpenCL: below
-      :data:`COLD_HOST_BYTES` while this process has not started OpenCL, below
-      :data:`SPLIT_MIN_BYTES` once it has (a device call's fixed costs are then paid).
-    * A larger job runs on the device with the highest expected rate for its kind of
-      work (:func:`expected_rate`: measured, stored by ``aescl bench``, else guessed),
-      among the real OpenCL devices and the host engine.
-
-    Small pieces of a job (CTR's partial blocks, the format's final chunk) run on the
-    host engine. A GCM stream, whose length is unknown when it starts, runs on the
-    device expected fastest for chunks (the same GCM work).
-    """
-
-    def __init__(self) -> None:
-        self._host = Team([host_device()])
-        super().__init__(self._host.devices)
-
-    def crossover_bytes(self) -> int:
-        return SPLIT_MIN_BYTES if opencl_started() else COLD_HOST_BYTES
-
-    def best_device(self, kind: str) -> Device:
-        """The real device expected to be fastest at ``kind`` of work."""
-        candidates = [d for d in opencl_devices() if not d.is_simulator] + [host_device()]
-        rated = {d.id: expected_rate(d, kind, stored_first=True) for d in candidates}
-        best = max(rated.values())
-        # Ties (as between unmeasured devices of one kind) go as get_device ranks them.
-        return select(None, [d for d in candidates if rated[d.id] == best])
-
-    def for_job(self, nbytes: int, kind: str) -> Team:
-        if nbytes < self.crossover_bytes():
-            return self._host
-        return team(self.best_device(kind))
-
-    def stream_engine(self) -> Engine:
-        return team(self.best_device("chunks")).lead
 
 
 class _Workers:
@@ -623,26 +486,4 @@ class TeamChunks:
                     pending.result()
 
 
-_teams: dict[tuple[str, ...], Team] = {}
-
-
-_default_team: list[DefaultTeam] = []
-
-
-def team(device: DevicesSpec) -> Team:
-    """The team for a device spec (see :func:`resolve_devices`), reused across calls;
-    with no device named and ``$AESCL_DEVICE`` unset, the :class:`DefaultTeam`."""
-    if device is None and not os.environ.get("AESCL_DEVICE"):
-        if not _default_team:
-            _default_team.append(DefaultTeam())
-        return _default_team[0]
-    devices = resolve_devices(device)
-    whole_machine = _names_all(device)
-    key = (*(d.id for d in devices), str(whole_machine))
-    existing = _teams.get(key)
-    if existing is None or existing.devices != devices:
-        existing = _teams[key] = Team(devices, whole_machine)
-    return existing
-
-
-__all__ = ["DefaultTeam", "Share", "Team", "expected_rate", "resolve_devices", "team"]
+__all__ = ["SPLIT_MIN_BYTES", "Share", "Team", "TeamBlocks", "TeamChunks"]

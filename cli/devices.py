@@ -92,7 +92,7 @@ def _warn_of_default_spec() -> None:
     if not spec:
         return
     try:
-        aescl.scheduler.resolve_devices(spec)
+        aescl.teams.resolve_devices(spec)
     except aescl.DeviceNotFound as exc:
         click.echo(f"aescl: warning: AESCL_DEVICE={spec!r} names no device, so jobs "
                    f"without --device fail: {str(exc).splitlines()[0]}", err=True)

@@ -52,7 +52,7 @@ def chosen_device(specs: tuple[str, ...]) -> list[aescl.Device | str] | None:
     if not specs and not os.environ.get("AESCL_DEVICE"):
         return None
     try:
-        found = aescl.scheduler.resolve_devices(list(specs) if specs else None)
+        found = aescl.teams.resolve_devices(list(specs) if specs else None)
     except aescl.DeviceNotFound as exc:
         raise Refusal(str(exc)) from None
     return list(specs) if specs else list(found)

@@ -187,7 +187,7 @@ def test_random_access(device, key):
 
 def _chunk_job(device, key, base_nonce, batch_chunks=chunked.DEFAULT_BATCH_CHUNKS):
     """The chunks of one message on the target's engines (aescl.scheduler)."""
-    return aescl.scheduler.team(device).chunks(key, base_nonce, batch_chunks)
+    return aescl.teams.team(device).chunks(key, base_nonce, batch_chunks)
 
 
 def test_limits_and_bad_arguments(device, key):

@@ -14,7 +14,7 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import chunked, scheduler
+from aescl import chunked, rates, scheduler, teams
 from aescl.chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
 from aescl.devices import host_device
 from aescl.engines import engine_for
@@ -69,7 +69,7 @@ def test_block_jobs_in_shared_memory_match_pycryptodome(mode):
 def test_chunks_in_shared_memory_match_the_threads_and_a_bad_chunk_is_named():
     key, base_nonce, count = os.urandom(32), os.urandom(12), 1200
     plaintext = os.urandom(count * CHUNK_SIZE)
-    chunks = scheduler.team("host").chunks(key, base_nonce, 1024)
+    chunks = teams.team("host").chunks(key, base_nonce, 1024)
     sealed = aescl.pinned_empty(count * SEALED_CHUNK_SIZE, "host")
     chunks.seal_full(_shared_copy(plaintext), sealed, 7)
     on_threads = np.empty(count * SEALED_CHUNK_SIZE, np.uint8)
@@ -155,13 +155,13 @@ def test_killed_workers_in_a_split_leave_their_ranges_to_the_other_engine(monkey
     source = aescl.pinned_empty(len(plaintext), devices)
     source[:] = np.frombuffer(plaintext, np.uint8)
     sealed = aescl.pinned_empty(count * SEALED_CHUNK_SIZE, devices)
-    chunks = scheduler.team(devices).chunks(key, base_nonce, 64)
+    chunks = teams.team(devices).chunks(key, base_nonce, 64)
     chunks.seal_full(source, sealed, 0)  # the workers run, and take part beside the CPU
-    assert scheduler.team(devices).shares[0].units > 0
+    assert teams.team(devices).shares[0].units > 0
     _kill_the_workers()
     sealed[:] = 0
     chunks.seal_full(source, sealed, 0)
-    host_share, cpu_share = scheduler.team(devices).shares
+    host_share, cpu_share = teams.team(devices).shares
     assert host_share.failed and "worker process stopped" in host_share.error
     reference = chunked.encrypt_raw(key, base_nonce, plaintext + b"x", device="host")
     assert sealed.tobytes() == reference[: count * SEALED_CHUNK_SIZE]
@@ -169,7 +169,6 @@ def test_killed_workers_in_a_split_leave_their_ranges_to_the_other_engine(monkey
 
 def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
         tmp_path, monkeypatch):
-    from aescl import rates
     from aescl.engines.opencl.pipeline import is_pinned
 
     found = [d for d in aescl.devices() if d.is_opencl and d.type != "cpu"]
@@ -177,7 +176,7 @@ def test_beside_a_device_shared_arrays_give_the_host_cores_to_the_host_engine(
     if not found or not cpus:
         pytest.skip("needs an OpenCL device apart from host memory and an OpenCL CPU")
     monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(scheduler, "_measured", {})  # (earlier jobs of this process)
+    monkeypatch.setattr(rates, "measured", {})  # (earlier jobs of this process)
     device = found[0]
     assert rates.store_rates(host_device(), {"blocks": 50.0}, 64 << 20)
     assert rates.store_rates(cpus[0], {"blocks": 5.0}, 64 << 20)
@@ -251,18 +250,17 @@ def test_quick_sends_and_reads_keep_the_connections_framing():
 
 
 def test_rates_from_directly_read_memory_describe_jobs_on_it(tmp_path, monkeypatch):
-    from aescl import rates
 
     found = [d for d in aescl.devices() if d.is_opencl and d.type != "cpu"]
     cpus = [d for d in selected_devices() if d.type == "cpu"]
     if not found or not cpus:
         pytest.skip("needs an OpenCL device apart from host memory and an OpenCL CPU")
     monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(scheduler, "_measured", {})
+    monkeypatch.setattr(rates, "measured", {})
     device, cpu, host = found[0], cpus[0], host_device()
     ordinary = np.empty(4096, np.uint8)
     shared = aescl.pinned_empty(4096, [device, "host"])
-    kind = scheduler.rate_kind
+    kind = rates.rate_kind
     assert kind(engine_for(host), "chunks", (shared, shared)) == "chunks-pinned"
     assert kind(engine_for(host), "chunks", (ordinary, ordinary)) == "chunks"
     assert kind(engine_for(device), "blocks", (shared, shared)) == "blocks-pinned"
@@ -270,7 +268,7 @@ def test_rates_from_directly_read_memory_describe_jobs_on_it(tmp_path, monkeypat
     assert kind(engine_for(cpu), "blocks", (shared, shared)) == "blocks"  # the same either way
     # Unmeasured from such memory: the ordinary figure stands in.
     assert rates.store_rates(host, {"chunks": 3.0}, 64 << 20)
-    assert scheduler.expected_rate(host, "chunks-pinned") == 3.0e9
+    assert rates.expected_rate(host, "chunks-pinned") == 3.0e9
     # Measured: the host engine's workers beat the CPU device only from shared memory.
     assert rates.store_rates(host, {"chunks": 3.0, "chunks-pinned": 30.0}, 64 << 20)
     assert rates.store_rates(cpu, {"chunks": 15.0}, 64 << 20)

@@ -16,7 +16,7 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import chunked, scheduler
+from aescl import chunked, rates, scheduler, teams
 from aescl.devices import host_device, sub_devices
 from aescl.engines import engine_for
 from conftest import selected_devices
@@ -62,7 +62,7 @@ def test_every_engine_takes_part_and_the_bytes_match(opencl_cpu, fission, layout
     for _ in range(5):
         ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv, device=devices)
         assert ours.encrypt(data) == expected
-        shares = scheduler.team(devices).shares
+        shares = teams.team(devices).shares
         assert [s.device.id for s in shares] == [d.id for d in devices]
         assert not any(s.failed for s in shares), shares
         assert sum(s.units for s in shares) == data.nbytes // 16
@@ -81,16 +81,16 @@ def test_every_engine_takes_part_and_the_bytes_match(opencl_cpu, fission, layout
 
 
 def test_all_is_every_real_device_gpus_first():
-    chosen = scheduler.resolve_devices("all")
+    chosen = teams.resolve_devices("all")
     gpus = [d for d in aescl.devices() if d.type in ("gpu", "accelerator")]
     cpus = [d for d in aescl.devices() if d.type == "cpu"]
     assert chosen == [*gpus, host_device(), *cpus]
     assert not any(d.is_simulator for d in chosen)
-    assert scheduler.resolve_devices(["host", "host"]) == [host_device()]
+    assert teams.resolve_devices(["host", "host"]) == [host_device()]
     with pytest.raises(aescl.DeviceNotFound):
-        scheduler.resolve_devices(["host", "no-such-device"])
+        teams.resolve_devices(["host", "no-such-device"])
     with pytest.raises(aescl.DeviceNotFound):
-        scheduler.resolve_devices([])
+        teams.resolve_devices([])
 
 
 class _FailingEngine:
@@ -228,15 +228,15 @@ def no_device_named(monkeypatch, tmp_path):
     """A default team with nothing measured in this process and an empty rates store."""
     monkeypatch.delenv("AESCL_DEVICE", raising=False)
     monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(scheduler, "_measured", {})
-    monkeypatch.setattr(scheduler, "_default_team", [])
-    return scheduler.team(None)
+    monkeypatch.setattr(rates, "measured", {})
+    monkeypatch.setattr(teams, "_default_team", [])
+    return teams.team(None)
 
 
 def test_no_device_named_gives_the_default_team(no_device_named, monkeypatch):
-    assert isinstance(no_device_named, scheduler.DefaultTeam)
+    assert isinstance(no_device_named, teams.DefaultTeam)
     monkeypatch.setenv("AESCL_DEVICE", "host")  # a device named in the environment
-    assert not isinstance(scheduler.team(None), scheduler.DefaultTeam)
+    assert not isinstance(teams.team(None), teams.DefaultTeam)
 
 
 def test_a_small_job_runs_on_the_host_engine(no_device_named, opencl_cpu):
@@ -247,9 +247,8 @@ def test_a_small_job_runs_on_the_host_engine(no_device_named, opencl_cpu):
 
 @pytest.mark.parametrize("kind", ["blocks", "chunks"])
 def test_a_large_job_runs_on_the_device_measured_fastest(no_device_named, opencl_cpu, kind):
-    from aescl import rates
 
-    large = max(scheduler.SPLIT_MIN_BYTES, scheduler.COLD_HOST_BYTES)
+    large = max(scheduler.SPLIT_MIN_BYTES, teams.COLD_HOST_BYTES)
     for fast, slow in ((opencl_cpu, host_device()), (host_device(), opencl_cpu)):
         assert rates.store_rates(fast, {kind: 50.0}, 64 << 20)
         assert rates.store_rates(slow, {kind: 5.0}, 64 << 20)
@@ -266,7 +265,7 @@ def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(no_device_
 
 def test_default_jobs_match_pycryptodome_and_the_format(no_device_named, monkeypatch):
     # Large enough to go past the crossover once it is lowered: the default device runs it.
-    monkeypatch.setattr(scheduler, "COLD_HOST_BYTES", 1 << 20)
+    monkeypatch.setattr(teams, "COLD_HOST_BYTES", 1 << 20)
     data = os.urandom((3 << 20) + 7)
     key, iv = os.urandom(16), os.urandom(16)
     ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv)
@@ -286,7 +285,7 @@ def test_an_engine_that_holds_the_gil_sits_out_a_split_of_that_kind(opencl_cpu, 
     key, data = os.urandom(32), os.urandom(3 << 20)
     sealed = chunked.encrypt(key, data, device=devices)
     assert chunked.decrypt(key, sealed, device="host") == data
-    host_share, cpu_share = scheduler.team(devices).shares
+    host_share, cpu_share = teams.team(devices).shares
     assert host_share.units == 0 and cpu_share.units > 0
     # (Block work releases the GIL inside OpenSSL: both take part, as the first test shows.)
 
@@ -335,10 +334,9 @@ def test_host_arrays_are_what_each_engine_reads_directly(apart_from_host_memory,
 @pytest.mark.parametrize("kind", ["blocks", "chunks"])
 def test_all_gives_the_host_cores_to_the_engine_measured_fastest(no_device_named, opencl_cpu,
                                                                   kind):
-    from aescl import rates
 
-    team = scheduler.team("all")
-    assert team.whole_machine and not scheduler.team(scheduler.resolve_devices("all")).whole_machine
+    team = teams.team("all")
+    assert team.whole_machine and not teams.team(teams.resolve_devices("all")).whole_machine
     arrays = (np.empty(4096, np.uint8),) * 2
     for fast, slow in ((opencl_cpu, host_device()), (host_device(), opencl_cpu)):
         assert rates.store_rates(fast, {kind: 50.0}, 64 << 20)
@@ -347,13 +345,12 @@ def test_all_gives_the_host_cores_to_the_engine_measured_fastest(no_device_named
                     if e.on_host_cores]
         assert on_cores == [fast]
     # A list of devices keeps every one it names.
-    named = scheduler.team([host_device(), opencl_cpu])
+    named = teams.team([host_device(), opencl_cpu])
     assert len(named.taking_part(64 << 20, "blocks", arrays)) == 2
 
 
 def test_beside_a_device_all_gives_the_host_cores_to_an_opencl_cpu(
         no_device_named, apart_from_host_memory, opencl_cpu):
-    from aescl import rates
 
     # Even where the host engine measured faster alone: its threads wait for the
     # interpreter beside a device's feeding thread (docs/benchmarks).
@@ -381,7 +378,7 @@ def test_a_job_on_all_matches_the_reference(mode, opencl_cpu):
         sealed = chunked.encrypt(key, data, device="all")
         assert chunked.decrypt(key, sealed, device="host") == data
         assert chunked.decrypt(key, sealed, device="all") == data
-    shares = scheduler.team("all").shares
+    shares = teams.team("all").shares
     assert sum(s.units > 0 for s in shares if s.device.type in ("host", "cpu")) == 1
 
 

@@ -111,7 +111,7 @@ def test_threads_on_the_default_device_get_pycryptodomes_bytes(monkeypatch, tmp_
     assert rates.store_rates(device, {"blocks": 1000.0, "chunks": 1000.0}, 64 << 20)
     assert rates.store_rates(host_device(), {"blocks": 0.01, "chunks": 0.01}, 64 << 20)
     aescl.new(bytes(16), aescl.MODE_ECB, device=device).encrypt(bytes(16))  # OpenCL is up
-    from aescl.scheduler import team
+    from aescl.teams import team
 
     assert team(None).for_job(LARGE["ctr"], "blocks").devices == [device]
     _run_all(None)
