@@ -31,19 +31,15 @@ data are served by broadcasts and would look faster than real data.
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
 import os
 import platform
-import statistics
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
 
 import numpy as np
-import pyopencl as cl
 
-from . import __version__, chunked, keyschedule, rates, teams
+from . import __version__, chunked, rates, teams
 from .benchreport import (  # noqa: F401  (re-exported: bench.Settings, bench.table, ...)
     DEFAULT_SIZES,
     KEY_BITS,
@@ -65,11 +61,10 @@ from .benchreport import (  # noqa: F401  (re-exported: bench.Settings, bench.ta
     table,
 )
 from .devices import Device
-from .engines import BlockTransform
-from .engines.opencl import ChunkCipher, OpenclBlocks, aes_options, runtime, time_builds, tuning
-from .engines.opencl.tuning import launch_config
+from .engines import engine_for
 from .modes import MODE_CTR, MODE_ECB, new, pinned_empty
 from .teams import DevicesSpec
+from .timing import gb_s, repeat, wall
 
 _TRANSFER_LIMIT = 256 * MiB
 
@@ -77,32 +72,11 @@ Progress = Callable[[str], None]
 
 # ---- timing ----------------------------------------------------------------------------
 
-def _repeat(run: Callable[[], float], min_seconds: float, min_runs: int = 3,
-            max_runs: int = 100) -> float:
-    """The median of the seconds ``run`` reports, after one warm-up run."""
-    run()
-    times: list[float] = []
-    while len(times) < min_runs or (sum(times) < min_seconds and len(times) < max_runs):
-        times.append(run())
-    return statistics.median(times)
-
-
-def _wall(action: Callable[[], Any]) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
-
-
-def _event_seconds(events: Iterable[Any]) -> float:
-    total = 0.0
-    for event in events:
-        event.wait()
-        total += (event.profile.end - event.profile.start) * 1e-9
-    return total
-
-
-def _gb_s(nbytes: int, seconds: float) -> float:
-    return round(nbytes / seconds / 1e9, 3) if seconds > 0 else float("inf")
+def _version_of(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 # ---- host baselines --------------------------------------------------------------------
@@ -177,7 +151,7 @@ def _openssl_run(job: _Job) -> HostRun:
 
 def _time_host(host_run: HostRun, data: np.ndarray, out: np.ndarray, min_seconds: float
                ) -> float:
-    return _repeat(lambda: _wall(lambda: host_run(data, out)), min_seconds)
+    return repeat(lambda: wall(lambda: host_run(data, out)), min_seconds)
 
 
 def host_baselines() -> list[tuple[Target, Callable[[_Job], HostRun]]]:
@@ -209,82 +183,6 @@ def device_limit(device: Device) -> int:
     return min(device.max_alloc_bytes, device.global_mem_bytes // 4, host_memory // 8)
 
 
-def _build_times(device: Device) -> dict[str, Any]:
-    """Build plus one launch of the AES-128 CTR kernel, cold and from the cached binary."""
-    rt = runtime(device)
-    config = launch_config(device)
-    options = aes_options(10, "host", config)
-    block = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 16)
-    key_material = np.ascontiguousarray(keyschedule.kernel_key_material(bytes(16), "host", False),
-                                        dtype="<u4")
-    round_keys = cl.Buffer(rt.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                           hostbuf=key_material)
-
-    def first_launch(program: Any) -> None:
-        ctr = cl.Kernel(program, "aes_ctr_xor")
-        ctr.set_args(block, block, np.uint64(1), *[np.uint64(0)] * 4, round_keys)
-        group = (config.work_group_size,)  # code generation may depend on the group size
-        cl.enqueue_nd_range_kernel(rt.queue, ctr, group, group).wait()
-
-    cold, warm = time_builds(device, "aes_ctr.cl", options, first_launch)
-    return {"kernel": "aes_ctr.cl (AES-128), build and first launch",
-            "cold_s": round(cold, 4), "warm_s": None if warm is None else round(warm, 4)}
-
-
-def _transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
-    """Copies between a pinned (host-allocated, mapped) buffer and device memory."""
-    rt = runtime(device)
-    flags = cl.mem_flags
-    device_buffer = cl.Buffer(rt.context, flags.READ_WRITE, nbytes)
-    pinned = cl.Buffer(rt.context, flags.READ_WRITE | flags.ALLOC_HOST_PTR, nbytes)
-    host, _ = cl.enqueue_map_buffer(rt.queue, pinned, cl.map_flags.READ | cl.map_flags.WRITE,
-                                    0, (nbytes,), np.uint8)
-    host[:] = 1
-    try:
-        to_device = _repeat(lambda: _event_seconds(
-            [cl.enqueue_copy(rt.queue, device_buffer, host, is_blocking=False)]), min_seconds)
-        to_host = _repeat(lambda: _event_seconds(
-            [cl.enqueue_copy(rt.queue, host, device_buffer, is_blocking=False)]), min_seconds)
-    finally:
-        host.base.release()
-    return {"bytes": nbytes, "pinned_h2d_gb_s": _gb_s(nbytes, to_device),
-            "pinned_d2h_gb_s": _gb_s(nbytes, to_host)}
-
-
-class _DeviceJob:
-    """One configuration on one device: device-resident launches and the library call."""
-
-    def __init__(self, device: Device, job: _Job) -> None:
-        self.device = device
-        self.job = job
-        self.queue = runtime(device).queue
-
-    @cached_property
-    def chunk_cipher(self) -> ChunkCipher:
-        """The chunked format's device engine for this job (its key and base nonce)."""
-        return ChunkCipher(self.job.key, self.job.iv, self.device)
-
-    def resident(self, source: Any, target: Any, nbytes: int) -> Callable[[], list[Any]]:
-        """Enqueue the work on device buffers; returns a function giving its events."""
-        job = self.job
-        if job.mode == "gcm-chunked":
-            cipher = self.chunk_cipher
-            if cipher.seals_in_one_pass:
-                return lambda: [cipher.device_seal(source, target, nbytes)]
-            # Sealing is in place; the copy into ``target`` counts as the device memory
-            # traffic of an out-of-place call only for the resident figure.
-            batch = cipher.device_batch(target, nbytes)
-            return lambda: batch.crypt() + batch.hash()
-        transform = BlockTransform(
-            job.key, decrypt=job.mode == "ecb-decrypt",
-            counter=int.from_bytes(job.iv, "big") if job.mode == "ctr" else None)
-        launch = OpenclBlocks(self.device, transform).device_launch()
-        return lambda: [launch(self.queue, source, target, nbytes // 16)]
-
-    def host_call(self, data: np.ndarray, out: np.ndarray) -> None:
-        library_call(self.job, self.device, data, out)
-
-
 def library_call(job: _Job, device: DevicesSpec, data: np.ndarray, out: np.ndarray) -> None:
     """One library call of the job on ``device`` (a device, or a list: a split job)."""
     if job.mode == "gcm-chunked":
@@ -305,48 +203,23 @@ def _measure_engines(devices: list[Device], spec: DevicesSpec, job: _Job, data: 
     device's share."""
     size, out_bytes = data.nbytes, job.output_bytes(data.nbytes)
     outputs = [np.empty(out_bytes, np.uint8)]
-    host = _repeat(lambda: _wall(lambda: library_call(job, spec, data, outputs[0])),
+    host = repeat(lambda: wall(lambda: library_call(job, spec, data, outputs[0])),
                    min_seconds)
     pinned_seconds = None
     if pinned is not None:
         pinned_in, pinned_out = pinned[0][:size], pinned[1][:out_bytes]
         pinned_in[:] = data
         outputs.append(pinned_out)
-        pinned_seconds = _repeat(
-            lambda: _wall(lambda: library_call(job, spec, pinned_in, pinned_out)), min_seconds)
+        pinned_seconds = repeat(
+            lambda: wall(lambda: library_call(job, spec, pinned_in, pinned_out)), min_seconds)
     shares = teams.team(spec).shares
     units = sum(share.units for share in shares)
     verified = None if reference is None else all(
         np.array_equal(out, reference) for out in outputs)
-    return Result(job.mode, 8 * len(job.key), size, None, None, _gb_s(size, host), verified,
-                  None if pinned_seconds is None else _gb_s(size, pinned_seconds),
+    return Result(job.mode, 8 * len(job.key), size, None, None, gb_s(size, host), verified,
+                  None if pinned_seconds is None else gb_s(size, pinned_seconds),
                   {share.device.id: round(share.units / units, 3) for share in shares}
                   if len(devices) > 1 and units else None)
-
-
-def _measure_resident(work: _DeviceJob, data: np.ndarray, min_seconds: float
-                      ) -> tuple[float, float]:
-    """Seconds of the kernel-only and the device-resident figures."""
-    size = data.nbytes
-    context = runtime(work.device).context
-    flags = cl.mem_flags
-    source = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=data)
-    target = cl.Buffer(context, flags.READ_WRITE, max(size, work.job.output_bytes(size)))
-    cl.enqueue_copy(work.queue, target, source, byte_count=size)
-    if work.job.mode == "gcm-chunked" and work.chunk_cipher.seals_in_one_pass:
-        # From the slots into the sealed layout: never in place.
-        launch = work.resident(source, target, size)
-        return (_repeat(lambda: _event_seconds(launch()), min_seconds),
-                _repeat(lambda: _wall(lambda: _event_seconds(launch())), min_seconds))
-    in_place = work.resident(target, target, size)
-    kernel = _repeat(lambda: _event_seconds(in_place()), min_seconds)
-    if work.job.mode == "gcm-chunked":
-        def out_of_place() -> None:  # sealing works in place: copy the input over first
-            cl.enqueue_copy(work.queue, target, source, byte_count=size)
-            _event_seconds(in_place())
-        return kernel, _repeat(lambda: _wall(out_of_place), min_seconds)
-    launch = work.resident(source, target, size)
-    return kernel, _repeat(lambda: _wall(lambda: _event_seconds(launch())), min_seconds)
 
 
 def _measure_device(device: Device, job: _Job, data: np.ndarray,
@@ -354,21 +227,22 @@ def _measure_device(device: Device, job: _Job, data: np.ndarray,
                     pinned: tuple[np.ndarray, np.ndarray]) -> Result:
     """The four figures of one configuration. ``pinned`` is (input, output) page-locked
     memory (aescl.pinned_empty) at least as large as the largest size."""
-    work = _DeviceJob(device, job)
-    kernel, resident = _measure_resident(work, data, min_seconds)
     size, out_bytes = data.nbytes, job.output_bytes(data.nbytes)
+    kernel, resident = engine_for(device).resident_seconds(
+        job.mode, job.key, job.iv, data, out_bytes, min_seconds)
     outputs = [np.empty(out_bytes, np.uint8)]
-    host = _repeat(lambda: _wall(lambda: work.host_call(data, outputs[0])), min_seconds)
+    host = repeat(lambda: wall(lambda: library_call(job, device, data, outputs[0])),
+                  min_seconds)
     pinned_in, pinned_out = pinned[0][:size], pinned[1][:out_bytes]
     pinned_in[:] = data
     outputs.append(pinned_out)
-    pinned_seconds = _repeat(lambda: _wall(lambda: work.host_call(pinned_in, pinned_out)),
-                             min_seconds)
+    pinned_seconds = repeat(lambda: wall(lambda: library_call(job, device, pinned_in,
+                                                              pinned_out)), min_seconds)
     verified = None if reference is None else all(
         np.array_equal(out, reference) for out in outputs)
-    return Result(job.mode, 8 * len(job.key), size, _gb_s(size, kernel),
-                  _gb_s(size, resident), _gb_s(size, host), verified,
-                  _gb_s(size, pinned_seconds))
+    return Result(job.mode, 8 * len(job.key), size, gb_s(size, kernel),
+                  gb_s(size, resident), gb_s(size, host), verified,
+                  gb_s(size, pinned_seconds))
 
 
 # ---- the run ---------------------------------------------------------------------------
@@ -415,11 +289,11 @@ def run(devices: list[Device], settings: Settings | None = None,
         progress(f"{device.name}: kernel build times and transfers")
         limit = device_limit(device)
         largest = max([s for s in settings.sizes if s <= limit], default=min(settings.sizes))
+        figures = engine_for(device).device_figures(min(largest, _TRANSFER_LIMIT),
+                                                    settings.min_seconds)
         targets.append(Target(
             device.id, device.name, "opencl", device.type, device.driver_version, limit,
-            build=_build_times(device), launch=tuning.describe(device),
-            transfer=_transfer_rates(device, min(largest, _TRANSFER_LIMIT),
-                                     settings.min_seconds),
+            build=figures["build"], launch=figures["launch"], transfer=figures["transfer"],
         ))
     targets.extend(target for target, _ in baselines)
     engine_rows: list[tuple[list[Device], DevicesSpec, Target]] = [
@@ -460,7 +334,7 @@ def run(devices: list[Device], settings: Settings | None = None,
                 verified = None if reference is None else bool(np.array_equal(out, reference))
                 reference = out if reference is None else reference
                 target.results.append(
-                    Result(mode, bits, size, None, None, _gb_s(size, seconds), verified))
+                    Result(mode, bits, size, None, None, gb_s(size, seconds), verified))
             for device, target in zip(devices, targets, strict=False):
                 if size > (target.max_bytes or 0):
                     continue
@@ -479,7 +353,7 @@ def run(devices: list[Device], settings: Settings | None = None,
         aescl_version=__version__,
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         host={"python": platform.python_version(), "platform": platform.platform(),
-              "cpus": os.cpu_count(), "pyopencl": cl.VERSION_TEXT},
+              "cpus": os.cpu_count(), "pyopencl": _version_of("pyopencl")},
         settings={"modes": list(settings.modes), "key_bits": list(settings.key_bits),
                   "sizes": list(settings.sizes), "min_seconds": settings.min_seconds,
                   "measures": {m: MEASURE_LABELS[m] for m in MEASURES}},

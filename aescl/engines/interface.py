@@ -33,6 +33,12 @@ work on these arrays runs on this interpreter's threads, so it competes for the 
 with a GPU's feeding thread: the host engine's, unless the arrays lie in shared
 memory its worker processes map) and ``host_array(nbytes)`` (host memory the engine
 reads and writes directly: pinned memory for a GPU).
+
+What ``aescl bench`` asks of an engine besides library calls: ``device_figures(nbytes,
+min_seconds)`` (``build``, ``launch`` and ``transfer``: kernel build times, launch
+settings, transfer rates of ``nbytes``; empty where the engine has none) and
+``resident_seconds(mode, key, iv, data, output_bytes, min_seconds)`` (the kernel-only
+and the device-resident seconds of one configuration on data already on the device).
 """
 
 from __future__ import annotations
@@ -146,3 +152,9 @@ class Engine(Protocol):
 
     def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str,
             threads: int | None = None) -> Any: ...
+
+    # For ``aescl bench``: an engine's own figures, apart from its library calls.
+    def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]: ...
+
+    def resident_seconds(self, mode: str, key: bytes, iv: bytes, data: Any,
+                         output_bytes: int, min_seconds: float) -> tuple[float, float]: ...

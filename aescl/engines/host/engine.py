@@ -390,6 +390,14 @@ class HostEngine:
             threads: int | None = None) -> HostGcmCipher:
         return HostGcmCipher(key, nonce, mac_len, threads)
 
+    def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
+        return {}  # no kernels to build, nothing to transfer
+
+    def resident_seconds(self, mode: str, key: bytes, iv: bytes, data: Any,
+                         output_bytes: int, min_seconds: float) -> tuple[float, float]:
+        raise NotImplementedError("the host engine works on host memory only: its figures "
+                                  "are its library calls")
+
 
 class HostGcmCipher:
     """``aescl.new(key, MODE_GCM, device="host")``: pycryptodome's GCM on the host, with

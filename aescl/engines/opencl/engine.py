@@ -535,3 +535,17 @@ class OpenclEngine:
     def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str,
             threads: int | None = None) -> GcmCipher:  # (a device has no host threads)
         return GcmCipher(key, nonce, mac_len, self.device, key_schedule)
+
+    def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
+        from . import measure, tuning
+
+        return {"build": measure.build_times(self.device),
+                "launch": tuning.describe(self.device),
+                "transfer": measure.transfer_rates(self.device, nbytes, min_seconds)}
+
+    def resident_seconds(self, mode: str, key: bytes, iv: bytes, data: Any,
+                         output_bytes: int, min_seconds: float) -> tuple[float, float]:
+        from . import measure
+
+        return measure.resident_seconds(self.device, mode, key, iv, input_array(data),
+                                        output_bytes, min_seconds)
