@@ -1,7 +1,7 @@
 """aescl: AES on any OpenCL device, with pycryptodome's calling convention.
 
     >>> import aescl
-    >>> aescl.devices()                                   # every OpenCL device
+    >>> aescl.list_devices()                              # every device
     >>> dev = aescl.get_device("gpu")                     # or "cpu", "nvidia", "0:1", ...
     >>> c = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv16, device=dev)
     >>> ciphertext = c.encrypt(data)
@@ -66,7 +66,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .devices import Device, devices, get_device
+from . import devices
+from .devices import Device, get_device, list_devices
 from .engines import MODE_GCM
 from .errors import (
     AesclError,
@@ -113,6 +114,7 @@ __all__ = [
     "fileformat",
     "devices",
     "get_device",
+    "list_devices",
     "new",
     "pinned_empty",
     "tuning",

@@ -24,6 +24,8 @@ import dataclasses
 import functools
 import os
 import re
+import sys
+import types
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -230,7 +232,7 @@ def opencl_started() -> bool:
     return _all_devices.cache_info().currsize > 0
 
 
-def devices() -> list[Device]:
+def list_devices() -> list[Device]:
     """Every device aescl can run on: the OpenCL devices, simulators included, then
     the host engine (``host``)."""
     return [*_all_devices(), host_device()]
@@ -293,9 +295,21 @@ def get_device(spec: str | None = None) -> Device:
         spec = os.environ.get("AESCL_DEVICE") or None
     if spec is not None and spec.strip().lower() == HOST_ID:
         return host_device()  # without looking for OpenCL at all
-    return select(spec, devices())
+    return select(spec, list_devices())
 
 
 def resolve(device: Device | str | None) -> Device:
     """Accept a :class:`Device`, a spec string or ``None`` wherever a device is asked for."""
     return device if isinstance(device, Device) else get_device(device)
+
+
+class _CallableModule(types.ModuleType):
+    """``aescl.devices`` is this module; calling it, ``aescl.devices()``, still lists the
+    devices (:func:`list_devices`), as it did when a function of that name shadowed the
+    module."""
+
+    def __call__(self) -> list[Device]:
+        return list_devices()
+
+
+sys.modules[__name__].__class__ = _CallableModule

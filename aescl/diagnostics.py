@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ._cache import disk_cache_enabled
 from ._icd import IcdReport
-from .devices import NO_PLATFORM_HINT, Device, devices, icd_report
+from .devices import NO_PLATFORM_HINT, Device, icd_report, list_devices
 from .engines.opencl import kernel_cache_dir
 
 
@@ -31,7 +31,7 @@ def diagnose(report: IcdReport | None = None, found: list[Device] | None = None)
     ``report`` and ``found`` default to this process's ICD report and devices.
     """
     report = report if report is not None else icd_report()
-    found = found if found is not None else devices()
+    found = found if found is not None else list_devices()
     findings = [Finding("info", f"ICD vendors directory: {report.vendors_dir} "
                                 f"({len(report.icd_files)} .icd files)")]
     findings += [Finding("info", f"  {f.path.name} -> {f.library}") for f in report.icd_files]

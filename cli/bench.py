@@ -130,7 +130,7 @@ def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, t
 
 
 def _bench_devices(specs: tuple[str, ...]) -> list[aescl.Device]:
-    found = aescl.devices()
+    found = aescl.list_devices()
     if not found:
         raise JobFailed(NO_PLATFORM_HINT, EXIT_FAILED)
     chosen: list[aescl.Device] = []

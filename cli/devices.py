@@ -49,7 +49,7 @@ def devices(as_json: bool, verbose: bool) -> None:
     """List OpenCL platforms and devices (simulators included), then the host engine."""
     from aescl.diagnostics import diagnose
 
-    found = aescl.devices()
+    found = aescl.list_devices()
     report = icd_report()
     registered = report.registered_by_aescl
     findings = diagnose() if verbose else []

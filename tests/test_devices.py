@@ -116,3 +116,14 @@ def test_enumeration_fills_every_field():
         assert "cl_device" not in record
         assert set(record) == {f.name for f in dataclasses.fields(Device)} - {"cl_device"}
         assert matches(device, device.id) and matches(device, device.vendor)
+
+
+def test_aescl_devices_is_the_module_and_still_lists_when_called():
+    """The function that shadowed the module is list_devices; calling the module lists."""
+    import types
+
+    import aescl.devices as module
+
+    assert isinstance(module, types.ModuleType) and module is aescl.devices
+    assert module.get_device is aescl.get_device
+    assert [d.id for d in aescl.devices()] == [d.id for d in aescl.list_devices()]
