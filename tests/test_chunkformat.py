@@ -1,0 +1,73 @@
+"""aescl/chunkformat.py: what the chunked format is, apart from any engine: derivation,
+the commitment check, nonces, offsets and sizes (against tests/chunked_reference.py, a
+reading of the C2SP text built only on hashlib and hmac)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import chunked_reference as reference
+from aescl import chunkformat as fmt
+from aescl.errors import CounterOverflowError, TruncatedError, WrongKeyError
+
+
+@pytest.mark.parametrize("context", [b"", b"my-app v1", bytes(range(256))])
+def test_derivation_is_the_texts(context):
+    key, salt = os.urandom(32), os.urandom(fmt.SALT_SIZE)
+    assert fmt.derive(key, salt, context) == reference.derive(key, salt, context)
+
+
+def test_the_commitment_check_opens_only_the_right_key_and_context():
+    key, salt = os.urandom(32), os.urandom(fmt.SALT_SIZE)
+    chunk_key, base_nonce, commitment = fmt.derive(key, salt, b"ctx")
+    header = salt + commitment
+    assert fmt.open_header(key, header, b"ctx") == (chunk_key, base_nonce)
+    with pytest.raises(WrongKeyError):
+        fmt.open_header(os.urandom(32), header, b"ctx")
+    with pytest.raises(WrongKeyError):
+        fmt.open_header(key, header, b"other")
+    with pytest.raises(TruncatedError):
+        fmt.open_header(key, header[:-1], b"ctx")
+
+
+def test_chunk_nonces_are_the_base_nonce_xor_the_index():
+    base = os.urandom(fmt.NONCE_SIZE)
+    for index in (0, 1, 255, 2**32 + 7, fmt.MAX_CHUNKS - 1):
+        assert fmt.chunk_nonce(base, index) == reference.nonce_for(base, index)
+        assert fmt.chunk_nonce(int.from_bytes(base, "big"), index) == fmt.chunk_nonce(base, index)
+
+
+@pytest.mark.parametrize("size", [0, 1, fmt.CHUNK_SIZE - 1, fmt.CHUNK_SIZE, 3 * fmt.CHUNK_SIZE + 5])
+def test_sizes_and_offsets_match_a_real_message(size):
+    key, salt, message = os.urandom(32), os.urandom(fmt.SALT_SIZE), os.urandom(size)
+    sealed = reference.encrypt(key, message, b"", salt)
+    assert fmt.sealed_size(size) == len(sealed)
+    assert fmt.sealed_size(size, raw=True) == len(sealed) - fmt.HEADER_SIZE
+    assert fmt.opened_size(len(sealed) - fmt.HEADER_SIZE) == size
+    full = size // fmt.CHUNK_SIZE
+    assert fmt.chunk_offset(full) + size % fmt.CHUNK_SIZE + fmt.TAG_SIZE == len(sealed)
+
+
+def test_runs_refuse_what_only_a_final_chunk_may_be():
+    assert fmt.plaintext_run(2 * fmt.CHUNK_SIZE + 3, final=True) == (2, 3)
+    with pytest.raises(ValueError, match="only the final chunk"):
+        fmt.plaintext_run(fmt.CHUNK_SIZE + 1, final=False)
+    assert fmt.sealed_run(fmt.SEALED_CHUNK_SIZE + fmt.TAG_SIZE, 0, final=True) == (1, 16)
+    with pytest.raises(TruncatedError, match="chunk 5"):
+        fmt.sealed_run(fmt.TAG_SIZE - 1, 5, final=True)
+    with pytest.raises(TruncatedError):
+        fmt.opened_size(fmt.SEALED_CHUNK_SIZE)  # full chunks only: the final one is gone
+    with pytest.raises(CounterOverflowError):
+        fmt.check_chunk_range(fmt.MAX_CHUNKS - 1, 2)
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: fmt.derive(os.urandom(31), os.urandom(fmt.SALT_SIZE), b""),
+    lambda: fmt.derive(os.urandom(32), os.urandom(fmt.SALT_SIZE - 1), b""),
+    lambda: fmt.check_base_nonce(os.urandom(fmt.NONCE_SIZE + 1)),
+])
+def test_wrong_lengths_are_refused(bad):
+    with pytest.raises(ValueError):
+        bad()

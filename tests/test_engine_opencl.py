@@ -1,0 +1,85 @@
+"""aescl/engines/opencl/: the OpenCL engine through the engine interface, as the scheduler
+and ``aescl bench`` use it: block and chunk workers over ranges, what it says of host
+arrays, and its own figures (the modes' and the format's tests run on it too)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from Crypto.Cipher import AES
+
+from aescl import chunked
+from aescl.engines import BlockTransform, engine_for
+from aescl.engines.opencl import OpenclEngine, pinned_empty
+
+CHUNK, SEALED = chunked.CHUNK_SIZE, chunked.SEALED_CHUNK_SIZE
+
+
+def test_the_engine_of_an_opencl_device_is_the_opencl_engine(device):
+    engine = engine_for(device)
+    assert isinstance(engine, OpenclEngine) and engine_for(device) is engine
+    assert engine.on_host_cores == (device.type == "cpu")
+    assert not engine.in_interpreter(np.zeros(16, np.uint8))
+
+
+def test_block_ranges_in_any_order_give_pycryptodomes_bytes(device):
+    key, iv = os.urandom(32), os.urandom(16)
+    data = np.frombuffer(os.urandom(16 * 5000), np.uint8)
+    out = np.zeros_like(data)
+    worker = engine_for(device).blocks(BlockTransform(key, counter=int.from_bytes(iv, "big")))
+    worker.run(data, out, iter([(3000, 5000), (0, 1), (1, 3000)]))
+    expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data.tobytes())
+    assert out.tobytes() == expected
+    assert worker.keystream(7) == AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(
+        bytes(16 * 8))[-16:]
+    ecb = engine_for(device).blocks(BlockTransform(key, decrypt=True))
+    ecb.run(out, out, iter([(0, 5000)]))  # in place
+    assert out.tobytes() == AES.new(key, AES.MODE_ECB).decrypt(expected)
+
+
+def test_chunk_ranges_seal_and_open_as_the_format_says(device):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = np.frombuffer(os.urandom(9 * CHUNK), np.uint8)
+    sealed = np.zeros(9 * SEALED, np.uint8)
+    worker = engine_for(device).chunks(key, base_nonce, 4)
+    worker.seal_ranges(plaintext, sealed, 100, iter([(5, 9), (0, 5)]))
+    for k in range(9):
+        cipher = AES.new(key, AES.MODE_GCM, nonce=chunked.chunk_nonce(base_nonce, 100 + k))
+        text, tag = cipher.encrypt_and_digest(plaintext[k * CHUNK : (k + 1) * CHUNK].tobytes())
+        assert sealed[k * SEALED : (k + 1) * SEALED].tobytes() == text + tag, k
+    opened = np.zeros_like(plaintext)
+    worker.open_ranges(sealed, opened, 100, iter([(0, 9)]))
+    assert np.array_equal(opened, plaintext)
+
+
+def test_what_it_says_of_host_arrays(device):
+    engine = engine_for(device)
+    ordinary = np.zeros(1 << 16, np.uint8)
+    pinned = pinned_empty(1 << 16, device)
+    apart = not engine.on_host_cores and device.type != "cpu"
+    assert engine.stages(ordinary) == apart  # a GPU stages ordinary memory
+    assert not engine.stages(pinned)
+    assert engine.host_array(4096).nbytes == 4096
+
+
+def test_its_own_figures_for_bench(device):
+    engine = engine_for(device)
+    figures = engine.device_figures(1 << 20, 0)
+    assert set(figures) == {"build", "launch", "transfer"}
+    assert figures["transfer"]["pinned_h2d_gb_s"] > 0
+    data = np.frombuffer(os.urandom(1 << 20), np.uint8)
+    kernel, resident = engine.resident_seconds("ctr", os.urandom(16), os.urandom(16), data,
+                                               data.nbytes, 0)
+    assert 0 < kernel and 0 < resident
+
+
+@pytest.mark.parametrize("mode", ["ecb-encrypt", "gcm-chunked"])
+def test_resident_figures_of_every_mode(device, mode):
+    data = np.frombuffer(os.urandom(4 * CHUNK), np.uint8)
+    iv = os.urandom(12 if mode == "gcm-chunked" else 16)
+    output = chunked.sealed_size(data.nbytes, raw=True) if mode == "gcm-chunked" else data.nbytes
+    kernel, resident = engine_for(device).resident_seconds(
+        mode, os.urandom(32), iv, data, output, 0)
+    assert kernel > 0 and resident > 0
