@@ -1,6 +1,8 @@
 """The OpenCL engine: a device's AES kernels (``cl/``) behind the engine interface.
 
-* ``engine.py``: the engine and its block and chunk workers;
+* ``engine.py``: the engine, behind the engine interface;
+* ``workers.py``: its block and chunk workers (a kernel over a job's ranges);
+* ``measure.py``: its own figures for ``aescl bench`` (builds, transfers, kernels);
 * ``pipeline.py``: host data streamed through the device in overlapped pieces, and
   pinned host memory;
 * ``kernels.py``: kernel sources, program builds and their disk cache, the device's
@@ -15,10 +17,11 @@ Callers outside use the names below.
 
 from __future__ import annotations
 
-from .engine import ChunkCipher, OpenclBlocks, OpenclEngine
+from .engine import OpenclEngine
 from .gcm import GcmCipher
 from .kernels import aes_options, kernel_cache_dir, runtime, time_builds
 from .pipeline import pin_host_memory, pinned_empty
+from .workers import ChunkCipher, OpenclBlocks
 
 __all__ = ["ChunkCipher", "GcmCipher", "OpenclBlocks", "OpenclEngine", "aes_options",
            "kernel_cache_dir", "pin_host_memory", "pinned_empty", "runtime", "time_builds"]

@@ -15,9 +15,9 @@ from ... import keyschedule
 from ...devices import Device
 from ...timing import gb_s, repeat, wall
 from ..interface import BlockTransform
-from .engine import ChunkCipher, OpenclBlocks
 from .kernels import aes_options, runtime, time_builds
 from .tuning import launch_config
+from .workers import ChunkCipher, OpenclBlocks
 
 
 def _event_seconds(events: Iterable[Any]) -> float:
