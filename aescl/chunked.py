@@ -66,7 +66,7 @@ __all__ = [
     "INFO_PREFIX", "KEY_SIZE", "MAX_CHUNKS", "NONCE_SIZE", "SALT_SIZE", "SEALED_CHUNK_SIZE",
     "TAG_SIZE", "Reader", "Writer", "chunk_nonce", "chunk_offset", "decrypt",
     "decrypt_range", "decrypt_raw", "derive", "encrypt", "encrypt_raw", "hkdf_expand_sha512",
-    "sealed_size",
+    "open_from_file", "seal_from_file", "sealed_size",
 ]
 
 
@@ -216,7 +216,7 @@ class Writer:
                 length -= len(block)
             return
         full = length // CHUNK_SIZE
-        self._cipher.seal_file(source, self._sink, self._next_chunk, full, progress)
+        seal_from_file(self._cipher, source, self._sink, self._next_chunk, full, progress)
         self._next_chunk += full
         self.bytes_in += full * CHUNK_SIZE
         rest = read_full(source, length - full * CHUNK_SIZE)
@@ -310,7 +310,7 @@ class Reader:
         try:
             _opened_size(body_bytes)
             full, rest = divmod(body_bytes, SEALED_CHUNK_SIZE)
-            self._cipher.open_file(self._source, sink, 0, full, progress)
+            open_from_file(self._cipher, self._source, sink, 0, full, progress)
             self._next_chunk = full
             final = read_full(self._source, rest)
             if len(final) < rest:
@@ -331,6 +331,104 @@ class Reader:
 
     def __exit__(self, *exc: Any) -> None:
         return None
+
+
+# ---- streaming whole chunks between files ------------------------------------------
+
+
+def _streams_files_itself(cipher: TeamChunks, count: int) -> Any:
+    """The worker of the OpenCL engine that runs a file job of ``count`` chunks alone,
+    which streams files through its own pipeline; None when the job is on the host or
+    split."""
+    engines = cipher.engines_for(count)
+    return cipher.worker(engines[0]) if len(engines) == 1 and engines[0].device.is_opencl \
+        else None
+
+def seal_from_file(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int,
+                   count: int, progress: Callable[[int], None] | None = None) -> None:
+    """Seal ``count`` full chunks (message chunks ``first, ...``) read from ``source`` into
+    ``sink``: through one OpenCL engine's own file pipeline, or in windows split over
+    the team (:func:`_windows`)."""
+    own = _streams_files_itself(cipher, count)
+    if own is not None:
+        own.seal_file(source, sink, first, count, cipher.batch_chunks, progress)
+        return
+    _windows(cipher, source, sink, first, count, CHUNK_SIZE, SEALED_CHUNK_SIZE,
+             cipher.seal_full, progress)
+
+def open_from_file(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int,
+                   count: int, progress: Callable[[int], None] | None = None) -> None:
+    """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
+    window (or pipeline run) only after all of its chunks authenticated."""
+    own = _streams_files_itself(cipher, count)
+    if own is not None:
+        own.open_file(source, sink, first, count, cipher.batch_chunks, progress)
+        return
+    _windows(cipher, source, sink, first, count, SEALED_CHUNK_SIZE, CHUNK_SIZE,
+             cipher.open_full, progress)
+
+def _windows(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int, count: int,
+             in_size: int, out_size: int, crypt: Callable[[Any, Any, int], None],
+             progress: Callable[[int], None] | None) -> None:
+    """Read, split over the team and write a window of ``batch_chunks`` chunks at a
+    time, as the OpenCL pipeline's runs are: memory stays bounded, and an opened
+    window is written only after every chunk in it authenticated. With more than
+    one window, the next is read (one thread) and the last written (another) while
+    a window is sealed or opened: two sets of windows take turns."""
+    if count <= 0:
+        return
+    window = min(count, cipher.batch_chunks)
+    # Windows in memory a GPU of the team reads directly, so that it can take part
+    # beside the host's cores (scheduler.Team.taking_part). Not memory the host engine's
+    # worker processes share: for files they measured slower than its threads
+    # (docs/benchmarks: the windows' reads and writes are the job there).
+    apart = [e for e in cipher.engines_for(count) if not e.on_host_cores]
+    allocate = apart[0].host_array if apart else new_buffer
+    starts = range(0, count, window)
+    sets = [(byte_view(allocate(window * in_size)), byte_view(allocate(window * out_size)))
+            for _ in range(min(2, len(starts)))]
+
+    def read(index: int) -> int:
+        """Window ``index`` into its set's input; returns its chunks."""
+        chunks = min(window, count - starts[index])
+        view = sets[index % len(sets)][0][: chunks * in_size]
+        got = 0
+        while got < len(view):
+            more = source.readinto(view[got:])  # type: ignore[attr-defined]
+            if not more:
+                raise TruncatedError("truncated: the input ended early (did it change "
+                                     "while being read?)")
+            got += more
+        return chunks
+
+    def crypt_window(index: int, chunks: int) -> memoryview:
+        data, out = sets[index % len(sets)]
+        crypt(data[: chunks * in_size], out[: chunks * out_size], first + starts[index])
+        if progress:
+            progress(chunks * in_size)
+        return out[: chunks * out_size]
+
+    if len(starts) == 1:  # one window: no threads to start
+        sink.write(crypt_window(0, read(0)))
+        return
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    # Leaving the executors waits for their threads, after an error too: nothing
+    # still reads into or writes from the windows once this returns.
+    with ThreadPoolExecutor(1, "aescl-read") as reader, \
+            ThreadPoolExecutor(1, "aescl-write") as writer:
+        reading = reader.submit(read, 0)
+        writing: list[Future[Any] | None] = [None, None]  # each set's output in flight
+        for index in range(len(starts)):
+            chunks = reading.result()
+            if index + 1 < len(starts):  # into the other set's input, done with
+                reading = reader.submit(read, index + 1)
+            if (earlier := writing[index % 2]) is not None:
+                earlier.result()  # this set's output is out before it is reused
+            writing[index % 2] = writer.submit(sink.write, crypt_window(index, chunks))
+        for pending in writing:
+            if pending is not None:
+                pending.result()
 
 
 def decrypt_range(

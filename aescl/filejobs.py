@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from . import chunkformat
+from . import chunked, chunkformat
 from ._streams import read_full
 from .atomicfile import NewFile, publish_path
 from .engines import DEFAULT_BATCH_CHUNKS
@@ -252,15 +252,16 @@ class Range:
 
         cipher = team(self.device).chunks(self.chunk_key, self.base_nonce,
                                            DEFAULT_BATCH_CHUNKS)
-        in_size, crypt_file = ((chunkformat.SEALED_CHUNK_SIZE, cipher.open_file) if self.decrypt
-                               else (chunkformat.CHUNK_SIZE, cipher.seal_file))
+        in_size, crypt_file = (
+            (chunkformat.SEALED_CHUNK_SIZE, chunked.open_from_file) if self.decrypt
+            else (chunkformat.CHUNK_SIZE, chunked.seal_from_file))
         crypt_final = cipher.open if self.decrypt else cipher.seal
         with _one_task_at_a_time, open(self.source.path, "rb") as source, \
                 self.part.open_existing(truncate=False) as sink:
             self.source.check_stamp(source, self.planned)
             source.seek(self.read_at)
             sink.seek(self.write_at)
-            crypt_file(source, sink, self.first, self.count)
+            crypt_file(cipher, source, sink, self.first, self.count)
             if self.final:
                 rest = read_full(source, self.input_bytes - self.count * in_size)
                 sink.write(memoryview(crypt_final(rest, self.first + self.count, final=True)))

@@ -55,7 +55,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
 from . import rates
 from ._arrays import byte_view, new_buffer, wipe
@@ -71,7 +71,7 @@ from .chunkformat import (
 )
 from .devices import Device
 from .engines import BLOCK_SIZE, BlockTransform, Engine, Ranges, engine_for
-from .errors import AuthenticationError, DeviceNotFound, TruncatedError, first_failure
+from .errors import AuthenticationError, DeviceNotFound, first_failure
 from .rates import expected_rate, rate_kind
 
 # A job this small runs on the leading engine alone: splitting it would cost more
@@ -393,97 +393,14 @@ class TeamChunks:
             raise
         return out
 
-    def _single_opencl(self, count: int) -> Any:
-        """The worker of the OpenCL engine that runs a file job of ``count`` chunks alone,
-        which streams files itself; None when the job is on the host or split."""
-        engines = self._team.for_job(count * CHUNK_SIZE, "chunks").engines
-        return self.worker(engines[0]) if len(engines) == 1 and engines[0].device.is_opencl \
-            else None
+    @property
+    def batch_chunks(self) -> int:
+        """Chunks per window or device launch."""
+        return self._batch_chunks
 
-    def seal_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
-                  progress: Callable[[int], None] | None = None) -> None:
-        """Seal ``count`` full chunks read from ``source`` into ``sink``."""
-        own = self._single_opencl(count)
-        if own is not None:
-            own.seal_file(source, sink, first, count, self._batch_chunks, progress)
-            return
-        self._windows(source, sink, first, count, CHUNK_SIZE, SEALED_CHUNK_SIZE,
-                      self.seal_full, progress)
-
-    def open_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
-                  progress: Callable[[int], None] | None = None) -> None:
-        """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
-        window only after all of its chunks authenticated."""
-        own = self._single_opencl(count)
-        if own is not None:
-            own.open_file(source, sink, first, count, self._batch_chunks, progress)
-            return
-        self._windows(source, sink, first, count, SEALED_CHUNK_SIZE, CHUNK_SIZE,
-                      self.open_full, progress)
-
-    def _windows(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
-                 in_size: int, out_size: int, crypt: Callable[[Any, Any, int], None],
-                 progress: Callable[[int], None] | None) -> None:
-        """Read, split over the team and write a window of ``batch_chunks`` chunks at a
-        time, as the OpenCL pipeline's runs are: memory stays bounded, and an opened
-        window is written only after every chunk in it authenticated. With more than
-        one window, the next is read (one thread) and the last written (another) while
-        a window is sealed or opened: two sets of windows take turns."""
-        if count <= 0:
-            return
-        window = min(count, self._batch_chunks)
-        # Windows in memory a GPU of the team reads directly, so that it can take part
-        # beside the host's cores (see taking_part). Not memory the host engine's
-        # worker processes share: for files they measured slower than its threads
-        # (docs/benchmarks: the windows' reads and writes are the job there).
-        apart = [e for e in self._team.for_job(count * CHUNK_SIZE, "chunks").engines
-                 if not e.on_host_cores]
-        allocate = apart[0].host_array if apart else new_buffer
-        starts = range(0, count, window)
-        sets = [(byte_view(allocate(window * in_size)), byte_view(allocate(window * out_size)))
-                for _ in range(min(2, len(starts)))]
-
-        def read(index: int) -> int:
-            """Window ``index`` into its set's input; returns its chunks."""
-            chunks = min(window, count - starts[index])
-            view = sets[index % len(sets)][0][: chunks * in_size]
-            got = 0
-            while got < len(view):
-                more = source.readinto(view[got:])  # type: ignore[attr-defined]
-                if not more:
-                    raise TruncatedError("truncated: the input ended early (did it change "
-                                         "while being read?)")
-                got += more
-            return chunks
-
-        def crypt_window(index: int, chunks: int) -> memoryview:
-            data, out = sets[index % len(sets)]
-            crypt(data[: chunks * in_size], out[: chunks * out_size], first + starts[index])
-            if progress:
-                progress(chunks * in_size)
-            return out[: chunks * out_size]
-
-        if len(starts) == 1:  # one window: no threads to start
-            sink.write(crypt_window(0, read(0)))
-            return
-        from concurrent.futures import Future, ThreadPoolExecutor
-
-        # Leaving the executors waits for their threads, after an error too: nothing
-        # still reads into or writes from the windows once this returns.
-        with ThreadPoolExecutor(1, "aescl-read") as reader, \
-                ThreadPoolExecutor(1, "aescl-write") as writer:
-            reading = reader.submit(read, 0)
-            writing: list[Future[Any] | None] = [None, None]  # each set's output in flight
-            for index in range(len(starts)):
-                chunks = reading.result()
-                if index + 1 < len(starts):  # into the other set's input, done with
-                    reading = reader.submit(read, index + 1)
-                if (earlier := writing[index % 2]) is not None:
-                    earlier.result()  # this set's output is out before it is reused
-                writing[index % 2] = writer.submit(sink.write, crypt_window(index, chunks))
-            for pending in writing:
-                if pending is not None:
-                    pending.result()
+    def engines_for(self, count: int) -> list[Engine]:
+        """The engines of the team that runs a job of ``count`` chunks."""
+        return self._team.for_job(count * CHUNK_SIZE, "chunks").engines
 
 
 __all__ = ["SPLIT_MIN_BYTES", "Share", "Team", "TeamBlocks", "TeamChunks"]

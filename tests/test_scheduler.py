@@ -390,11 +390,12 @@ def test_a_split_file_job_reads_into_memory_the_device_reads_directly(apart_from
     key, base_nonce, count = os.urandom(32), os.urandom(12), 5
     plaintext = os.urandom(count * chunked.CHUNK_SIZE + 100)
     sink = io.BytesIO()
-    team.chunks(key, base_nonce, 2).seal_file(io.BytesIO(plaintext), sink, 0, count)
+    cipher = team.chunks(key, base_nonce, 2)
+    chunked.seal_from_file(cipher, io.BytesIO(plaintext), sink, 0, count)
     reference = chunked.encrypt_raw(key, base_nonce, plaintext, device="host")
     assert sink.getvalue() == reference[: count * chunked.SEALED_CHUNK_SIZE]
     opened = io.BytesIO()
-    team.chunks(key, base_nonce, 2).open_file(io.BytesIO(sink.getvalue()), opened, 0, count)
+    chunked.open_from_file(cipher, io.BytesIO(sink.getvalue()), opened, 0, count)
     assert opened.getvalue() == plaintext[: count * chunked.CHUNK_SIZE]
 
 
@@ -404,12 +405,14 @@ def test_overlapped_windows_stop_cleanly_on_a_short_input_and_on_a_bad_chunk():
     plaintext = os.urandom(8 * chunked.CHUNK_SIZE)
     # The input ends inside the third window: the reader thread's error is raised here.
     with pytest.raises(aescl.TruncatedError, match="ended early"):
-        team.chunks(key, base_nonce, 2).seal_file(
-            io.BytesIO(plaintext[: 5 * chunked.CHUNK_SIZE + 7]), io.BytesIO(), 0, 8)
+        chunked.seal_from_file(team.chunks(key, base_nonce, 2),
+                               io.BytesIO(plaintext[: 5 * chunked.CHUNK_SIZE + 7]),
+                               io.BytesIO(), 0, 8)
     sealed = bytearray(chunked.encrypt_raw(key, base_nonce, plaintext + b"x", device="host"))
     sealed[3 * chunked.SEALED_CHUNK_SIZE + 10] ^= 1  # chunk 3: the second window's
     opened = io.BytesIO()
     with pytest.raises(aescl.AuthenticationError, match="chunk 3"):
-        team.chunks(key, base_nonce, 2).open_file(io.BytesIO(bytes(sealed)), opened, 0, 8)
+        chunked.open_from_file(team.chunks(key, base_nonce, 2), io.BytesIO(bytes(sealed)),
+                               opened, 0, 8)
     # Only the windows before the bad one, each authenticated whole, were written.
     assert opened.getvalue() == plaintext[: 2 * chunked.CHUNK_SIZE]
