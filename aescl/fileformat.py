@@ -184,6 +184,54 @@ class KeyRing:
         return PayloadKey(encoded, self._keys[encoded])
 
 
+class KeySource:
+    """A command's key for the format, from a key file or a passphrase, read once
+    however many files the command seals or opens (one prompt; encrypting, one scrypt
+    run for the whole set, each file still getting its own payload salt).
+
+    The rules: one kind of key, never both; encrypting needs one; decrypting asks for the
+    passphrase only if a file was sealed with one. ``passphrase(confirm)`` reads it
+    (the caller's prompt, file or variable; ``confirm``: ask twice, as when encrypting),
+    or is None where no passphrase was offered. Raises :class:`KeySourceError` where the
+    rules are broken or the key file cannot be used.
+    """
+
+    def __init__(self, key_file: str | Path | None,
+                 passphrase: Callable[[bool], bytes] | None,
+                 work_factor: int = DEFAULT_WORK_FACTOR) -> None:
+        if key_file and passphrase is not None:
+            raise KeySourceError("choose one key: a key file, or a passphrase")
+        self._key: bytes | None = None
+        if key_file:
+            try:
+                self._key = read_key_file(key_file)
+            except OSError as exc:
+                raise KeySourceError(f"cannot read the key file: {exc.strerror}") from None
+            except FormatError as exc:
+                raise KeySourceError(str(exc)) from None
+        self._passphrase = passphrase
+        self._work_factor = work_factor
+        self._payload: PayloadKey | None = None
+        self._ring: KeyRing | None = None
+
+    def for_encrypting(self) -> PayloadKey:
+        """The payload key for sealing (scrypt runs here, once, for a passphrase)."""
+        if self._payload is None:
+            if self._key is None and self._passphrase is None:
+                raise KeySourceError("choose a key: a key file or a passphrase")
+            text = None if self._key is not None else self._passphrase(True)  # type: ignore[misc]
+            self._payload = PayloadKey.new(self._key, text, self._work_factor)
+        return self._payload
+
+    def for_decrypting(self) -> KeyRing:
+        """The keys for opening: the key file's, or the passphrase when a file needs it."""
+        if self._ring is None:
+            passphrase = self._passphrase
+            self._ring = KeyRing(self._key, None if passphrase is None or self._key else
+                                 lambda: passphrase(False))
+        return self._ring
+
+
 def encrypt_stream(
     source: BinaryIO, sink: BinaryIO, *, key: bytes | None = None,
     passphrase: bytes | None = None, work_factor: int = DEFAULT_WORK_FACTOR,

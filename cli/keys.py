@@ -68,49 +68,45 @@ def payload_options(command):
     return command
 
 
+# fileformat.KeySource's rules, said in this command's options.
+_IN_OPTIONS = {
+    "choose one key: a key file, or a passphrase":
+        "choose one key: --key-file, or a passphrase",
+    "choose a key: a key file or a passphrase":
+        "choose a key: --passphrase, --passphrase-file FILE or --key-file FILE (aescl keygen "
+        "-o FILE makes one)",
+}
+
+
 class FormatKeys:
-    """The authenticated format's key for a command: read once (one prompt, one scrypt)
-    whether it encrypts one stream or a whole set of files."""
+    """The authenticated format's key for a command (fileformat.KeySource: read once,
+    one prompt, one scrypt), and the jobs that use it."""
 
     def __init__(self, decrypt, key_file, use_passphrase, passphrase_file, work_factor):
-        if key_file and (use_passphrase or passphrase_file):
-            raise Refusal("choose one key: --key-file, or a passphrase")
         self._decrypt = decrypt
-        key = None
-        if key_file:
-            try:
-                key = fileformat.read_key_file(key_file)
-            except OSError as exc:
-                raise Refusal(f"cannot read the key file: {exc.strerror}") from None
-            except aescl.FormatError as exc:
-                raise Refusal(str(exc)) from None
-        if decrypt:
-            self.ring = fileformat.KeyRing(
-                key, None if key else lambda: read_passphrase(passphrase_file, False))
-            return
-        passphrase = None
-        if key is None:
-            if not (use_passphrase or passphrase_file or "AESCL_PASSPHRASE" in os.environ):
-                raise Refusal("choose a key: --passphrase, --passphrase-file FILE or --key-file "
-                              "FILE (aescl keygen -o FILE makes one)")
-            passphrase = read_passphrase(passphrase_file, confirm=True)
-        self._key, self._passphrase, self._work_factor = key, passphrase, work_factor
-        self._payload: fileformat.PayloadKey | None = None
-
-    def payload(self) -> fileformat.PayloadKey:
-        if self._payload is None:
-            self._payload = fileformat.PayloadKey.new(self._key, self._passphrase,
-                                                      self._work_factor)
-        return self._payload
+        # A passphrase is offered by its options; without a key file, decrypting may ask
+        # for one (a file says which key it needs), and encrypting takes the variable.
+        offered = bool(use_passphrase or passphrase_file) or (
+            not key_file and (decrypt or "AESCL_PASSPHRASE" in os.environ))
+        try:
+            self.source = fileformat.KeySource(
+                key_file, (lambda confirm: read_passphrase(passphrase_file, confirm))
+                if offered else None, work_factor)
+            if not decrypt:
+                self.source.for_encrypting()  # asked now, before any work
+        except aescl.KeySourceError as exc:
+            raise Refusal(_IN_OPTIONS.get(str(exc), str(exc))) from None
 
     def stream_job(self, batch_chunks):
         def job(source, sink, device, progress):
             if self._decrypt:
-                fileformat.decrypt_payload(source, sink, self.ring.read(source), device=device,
+                payload = self.source.for_decrypting().read(source)
+                fileformat.decrypt_payload(source, sink, payload, device=device,
                                            batch_chunks=batch_chunks, progress=progress)
             else:
-                fileformat.encrypt_payload(source, sink, self.payload(), device=device,
-                                           batch_chunks=batch_chunks, progress=progress)
+                fileformat.encrypt_payload(source, sink, self.source.for_encrypting(),
+                                           device=device, batch_chunks=batch_chunks,
+                                           progress=progress)
         return job
 
     def plan(self, inputs, outputs, device, force, in_process) -> filejobs.Plan:
@@ -121,9 +117,9 @@ class FormatKeys:
             chosen_device(device)  # an unknown spec is refused here, before any work
         range_bytes = None if in_process else filejobs.DEFAULT_RANGE_BYTES
         if self._decrypt:
-            return filejobs.plan_decrypt(inputs, self.ring, outputs, device=specs,
-                                         range_bytes=range_bytes, replace=force,
-                                         in_process=in_process)
-        return filejobs.plan_encrypt(inputs, self.payload(), outputs, device=specs,
-                                     range_bytes=range_bytes, replace=force,
+            return filejobs.plan_decrypt(inputs, self.source.for_decrypting(), outputs,
+                                         device=specs, range_bytes=range_bytes,
+                                         replace=force, in_process=in_process)
+        return filejobs.plan_encrypt(inputs, self.source.for_encrypting(), outputs,
+                                     device=specs, range_bytes=range_bytes, replace=force,
                                      in_process=in_process)

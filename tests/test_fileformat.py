@@ -101,3 +101,37 @@ def test_key_files(tmp_path):
     assert len(fileformat.read_key_file(made)) == 32
     with pytest.raises(FileExistsError):
         fileformat.write_new_key_file(made)
+
+
+def test_a_key_source_keeps_its_rules_and_asks_once(tmp_path):
+    """fileformat.KeySource: one kind of key; encrypting needs one; the passphrase is
+    read once for every file, and only when a file needs it."""
+    key_file = tmp_path / "k.key"
+    fileformat.write_new_key_file(key_file)
+    asked: list[bool] = []
+
+    def passphrase(confirm: bool) -> bytes:
+        asked.append(confirm)
+        return b"correct horse"
+
+    with pytest.raises(aescl.KeySourceError, match="choose one key"):
+        fileformat.KeySource(str(key_file), passphrase)
+    with pytest.raises(aescl.KeySourceError, match="choose a key"):
+        fileformat.KeySource(None, None).for_encrypting()
+    (tmp_path / "bogus.key").write_text("not hex")
+    with pytest.raises(aescl.KeySourceError, match="not a key file"):
+        fileformat.KeySource(str(tmp_path / "bogus.key"), None)
+    sealing = fileformat.KeySource(None, passphrase, work_factor=10)
+    first, second = sealing.for_encrypting(), sealing.for_encrypting()
+    assert first is second and asked == [True]  # one prompt, one scrypt run
+    sealed = io.BytesIO()
+    fileformat.encrypt_payload(io.BytesIO(b"data"), sealed, first, device="host")
+    opening = fileformat.KeySource(None, passphrase)
+    for _ in range(2):
+        sealed.seek(0)
+        assert opening.for_decrypting().read(sealed).key == first.key
+    assert asked == [True, False]  # asked once more, to open, not twice
+    by_key = fileformat.KeySource(str(key_file), None).for_decrypting()
+    sealed.seek(0)
+    with pytest.raises(aescl.KeySourceError, match="passphrase"):
+        by_key.read(sealed)
