@@ -68,8 +68,7 @@ def diagnose(report: IcdReport | None = None, found: list[Device] | None = None)
             "choose one by id (aescl devices), or uninstall pocl-binary-distribution",
         ))
     cache = kernel_cache_dir()
+    cached = len(list(cache.glob("*.bin"))) if cache.is_dir() else 0
     state = "on" if disk_cache_enabled() else "off (AESCL_NO_CACHE)"
-    findings.append(Finding(
-        "info", f"kernel cache: the driver's where it has one (NVIDIA, PoCL), else "
-                f"pyopencl's in {cache} ({state})"))
+    findings.append(Finding("info", f"kernel cache: {cache} ({state}, {cached} programs)"))
     return findings

@@ -23,7 +23,7 @@ def test_a_healthy_setup_lists_icds_platforms_and_the_cache(tmp_path, monkeypatc
     text = "\n".join(messages(diagnose(POCL_ONLY, MACHINE[1:3])))
     assert "pocl.icd -> libpocl.so.2" in text
     assert "platform pocl: 1 device(s)" in text and "platform nvidia: 1 device(s)" in text
-    assert f"pyopencl's in {tmp_path / 'kernels'} (on)" in text
+    assert f"kernel cache: {tmp_path / 'kernels'} (on, 0 programs)" in text
     assert "problem" not in text
 
 

@@ -1,12 +1,11 @@
 """The kernel manager: OpenCL sources, per-device launch settings and builds.
 
-Programs are built per (device, source file, options) and kept in memory for the
-process. Between processes, pyopencl's build cache keeps them: for drivers with a
-compiler cache of their own (NVIDIA, PoCL) it leaves the job to the driver, and for
-the others it keeps binaries under aescl's cache directory (``AESCL_CACHE_DIR``;
-``AESCL_NO_CACHE=1`` turns it off). aescl kept a cache of its own until 2026-11-24;
-measured against the drivers' (docs/benchmarks) it saved nothing on the H100, whose
-OpenCL binaries are PTX compiled again on load, and 0.02-0.05 s a program on PoCL.
+Programs are built per (device, source file, options). A built program is kept
+in memory for the process and, as a device binary, on disk under the user cache
+directory (``AESCL_NO_CACHE=1`` turns the disk cache off; ``AESCL_CACHE_DIR``
+moves it). The cache key covers the full source text after includes are
+resolved, the build options, the device and driver identity and the pyopencl
+version, so an edit to any included file or a driver update rebuilds.
 
 Includes are resolved here rather than by the OpenCL compiler (``-I``): some
 drivers keep their own compiler cache keyed on the top-level source only, and
@@ -31,7 +30,7 @@ from typing import Any, TypeVar
 
 import pyopencl as cl
 
-from ..._cache import cache_root, disk_cache_enabled
+from ..._cache import cache_root, disk_cache_enabled, write_cache_file
 from ...devices import Device
 from ...errors import KernelBuildError
 from ..interface import check_key_schedule
@@ -253,11 +252,12 @@ def core_variant(device: Device, options: str) -> str:
 
 @dataclass(frozen=True)
 class BuildRecord:
-    """One program build: how long it took, and what the compiler said."""
+    """One program build: how long it took and whether the disk cache served it."""
 
     label: str
     options: str
     seconds: float
+    from_disk_cache: bool
     compiler_log: str = ""  # what a successful build said, if anything
 
 
@@ -275,7 +275,7 @@ class DeviceRuntime:
     device: Device
     context: Any
     queue: Any
-    programs: dict[tuple[str, str], Any] = field(default_factory=dict)  # (source, options)
+    programs: dict[str, Any] = field(default_factory=dict)  # by cache key
     kernels: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (file, options, name)
     build_log: list[BuildRecord] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -329,51 +329,98 @@ def cache_key(device: Device, source: str, options: str) -> str:
 
 
 def kernel_cache_dir() -> Path:
-    """Where pyopencl keeps built programs for drivers without a compiler cache."""
     return cache_root() / "kernels"
 
 
-def _pyopencl_cache_dir() -> str | bool:
-    # False: no pyopencl cache. Drivers with their own (NVIDIA, PoCL) still use it;
-    # their own switches turn it off (CUDA_CACHE_DISABLE=1, POCL_KERNEL_CACHE=0).
-    return str(kernel_cache_dir()) if disk_cache_enabled() else False
+# A cache entry: this tag, the binary's length (8 bytes, little-endian), its SHA-256,
+# then the binary. A driver handed a damaged binary may crash rather than refuse it
+# (PoCL segfaulted on one cut short), so an entry is checked before the driver sees it.
+_ENTRY_TAG = b"aescl-kernel-1\0"
+_ENTRY_HEAD = len(_ENTRY_TAG) + 8 + 32
+
+
+def cache_entry(binary: bytes) -> bytes:
+    """A device binary as the disk cache keeps it, with its length and checksum."""
+    return (_ENTRY_TAG + len(binary).to_bytes(8, "little") + hashlib.sha256(binary).digest()
+            + binary)
+
+
+def binary_of_entry(entry: bytes) -> bytes | None:
+    """The binary of an intact cache entry; None for a damaged, empty or foreign one."""
+    head, binary = entry[:_ENTRY_HEAD], entry[_ENTRY_HEAD:]
+    tag_end = len(_ENTRY_TAG)
+    if (len(head) < _ENTRY_HEAD or head[:tag_end] != _ENTRY_TAG or not binary
+            or int.from_bytes(head[tag_end : tag_end + 8], "little") != len(binary)
+            or hashlib.sha256(binary).digest() != head[tag_end + 8 :]):
+        return None
+    return binary
+
+
+def _load_cached_binary(rt: DeviceRuntime, path: Path, options: str) -> Any | None:
+    """The program from a cache entry, or None (missing, damaged, or rejected by the
+    driver): it is then built from source, and the entry written again."""
+    try:
+        binary = binary_of_entry(path.read_bytes())
+        if binary is None:
+            return None
+        return cl.Program(rt.context, [rt.device.cl_device], [binary]).build(options=options)
+    except (OSError, cl.Error):
+        return None
+
+
+def _store_binary(program: Any, path: Path) -> None:
+    try:
+        binary = program.get_info(cl.program_info.BINARIES)[0]
+    except cl.Error:
+        return
+    if binary:
+        write_cache_file(path, cache_entry(bytes(binary)))
 
 
 def build_source(device: Device, source: str, options: str, label: str) -> Any:
-    """A built program for (device, source, options), from memory, a cache or the compiler.
+    """A built program for (device, source, options), from memory, disk or the compiler.
 
     ``label`` names the program in error messages. Raises :class:`KernelBuildError`
     with the compiler's log when the build fails.
     """
     rt = runtime(device)
+    key = cache_key(device, source, options)
     with rt.lock:
-        program = rt.programs.get((source, options))
-        if program is None:
-            started = time.perf_counter()
-            program, compiler_log = _compile(device, source, options, label)
-            rt.programs[(source, options)] = program
-            rt.build_log.append(
-                BuildRecord(label, options, time.perf_counter() - started, compiler_log))
-        return program
+        program = rt.programs.get(key)
+        return program if program is not None else _build(rt, key, source, options, label)
 
 
-def _compile(device: Device, source: str, options: str, label: str,
-             cache_dir: str | bool | None = None) -> tuple[Any, str]:
-    """Compile (or take from a cache: ``cache_dir`` as pyopencl's ``build`` has it,
-    by default aescl's); returns the program and what the compiler said.
+def _build(rt: DeviceRuntime, key: str, source: str, options: str, label: str) -> Any:
+    device = rt.device
+    started = time.perf_counter()
+    cached_path = kernel_cache_dir() / f"{key}.bin"
+    program = _load_cached_binary(rt, cached_path, options) if disk_cache_enabled() else None
+    from_disk = program is not None
+    compiler_log = ""
+    if program is None:
+        program, compiler_log = _compile(device, source, options, label)
+        if disk_cache_enabled():
+            _store_binary(program, cached_path)
+    rt.programs[key] = program
+    rt.build_log.append(
+        BuildRecord(label, options, time.perf_counter() - started, from_disk, compiler_log)
+    )
+    return program
+
+
+def _compile(device: Device, source: str, options: str, label: str) -> tuple[Any, str]:
+    """Compile from source; returns the program and what the compiler said.
 
     A successful build's log is kept rather than shown: pyopencl turns any log
     into a CompilerWarning, and NVIDIA's compiler remarks on every aescl kernel
     that kernels are not inlined, which tells a user nothing.
     """
     rt = runtime(device)
-    if cache_dir is None:
-        cache_dir = _pyopencl_cache_dir()
     with warnings.catch_warnings(record=True) as remarks:
         warnings.simplefilter("always", cl.CompilerWarning)
         try:
             program = cl.Program(rt.context, source).build(
-                options=options, devices=[device.cl_device], cache_dir=cache_dir
+                options=options, devices=[device.cl_device], cache_dir=False
             )
         except cl.Error as exc:
             raise KernelBuildError(
@@ -389,24 +436,29 @@ def _compile(device: Device, source: str, options: str, label: str,
 
 def time_builds(
     device: Device, filename: str, options: str, first_launch: Callable[[Any], None]
-) -> tuple[float, float]:
-    """Seconds to a first result from source new to every cache (cold), and from the
-    same source again, which a cache now serves (warm).
+) -> tuple[float, float | None]:
+    """Seconds to a first result from source with no cache (cold), and from the binary
+    as the disk cache keeps it (warm).
 
     ``first_launch(program)`` runs one small launch to completion: some runtimes
     (PoCL) generate code only when a kernel first runs. A unique ``-D`` option makes
-    the build new to every cache, the driver's own included.
+    the build new to every cache, the driver's own included. The warm figure is
+    None when the runtime gives no binary.
     """
+    rt = runtime(device)
     source = load_source(filename)
     # PoCL's cache hashes the compiled code, which a source comment would not change.
     options += f" -DAESCL_COLD_BUILD_PROBE=0x{os.urandom(8).hex()}"
-    figures = []
-    for _ in ("cold", "warm"):
-        started = time.perf_counter()
-        program, _log = _compile(device, source, options, filename)
-        first_launch(program)
-        figures.append(time.perf_counter() - started)
-    return figures[0], figures[1]
+    started = time.perf_counter()
+    program, _ = _compile(device, source, options, filename)
+    first_launch(program)
+    cold = time.perf_counter() - started
+    binary = program.get_info(cl.program_info.BINARIES)[0]
+    if not binary:
+        return cold, None
+    started = time.perf_counter()
+    first_launch(cl.Program(rt.context, [device.cl_device], [binary]).build(options=options))
+    return cold, time.perf_counter() - started
 
 
 def build(device: Device, filename: str, options: str) -> Any:
