@@ -5,7 +5,11 @@ in memory for the process and, as a device binary, on disk under the user cache
 directory (``AESCL_NO_CACHE=1`` turns the disk cache off; ``AESCL_CACHE_DIR``
 moves it). The cache key covers the full source text after includes are
 resolved, the build options, the device and driver identity and the pyopencl
-version, so an edit to any included file or a driver update rebuilds.
+version, so an edit to any included file or a driver update rebuilds. It stays
+beside pyopencl's, which defers to the drivers' caches on NVIDIA and PoCL: built
+from source, PoCL runs its compiler's front end again in every process and writes
+the result to disk, which fails under a file size limit (docs/benchmarks, "aescl's
+program cache against pyopencl's").
 
 Includes are resolved here rather than by the OpenCL compiler (``-I``): some
 drivers keep their own compiler cache keyed on the top-level source only, and
