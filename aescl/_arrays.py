@@ -36,9 +36,32 @@ def default_slice_bytes(device: Device) -> int:
     return max(BLOCK_SIZE, limit - limit % BLOCK_SIZE)
 
 
+def on_cuda(data: Any) -> bool:
+    """Whether ``data`` is a CUDA device array (the CUDA engine's), told without
+    importing anything: host arrays and CPU tensors have no CUDA array interface."""
+    try:
+        return isinstance(getattr(data, "__cuda_array_interface__", None), dict)
+    except (AttributeError, RuntimeError, TypeError):  # (a CPU torch tensor raises)
+        return False
+
+
+def _host_memory(data: Any) -> Any:
+    """``data`` itself, or for an array in host memory that only DLPack exports (a CPU
+    torch tensor), a NumPy view of it."""
+    if not isinstance(data, (bytes, bytearray, memoryview)) and hasattr(data, "__dlpack__") \
+            and not hasattr(data, "__array_interface__"):
+        try:
+            memoryview(data)
+        except TypeError:
+            import numpy as np
+
+            return np.from_dlpack(data)
+    return data
+
+
 def byte_view(data: Any) -> memoryview:
     """``data`` as a flat memoryview of bytes (no copy)."""
-    view = memoryview(data)
+    view = memoryview(_host_memory(data))
     if not view.c_contiguous:
         raise ValueError("data must be C-contiguous")
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
@@ -46,7 +69,7 @@ def byte_view(data: Any) -> memoryview:
 
 def output_view(output: Any, length: int) -> memoryview:
     """A caller's ``output=`` buffer as a flat writable memoryview of ``length`` bytes."""
-    view = memoryview(output)
+    view = memoryview(_host_memory(output))
     if view.readonly or not view.c_contiguous:
         raise TypeError("output must be a bytearray, a writable memoryview or a writable, "
                         "C-contiguous numpy array")

@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from . import keyschedule
-from ._arrays import BytesLike, byte_view, finish, new_buffer, output_view
+from ._arrays import BytesLike, byte_view, finish, new_buffer, on_cuda, output_view
 from .engines import MODE_GCM, BlockTransform, check_key_schedule
 from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
 from .scheduler import Team
@@ -38,12 +38,19 @@ class EcbCipher:
 
     def __init__(self, key: bytes, team: Team, key_schedule: str) -> None:
         keyschedule.rounds_for_key(key)
-        self._jobs = {
-            decrypt: team.blocks(BlockTransform(key, decrypt=decrypt, key_schedule=key_schedule))
-            for decrypt in (False, True)
-        }
+        self._transforms = {decrypt: BlockTransform(key, decrypt=decrypt, key_schedule=key_schedule)
+                            for decrypt in (False, True)}
+        self._jobs = {decrypt: team.blocks(transform)
+                      for decrypt, transform in self._transforms.items()}
+        self._cuda_jobs: dict[bool, Any] = {}
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
+        if on_cuda(data):
+            if _nbytes_of_cuda_array(data) % BLOCK_SIZE:
+                raise ValueError("Data must be aligned to block boundary in ECB mode")
+            if decrypt not in self._cuda_jobs:
+                self._cuda_jobs[decrypt] = _cuda_job(self._transforms[decrypt])
+            return self._cuda_jobs[decrypt](data, output)
         source = byte_view(data)
         if len(source) % BLOCK_SIZE:
             raise ValueError("Data must be aligned to block boundary in ECB mode")
@@ -96,15 +103,18 @@ class CtrCipher:
             self.nonce = nonce
         self._counter_bits = 8 * counter_bytes
         self._initial = self._initial_counter(initial_value, counter_bytes)
+        self._cuda_job: Any = None
         if suffix or little_endian:  # (a Crypto.Util.Counter's other layouts)
+            self._transform = None
             self._job: Any = _CounterBlocks(
                 team.blocks(BlockTransform(key, key_schedule=key_schedule, threads=threads)),
                 nonce, counter_bytes, suffix, little_endian, self._initial)
         else:
             prefix = int.from_bytes(nonce, "big") << self._counter_bits
-            self._job = team.blocks(BlockTransform(
+            self._transform = BlockTransform(
                 key, counter=prefix | self._initial, counter_bits=self._counter_bits,
-                key_schedule=key_schedule, threads=threads))
+                key_schedule=key_schedule, threads=threads)
+            self._job = team.blocks(self._transform)
         self._position = 0  # keystream offset in bytes
         self._encrypted_until = 0  # keystream below this offset has encrypted data
         self._direction: str | None = None
@@ -143,8 +153,9 @@ class CtrCipher:
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
         if self._direction not in (None, direction):
             raise TypeError(f"{direction}() cannot be called after {self._direction}()")
-        source = byte_view(data)
-        length = len(source)
+        on_gpu = on_cuda(data)
+        source = None if on_gpu else byte_view(data)
+        length = _nbytes_of_cuda_array(data) if on_gpu else len(source)  # type: ignore[arg-type]
         start = self._position
         if direction == "encrypt" and start < self._encrypted_until:
             raise KeystreamReuseError(
@@ -153,6 +164,19 @@ class CtrCipher:
             )
         if -(-(start + length) // BLOCK_SIZE) > 1 << self._counter_bits:
             raise CounterOverflowError("The counter has wrapped around in CTR mode")
+        if on_gpu:
+            if self._transform is None:
+                raise TypeError("a Crypto.Util.Counter with a suffix or little-endian "
+                                "counting takes host data only")
+            if self._cuda_job is None:
+                self._cuda_job = _cuda_job(self._transform)
+            result = self._cuda_job(data, output, start // BLOCK_SIZE, start % BLOCK_SIZE)
+            self._direction = direction
+            self._position = start + length
+            if direction == "encrypt":
+                self._encrypted_until = self._position
+            return result
+        assert source is not None
         target = new_buffer(length) if output is None else output_view(output, length)
         self._direction = direction
 
@@ -235,6 +259,24 @@ class _CounterBlocks:
         block = self._blocks(index, 1)
         self._ecb.run(block, block)
         return block.tobytes()
+
+
+def _cuda_job(transform: BlockTransform) -> Any:
+    """The CUDA engine's block job over device arrays (aescl[cuda])."""
+    try:
+        from .engines.cuda import CudaArrayBlocks
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError("CUDA arrays need the CUDA engine: pip install 'aescl[cuda]'"
+                          ) from exc
+    return CudaArrayBlocks(transform)
+
+
+def _nbytes_of_cuda_array(data: Any) -> int:
+    interface = data.__cuda_array_interface__
+    count = 1
+    for extent in interface["shape"]:
+        count *= extent
+    return count * int(interface["typestr"][2:])
 
 
 def _xor(data: memoryview, keystream: bytes) -> bytes:

@@ -217,11 +217,11 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 
 #if AES_TABLES_IN_LOCAL
 #define AES_DECLARE_ROUND_TABLE(name, source)                              \
-    __local uint name##_copies[256 * AES_TABLE_LANES];                     \
+    AES_LOCAL_ARRAY uint name##_copies[256 * AES_TABLE_LANES];             \
     aes_stage_uint_table(name##_copies, source);                           \
     __local const uint *name = name##_copies
 #define AES_DECLARE_SBOX(name, source)                                     \
-    __local uchar name[256];                                               \
+    AES_LOCAL_ARRAY uchar name[256];                                       \
     aes_stage_uchar_table(name, source)
 #else
 #define AES_DECLARE_ROUND_TABLE(name, source) __constant const uint *name = source
@@ -230,7 +230,7 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 
 #if AES_KEY_SCHEDULE_DEVICE
 #define AES_DECLARE_ROUND_KEYS(name, key_material, expand) \
-    __local uint name[AES_ROUND_KEY_WORDS];                \
+    AES_LOCAL_ARRAY uint name[AES_ROUND_KEY_WORDS];        \
     if (get_local_id(0) == 0)                              \
         expand(name, key_material)
 #else
@@ -282,7 +282,7 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 #if AES_X86_AESNI
 /* The round key of round r as the uint4 the instructions take. */
 #define AES_ROUND_KEY(rk, r) \
-    ((uint4)((rk)[4 * (r)], (rk)[4 * (r) + 1], (rk)[4 * (r) + 2], (rk)[4 * (r) + 3]))
+    AES_UINT4((rk)[4 * (r)], (rk)[4 * (r) + 1], (rk)[4 * (r) + 2], (rk)[4 * (r) + 3])
 
 AES_X86_INLINE uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
                                        AES_TABLE_SPACE const uint *te)
@@ -309,20 +309,20 @@ inline uint4 aes_encrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
                                AES_TABLE_SPACE const uint *te)
 {
     const uint copy = aes_copy_bytes();
-    s ^= (uint4)(rk[0], rk[1], rk[2], rk[3]);
+    s ^= AES_UINT4(rk[0], rk[1], rk[2], rk[3]);
     AES_UNROLL
     for (int r = 1; r < AES_ROUNDS; ++r) {
         const AES_KEY_SPACE uint *k = rk + 4 * r;
-        s = (uint4)(AES_ROUND_COLUMN(te, s.x, s.y, s.z, s.w, k[0], copy),
-                    AES_ROUND_COLUMN(te, s.y, s.z, s.w, s.x, k[1], copy),
-                    AES_ROUND_COLUMN(te, s.z, s.w, s.x, s.y, k[2], copy),
-                    AES_ROUND_COLUMN(te, s.w, s.x, s.y, s.z, k[3], copy));
+        s = AES_UINT4(AES_ROUND_COLUMN(te, s.x, s.y, s.z, s.w, k[0], copy),
+                      AES_ROUND_COLUMN(te, s.y, s.z, s.w, s.x, k[1], copy),
+                      AES_ROUND_COLUMN(te, s.z, s.w, s.x, s.y, k[2], copy),
+                      AES_ROUND_COLUMN(te, s.w, s.x, s.y, s.z, k[3], copy));
     }
     const AES_KEY_SPACE uint *k = rk + 4 * AES_ROUNDS;
-    return (uint4)(AES_FINAL_ENC_COLUMN(te, s.x, s.y, s.z, s.w, k[0], copy),
-                   AES_FINAL_ENC_COLUMN(te, s.y, s.z, s.w, s.x, k[1], copy),
-                   AES_FINAL_ENC_COLUMN(te, s.z, s.w, s.x, s.y, k[2], copy),
-                   AES_FINAL_ENC_COLUMN(te, s.w, s.x, s.y, s.z, k[3], copy));
+    return AES_UINT4(AES_FINAL_ENC_COLUMN(te, s.x, s.y, s.z, s.w, k[0], copy),
+                     AES_FINAL_ENC_COLUMN(te, s.y, s.z, s.w, s.x, k[1], copy),
+                     AES_FINAL_ENC_COLUMN(te, s.z, s.w, s.x, s.y, k[2], copy),
+                     AES_FINAL_ENC_COLUMN(te, s.w, s.x, s.y, s.z, k[3], copy));
 }
 
 inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
@@ -330,20 +330,20 @@ inline uint4 aes_decrypt_block(uint4 s, AES_KEY_SPACE const uint *rk,
                                AES_TABLE_SPACE const uchar *inv_sbox)
 {
     const uint copy = aes_copy_bytes();
-    s ^= (uint4)(rk[0], rk[1], rk[2], rk[3]);
+    s ^= AES_UINT4(rk[0], rk[1], rk[2], rk[3]);
     AES_UNROLL
     for (int r = 1; r < AES_ROUNDS; ++r) {
         const AES_KEY_SPACE uint *k = rk + 4 * r;
-        s = (uint4)(AES_ROUND_COLUMN(td, s.x, s.w, s.z, s.y, k[0], copy),
-                    AES_ROUND_COLUMN(td, s.y, s.x, s.w, s.z, k[1], copy),
-                    AES_ROUND_COLUMN(td, s.z, s.y, s.x, s.w, k[2], copy),
-                    AES_ROUND_COLUMN(td, s.w, s.z, s.y, s.x, k[3], copy));
+        s = AES_UINT4(AES_ROUND_COLUMN(td, s.x, s.w, s.z, s.y, k[0], copy),
+                      AES_ROUND_COLUMN(td, s.y, s.x, s.w, s.z, k[1], copy),
+                      AES_ROUND_COLUMN(td, s.z, s.y, s.x, s.w, k[2], copy),
+                      AES_ROUND_COLUMN(td, s.w, s.z, s.y, s.x, k[3], copy));
     }
     const AES_KEY_SPACE uint *k = rk + 4 * AES_ROUNDS;
-    return (uint4)(AES_FINAL_DEC_COLUMN(inv_sbox, s.x, s.w, s.z, s.y, k[0]),
-                   AES_FINAL_DEC_COLUMN(inv_sbox, s.y, s.x, s.w, s.z, k[1]),
-                   AES_FINAL_DEC_COLUMN(inv_sbox, s.z, s.y, s.x, s.w, k[2]),
-                   AES_FINAL_DEC_COLUMN(inv_sbox, s.w, s.z, s.y, s.x, k[3]));
+    return AES_UINT4(AES_FINAL_DEC_COLUMN(inv_sbox, s.x, s.w, s.z, s.y, k[0]),
+                     AES_FINAL_DEC_COLUMN(inv_sbox, s.y, s.x, s.w, s.z, k[1]),
+                     AES_FINAL_DEC_COLUMN(inv_sbox, s.z, s.y, s.x, s.w, k[2]),
+                     AES_FINAL_DEC_COLUMN(inv_sbox, s.w, s.z, s.y, s.x, k[3]));
 }
 
 #endif /* AES_X86_AESNI */

@@ -28,8 +28,8 @@ inline uint4 aes_ctr_counter_block(const ulong counter_hi, const ulong counter_l
     const ulong lo = (counter_lo & ~field_mask_lo) | (sum_lo & field_mask_lo);
     const ulong hi = (counter_hi & ~field_mask_hi) | (sum_hi & field_mask_hi);
     /* Big-endian counter bytes to columns with row 0 in the low byte. */
-    return (uint4)(aes_bswap32((uint)(hi >> 32)), aes_bswap32((uint)hi),
-                   aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
+    return AES_UINT4(aes_bswap32((uint)(hi >> 32)), aes_bswap32((uint)hi),
+                     aes_bswap32((uint)(lo >> 32)), aes_bswap32((uint)lo));
 }
 
 /* Counter blocks first .. first + AES_BLOCKS_PER_ITEM - 1 of the launch into s.
@@ -49,7 +49,7 @@ inline void aes_ctr_counter_run(uint4 *s, const ulong counter_hi, const ulong co
                                                  field_mask_lo, first);
         AES_UNROLL
         for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-            s[j] = (uint4)(base.xyz, aes_bswap32(low + (uint)j));
+            s[j] = AES_UINT4(base.x, base.y, base.z, aes_bswap32(low + (uint)j));
     } else {
         AES_UNROLL
         for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)

@@ -20,7 +20,7 @@ inline void aes_ecb_load_run(__global const uint4 *input, const ulong first,
 {
     AES_UNROLL
     for (int j = 0; j < AES_BLOCKS_PER_ITEM; ++j)
-        s[j] = first + j < block_count ? aes_load(input[first + j]) : (uint4)(0u);
+        s[j] = first + j < block_count ? aes_load(input[first + j]) : AES_UINT4(0u, 0u, 0u, 0u);
 }
 
 inline void aes_ecb_store_run(__global uint4 *output, const ulong first,

@@ -9,6 +9,23 @@
 #ifndef AES_VENDOR_H
 #define AES_VENDOR_H
 
+/* The same sources compile as CUDA C++ through NVRTC (aescl's CUDA engine):
+ * aes_vendor_cuda.h maps OpenCL C's qualifiers, work-item functions and vector
+ * types onto CUDA's, as hashcat builds its OpenCL kernels for CUDA. The sources
+ * therefore write three things through macros that OpenCL C spells natively:
+ *   AES_UINT4(a, b, c, d)   a uint4 from four words ((uint4)(a, b, c, d));
+ *   AES_LOCAL_ARRAY         an array declared in __local (CUDA: __shared__);
+ *   AES_CONSTANT_TABLE      a table defined at file scope in __constant.
+ * Pointer qualifiers (__global, __local, __constant) stay as OpenCL has them. A
+ * HIP build would map the same way (__HIPCC__); none is built: no AMD GPU here. */
+#if defined(__CUDACC__)
+#include "aes_vendor_cuda.h"
+#else
+#define AES_UINT4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
+#define AES_LOCAL_ARRAY __local
+#define AES_CONSTANT_TABLE __constant
+#endif
+
 /* Full unrolling of the round loop: clang-based compilers (PoCL, AMD, Intel) and
  * NVIDIA's all accept the pragma; others ignore it. */
 #define AES_UNROLL _Pragma("unroll")
@@ -193,10 +210,12 @@ typedef uchar aes_x86_wide_bytes __attribute__((ext_vector_type(32)));
 #define AES_WIDE_LANES 1
 #endif
 
+#if !defined(__CUDACC__)
 inline uint aes_bswap32(uint x)
 {
     return as_uint(as_uchar4(x).s3210);
 }
+#endif
 
 /* The AES core holds each state column with row 0 in the low byte, which is what
  * a 32-bit load of the byte stream yields on a little-endian device. A

@@ -75,7 +75,7 @@ def test_the_wheel_runs_from_a_fresh_venv(wheel, tmp_path):
 
     round_trip = (
         "import os, aescl\n"
-        "from aescl.engines.opencl.kernels import kernel_dir\n"
+        "from aescl.engines.sources import kernel_dir\n"
         "key, iv, data = os.urandom(32), os.urandom(16), os.urandom(1000)\n"
         "c = aescl.new(key, aescl.MODE_CTR, nonce=b'', initial_value=iv)\n"
         "d = aescl.new(key, aescl.MODE_CTR, nonce=b'', initial_value=iv)\n"

@@ -26,7 +26,7 @@ def _c_array(ctype: str, name: str, values: list[int], width: int, per_line: int
     for start in range(0, len(values), per_line):
         chunk = values[start : start + per_line]
         lines.append("    " + ", ".join(f"0x{v:0{width}x}" for v in chunk) + ",")
-    return f"__constant {ctype} {name}[256] = {{\n" + "\n".join(lines) + "\n};\n"
+    return f"AES_CONSTANT_TABLE {ctype} {name}[256] = {{\n" + "\n".join(lines) + "\n};\n"
 
 
 def render() -> str:
@@ -43,6 +43,7 @@ def render() -> str:
         " * packed with row 0 in the low byte. The other three tables of the classic\n"
         " * four-table scheme are byte rotations of these, so only one of each is kept.\n"
         " * Row 1 of aes_te0 is S[x] itself, so encryption needs no separate S-box.\n"
+        " * AES_CONSTANT_TABLE (aes_vendor.h) is __constant in OpenCL, __constant__ in CUDA.\n"
         " */\n"
         "#ifndef AES_TABLES_H\n"
         "#define AES_TABLES_H\n\n"

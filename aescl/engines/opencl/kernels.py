@@ -1,4 +1,5 @@
-"""The kernel manager: OpenCL sources, per-device launch settings and builds.
+"""The kernel manager: per-device launch settings and builds of the sources in ``cl/``
+(aescl/engines/sources.py resolves their includes).
 
 Programs are built per (device, source file, options). A built program is kept
 in memory for the process and, as a device binary, on disk under the user cache
@@ -10,10 +11,6 @@ beside pyopencl's, which defers to the drivers' caches on NVIDIA and PoCL: built
 from source, PoCL runs its compiler's front end again in every process and writes
 the result to disk, which fails under a file size limit (docs/benchmarks, "aescl's
 program cache against pyopencl's").
-
-Includes are resolved here rather than by the OpenCL compiler (``-I``): some
-drivers keep their own compiler cache keyed on the top-level source only, and
-would otherwise reuse a stale binary after an edit to an included header.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import threading
 import time
 import warnings
@@ -34,40 +30,23 @@ from typing import Any, TypeVar
 
 import pyopencl as cl
 
-from ..._cache import cache_root, disk_cache_enabled, write_cache_file
+from ..._cache import (  # noqa: F401  (cache_entry, binary_of_entry: its tests)
+    binary_of_entry,
+    cache_entry,
+    cache_root,
+    disk_cache_enabled,
+    write_cache_file,
+)
 from ...devices import Device
 from ...errors import KernelBuildError
 from ..interface import check_key_schedule
-
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
+from ..sources import kernel_dir, load_source  # noqa: F401  (kernel_dir: its tests)
 
 # Room the AES tables and round keys take in __local memory, with margin.
 _LOCAL_BYTES_NEEDED = 4096
 # __local memory kept free beside the round-table copies (S-box, round keys, GHASH).
 _LOCAL_BYTES_BESIDE_TABLES = 8192
 _MAX_TABLE_LANES = 32  # the number of shared-memory banks on NVIDIA and AMD GPUs
-
-
-def kernel_dir() -> Path:
-    """The folder of ``.cl`` sources: ``aescl/cl`` when installed, ``cl/`` in a checkout."""
-    package = Path(__file__).resolve().parents[2]  # aescl/
-    installed = package / "cl"
-    return installed if installed.is_dir() else package.parent / "cl"
-
-
-@cache
-def load_source(filename: str) -> str:
-    """The source of a kernel file with its ``#include "..."`` lines resolved, each file once."""
-    seen: set[str] = set()
-
-    def expand(name: str) -> str:
-        if name in seen:
-            return ""  # the guards would make a second copy empty anyway
-        seen.add(name)
-        text = (kernel_dir() / name).read_text()
-        return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
-
-    return expand(filename)
 
 
 @dataclass(frozen=True)
@@ -334,30 +313,6 @@ def cache_key(device: Device, source: str, options: str) -> str:
 
 def kernel_cache_dir() -> Path:
     return cache_root() / "kernels"
-
-
-# A cache entry: this tag, the binary's length (8 bytes, little-endian), its SHA-256,
-# then the binary. A driver handed a damaged binary may crash rather than refuse it
-# (PoCL segfaulted on one cut short), so an entry is checked before the driver sees it.
-_ENTRY_TAG = b"aescl-kernel-1\0"
-_ENTRY_HEAD = len(_ENTRY_TAG) + 8 + 32
-
-
-def cache_entry(binary: bytes) -> bytes:
-    """A device binary as the disk cache keeps it, with its length and checksum."""
-    return (_ENTRY_TAG + len(binary).to_bytes(8, "little") + hashlib.sha256(binary).digest()
-            + binary)
-
-
-def binary_of_entry(entry: bytes) -> bytes | None:
-    """The binary of an intact cache entry; None for a damaged, empty or foreign one."""
-    head, binary = entry[:_ENTRY_HEAD], entry[_ENTRY_HEAD:]
-    tag_end = len(_ENTRY_TAG)
-    if (len(head) < _ENTRY_HEAD or head[:tag_end] != _ENTRY_TAG or not binary
-            or int.from_bytes(head[tag_end : tag_end + 8], "little") != len(binary)
-            or hashlib.sha256(binary).digest() != head[tag_end + 8 :]):
-        return None
-    return binary
 
 
 def _load_cached_binary(rt: DeviceRuntime, path: Path, options: str) -> Any | None:

@@ -1,0 +1,55 @@
+"""The CUDA engine: the kernels of ``cl/`` compiled by NVRTC, over CUDA device arrays.
+
+Optional (``pip install 'aescl[cuda]'``: cuda-core, cuda-bindings, nvidia-cuda-nvrtc),
+and imported only when a CUDA array reaches a cipher call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..interface import BlockTransform
+from .arrays import cuda_bytes, empty_like, is_cuda_array
+from .engine import CudaBlocks
+from .kernels import KERNELS, compile_cubin, cuda_defines
+
+__all__ = ["KERNELS", "CudaArrayBlocks", "CudaBlocks", "compile_cubin", "cuda_defines",
+           "is_cuda_array"]
+
+
+class CudaArrayBlocks:
+    """A block job (ECB or CTR) over CUDA device arrays: a worker per GPU, made when an
+    array on that GPU first comes."""
+
+    def __init__(self, transform: BlockTransform, device: int | None = None) -> None:
+        self._transform = transform
+        self._device = device  # the only GPU allowed, when the cipher named one
+        self._workers: dict[int, CudaBlocks] = {}
+
+    def __call__(self, data: Any, output: Any, first_block: int = 0, skip: int = 0) -> Any:
+        """``data`` through the kernel into ``output`` or a new array like ``data``;
+        returns that new array, or None when ``output`` was given."""
+        source = cuda_bytes(data, "the input")
+        if self._device is not None and source.device != self._device:
+            raise ValueError(f"the input is on GPU {source.device}, the cipher on "
+                             f"cuda:{self._device}")
+        result = None
+        if output is None:
+            result = empty_like(data, source.device)
+            output = result
+        elif not is_cuda_array(output):
+            raise TypeError("output= must be a CUDA array like the input (host memory "
+                            "takes a host input)")
+        target = cuda_bytes(output, "output", writable=True)
+        if target.device != source.device:
+            raise ValueError(f"output is on GPU {target.device}, the input on GPU "
+                             f"{source.device}")
+        if target.nbytes != source.nbytes:
+            raise ValueError(f"output has {target.nbytes} bytes; the input has {source.nbytes}")
+        if source.nbytes:
+            worker = self._workers.get(source.device)
+            if worker is None:
+                worker = self._workers[source.device] = CudaBlocks(self._transform,
+                                                                   source.device)
+            worker.run(source, target, first_block, skip)
+        return result

@@ -1,0 +1,97 @@
+"""The CUDA engine's programs: the kernels of ``cl/`` compiled as CUDA C++ by NVRTC.
+
+There is one AES core: ``cl/aes_vendor_cuda.h`` maps the OpenCL C that the kernels
+are written in onto CUDA's, as hashcat builds its OpenCL kernels for CUDA. NVRTC
+(the ``nvidia-cuda-nvrtc`` wheel, through ``cuda-core``) compiles for a GPU
+architecture with no GPU present, which is how the test suite checks every CUDA
+kernel on machines without one. A built module is kept in memory for the process
+and, as a cubin, in aescl's cache directory (``<cache>/cuda``), in the same checked
+entries as the OpenCL engine's binaries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from ..._cache import binary_of_entry, cache_entry, cache_root, disk_cache_enabled, write_cache_file
+from ...errors import KernelBuildError
+from ..sources import load_source
+
+# The kernels the CUDA engine runs, by source file.
+KERNELS: dict[str, tuple[str, ...]] = {
+    "aes_ecb.cl": ("aes_ecb_encrypt", "aes_ecb_decrypt"),
+    "aes_ctr.cl": ("aes_ctr_xor",),
+}
+
+# Copies of the round table in shared memory: one per bank, as the OpenCL engine
+# uses on NVIDIA GPUs (aes_core.cl, AES_TABLE_LANES). 32 KiB of static shared memory.
+TABLE_LANES = 32
+
+
+def cuda_defines(rounds: int) -> dict[str, int]:
+    """The ``-D`` options of a CUDA build: the OpenCL engine's for an NVIDIA GPU (round
+    keys expanded on the host, the tables in shared memory a copy per bank, byte
+    extraction by PRMT)."""
+    return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
+            "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1}
+
+
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def compile_cubin(filename: str, defines: Mapping[str, int], arch: str) -> bytes:
+    """The cubin of one kernel file for GPU architecture ``arch`` (``"90"``: sm_90).
+    Needs NVRTC, not a GPU. Raises :class:`KernelBuildError` with NVRTC's log."""
+    from cuda.core import Program, ProgramOptions
+    from cuda.core._utils.cuda_utils import NVRTCError
+
+    macros = [(k, str(v)) for k, v in sorted(defines.items())]
+    options = ProgramOptions(arch=f"sm_{arch}", std="c++17", name=filename,
+                             define_macro=macros or None)
+    try:
+        code = Program(load_source(filename), "c++", options).compile("cubin")
+    except NVRTCError as exc:
+        raise KernelBuildError(f"building {filename} for CUDA sm_{arch} failed",
+                               str(exc)) from None
+    return bytes(code.code)
+
+
+def _cache_key(filename: str, defines: Mapping[str, int], arch: str) -> str:
+    identity = {"source": load_source(filename), "defines": sorted(defines.items()),
+                "arch": arch, "nvrtc": nvrtc_version()}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+_modules: dict[tuple[str, str, str], Any] = {}
+_modules_lock = threading.Lock()
+
+
+def module(filename: str, defines: Mapping[str, int], arch: str) -> Any:
+    """The loaded module (``cuda.core.ObjectCode``) of a kernel file, from memory, the
+    disk cache or NVRTC."""
+    from cuda.core import ObjectCode
+
+    key = (filename, json.dumps(sorted(defines.items())), arch)
+    with _modules_lock:
+        if key not in _modules:
+            path = cache_root() / "cuda" / f"{_cache_key(filename, defines, arch)}.cubin"
+            cubin = None
+            if disk_cache_enabled():
+                try:
+                    cubin = binary_of_entry(path.read_bytes())
+                except OSError:
+                    cubin = None
+            if cubin is None:
+                cubin = compile_cubin(filename, defines, arch)
+                if disk_cache_enabled():
+                    write_cache_file(path, cache_entry(cubin))
+            _modules[key] = ObjectCode.from_cubin(cubin)
+        return _modules[key]

@@ -1,0 +1,75 @@
+/* aes_vendor_cuda.h: OpenCL C, as aescl's kernels use it, in CUDA C++ (NVRTC).
+ *
+ * Included by aes_vendor.h when __CUDACC__ is defined (NVRTC defines it). It maps
+ * the OpenCL qualifiers, scalar and vector types, work-item functions and
+ * built-ins that the kernels use; nothing else of OpenCL C is promised. Only the
+ * first dimension exists: aescl launches one-dimensional grids. Pointers carry no
+ * address space in CUDA, so __global, __local and __constant vanish from them;
+ * arrays declared in __local memory and tables in __constant memory are spelled
+ * AES_LOCAL_ARRAY and AES_CONSTANT_TABLE by the sources for this reason.
+ *
+ * Reads: nothing. Kernels keep OpenCL's names (extern "C", so a module's
+ * function is found by the name the OpenCL program has).
+ */
+#ifndef AES_VENDOR_CUDA_H
+#define AES_VENDOR_CUDA_H
+
+#define __kernel extern "C" __global__
+#define __global
+#define __local
+#define __constant
+#define AES_LOCAL_ARRAY __shared__
+#define AES_CONSTANT_TABLE __constant__ const
+/* Every helper is a device function (the sources mark each one inline). */
+#define inline __device__ __forceinline__
+
+/* The device is little-endian, as OpenCL would report with __ENDIAN_LITTLE__. */
+#ifndef __ENDIAN_LITTLE__
+#define __ENDIAN_LITTLE__ 1
+#endif
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long long ulong;
+typedef unsigned long long size_t_aes;
+
+#define AES_UINT4(a, b, c, d) make_uint4((a), (b), (c), (d))
+
+__device__ __forceinline__ uint4 operator^(uint4 a, uint4 b)
+{
+    return make_uint4(a.x ^ b.x, a.y ^ b.y, a.z ^ b.z, a.w ^ b.w);
+}
+__device__ __forceinline__ uint4 &operator^=(uint4 &a, uint4 b)
+{
+    a = a ^ b;
+    return a;
+}
+
+/* Work-item functions, dimension 0 only. */
+__device__ __forceinline__ size_t_aes get_local_id(int) { return threadIdx.x; }
+__device__ __forceinline__ size_t_aes get_local_size(int) { return blockDim.x; }
+__device__ __forceinline__ size_t_aes get_group_id(int) { return blockIdx.x; }
+__device__ __forceinline__ size_t_aes get_num_groups(int) { return gridDim.x; }
+__device__ __forceinline__ size_t_aes get_global_id(int)
+{
+    return (size_t_aes)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ size_t_aes get_global_size(int)
+{
+    return (size_t_aes)gridDim.x * blockDim.x;
+}
+
+#define CLK_LOCAL_MEM_FENCE 1
+#define barrier(flags) __syncthreads()
+
+/* OpenCL's rotate: left by n bits (n below the width). */
+__device__ __forceinline__ uint rotate(uint x, uint n) { return __funnelshift_l(x, x, n); }
+__device__ __forceinline__ ulong rotate(ulong x, ulong n)
+{
+    return n ? (x << n) | (x >> (64u - n)) : x;
+}
+
+__device__ __forceinline__ uint aes_bswap32(uint x) { return __byte_perm(x, 0u, 0x0123u); }
+
+#endif /* AES_VENDOR_CUDA_H */

@@ -1,0 +1,202 @@
+"""aescl/engines/cuda: the cl/ kernels through NVRTC, and CUDA device arrays in the
+ECB and CTR calls.
+
+The build tests run wherever NVRTC is installed (the test extra brings it; no GPU is
+needed). The array tests need a CUDA GPU and PyTorch or CuPy, and are skipped,
+visibly, elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from Crypto.Cipher import AES as Reference
+
+import aescl
+
+KEY_BITS = [128, 192, 256]
+
+
+def _nvrtc_available() -> bool:
+    try:
+        from aescl.engines.cuda.kernels import nvrtc_version
+
+        nvrtc_version()
+    except Exception:  # noqa: BLE001 - any failure to load NVRTC means "absent"
+        return False
+    return True
+
+
+needs_nvrtc = pytest.mark.skipif(not _nvrtc_available(),
+                                 reason="NVRTC (pip install 'aescl[cuda]') is not installed")
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["80", "90"])
+@pytest.mark.parametrize("rounds", [10, 12, 14])
+def test_every_cuda_kernel_compiles_from_the_one_core(arch, rounds):
+    from aescl.engines.cuda import KERNELS, compile_cubin, cuda_defines
+
+    for filename, names in KERNELS.items():
+        cubin = compile_cubin(filename, cuda_defines(rounds), arch)
+        assert cubin[:4] == b"\x7fELF", filename
+        for name in names:  # extern "C": the OpenCL kernel names, unmangled
+            assert name.encode() + b"\0" in cubin, (filename, name)
+
+
+@needs_nvrtc
+def test_a_cuda_build_error_carries_nvrtcs_log(monkeypatch):
+    from aescl.engines import sources
+    from aescl.engines.cuda import compile_cubin
+
+    monkeypatch.setattr(sources, "load_source", lambda _: "__kernel void k() { nope; }")
+    monkeypatch.setattr("aescl.engines.cuda.kernels.load_source", sources.load_source)
+    with pytest.raises(aescl.KernelBuildError) as caught:
+        compile_cubin("broken.cl", {}, "90")
+    assert "nope" in caught.value.build_log
+
+
+# ---- CUDA device arrays (a GPU) ---------------------------------------------------
+
+
+def _cuda_gpu() -> bool:
+    if not _nvrtc_available():
+        return False
+    try:
+        from cuda.core import Device
+
+        Device(0)
+    except Exception:  # noqa: BLE001 - no driver, no GPU
+        return False
+    return True
+
+
+needs_gpu = pytest.mark.skipif(not _cuda_gpu(), reason="no CUDA GPU on this machine")
+
+
+def _libraries() -> list:
+    found = []
+    for name in ("torch", "cupy"):
+        try:
+            found.append(pytest.param(__import__(name), id=name))
+        except ImportError:
+            found.append(pytest.param(None, id=name, marks=pytest.mark.skip(
+                reason=f"{name} is not installed")))
+    return found
+
+
+def _to_gpu(library, data: bytes):
+    import numpy as np
+
+    host = np.frombuffer(data, np.uint8).copy()
+    return library.from_numpy(host).cuda() if library.__name__ == "torch" else \
+        library.asarray(host)
+
+
+def _to_host(array) -> bytes:
+    if type(array).__module__.startswith("torch"):
+        return array.cpu().numpy().tobytes()
+    return array.get().tobytes()
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+@pytest.mark.parametrize("bits", KEY_BITS)
+@pytest.mark.parametrize("size", [16, 4096, (1 << 20) + 48])
+def test_ecb_on_device_arrays_matches_pycryptodome(library, bits, size):
+    key, data = os.urandom(bits // 8), os.urandom(size)
+    gpu = _to_gpu(library, data)
+    sealed = aescl.new(key, aescl.MODE_ECB).encrypt(gpu)
+    assert type(sealed) is type(gpu)
+    assert _to_host(sealed) == Reference.new(key, Reference.MODE_ECB).encrypt(data)
+    opened = aescl.new(key, aescl.MODE_ECB).decrypt(sealed)
+    assert _to_host(opened) == data
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+@pytest.mark.parametrize("bits", KEY_BITS)
+def test_ctr_calls_of_any_length_continue_the_stream(library, bits):
+    key, nonce = os.urandom(bits // 8), os.urandom(8)
+    sizes = [5, 16, 27, 4096, 1, (1 << 20) + 3, 0, 33]
+    data = os.urandom(sum(sizes))
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce)
+    out, at = b"", 0
+    for size in sizes:
+        out += _to_host(cipher.encrypt(_to_gpu(library, data[at : at + size])))
+        at += size
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    assert out == expected
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+def test_ctr_in_place_and_at_an_odd_offset(library):
+    key, nonce, data = os.urandom(16), os.urandom(12), os.urandom(100_003)
+    gpu = _to_gpu(library, data)
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, initial_value=2**32 - 3)
+    assert cipher.encrypt(gpu, output=gpu) is None  # in place, across a 32-bit carry
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce,
+                             initial_value=2**32 - 3).encrypt(data)
+    assert _to_host(gpu) == expected
+    # A slice that starts 3 bytes into the array: not 16-byte aligned.
+    odd = _to_gpu(library, b"\0\0\0" + data)[3:]
+    result = aescl.new(key, aescl.MODE_CTR, nonce=nonce, initial_value=2**32 - 3).encrypt(odd)
+    assert _to_host(result) == expected
+
+
+@needs_gpu
+def test_other_dtypes_are_taken_as_their_bytes():
+    torch = pytest.importorskip("torch")
+    key, nonce = os.urandom(32), os.urandom(8)
+    values = torch.arange(1000, dtype=torch.float32, device="cuda")
+    sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(values)
+    assert sealed.dtype == torch.float32 and sealed.shape == values.shape
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(
+        values.cpu().numpy().tobytes())
+    assert sealed.cpu().numpy().tobytes() == expected
+
+
+@needs_gpu
+def test_bad_device_arrays_are_refused_before_any_work():
+    torch = pytest.importorskip("torch")
+    key = os.urandom(16)
+    grid = torch.zeros((64, 64), dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="not contiguous"):
+        aescl.new(key, aescl.MODE_CTR, nonce=b"n").encrypt(grid.t())
+    with pytest.raises(ValueError, match="bytes"):
+        aescl.new(key, aescl.MODE_CTR, nonce=b"n").encrypt(
+            grid, output=torch.empty(100, dtype=torch.uint8, device="cuda"))
+    with pytest.raises(TypeError, match="CUDA array"):
+        aescl.new(key, aescl.MODE_CTR, nonce=b"n").encrypt(grid, output=bytearray(4096))
+    with pytest.raises(ValueError, match="aligned"):
+        aescl.new(key, aescl.MODE_ECB).encrypt(grid.reshape(-1)[:15])
+
+
+@needs_gpu
+def test_work_is_ordered_on_the_producers_stream():
+    """A producer kernel on a side stream, then encrypt, then a consumer, all on that
+    stream with no synchronization between them."""
+    torch = pytest.importorskip("torch")
+    key, nonce = os.urandom(16), os.urandom(8)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        data = torch.full((64 << 20,), 7, dtype=torch.uint8, device="cuda")
+        data.add_(1)  # producer: every byte 8, on the side stream
+        sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(data)
+        opened = aescl.new(key, aescl.MODE_CTR, nonce=nonce).decrypt(sealed)
+        check = bool((opened == 8).all())  # consumer
+    side.synchronize()
+    assert check
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(bytes([8]) * 1024)
+    assert sealed[:1024].cpu().numpy().tobytes() == expected
+
+
+@needs_gpu
+def test_a_cpu_tensor_takes_the_host_path():
+    torch = pytest.importorskip("torch")
+    key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(5000)
+    tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="host").encrypt(tensor)
+    assert sealed == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
