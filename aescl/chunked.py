@@ -336,34 +336,17 @@ class Reader:
 # ---- streaming whole chunks between files ------------------------------------------
 
 
-def _streams_files_itself(cipher: TeamChunks, count: int) -> Any:
-    """The worker of the OpenCL engine that runs a file job of ``count`` chunks alone,
-    which streams files through its own pipeline; None when the job is on the host or
-    split."""
-    engines = cipher.engines_for(count)
-    return cipher.worker(engines[0]) if len(engines) == 1 and engines[0].device.is_opencl \
-        else None
-
 def seal_from_file(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int,
                    count: int, progress: Callable[[int], None] | None = None) -> None:
     """Seal ``count`` full chunks (message chunks ``first, ...``) read from ``source`` into
-    ``sink``: through one OpenCL engine's own file pipeline, or in windows split over
-    the team (:func:`_windows`)."""
-    own = _streams_files_itself(cipher, count)
-    if own is not None:
-        own.seal_file(source, sink, first, count, cipher.batch_chunks, progress)
-        return
+    ``sink``, in windows split over the team (:func:`_windows`)."""
     _windows(cipher, source, sink, first, count, CHUNK_SIZE, SEALED_CHUNK_SIZE,
              cipher.seal_full, progress)
 
 def open_from_file(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int,
                    count: int, progress: Callable[[int], None] | None = None) -> None:
     """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
-    window (or pipeline run) only after all of its chunks authenticated."""
-    own = _streams_files_itself(cipher, count)
-    if own is not None:
-        own.open_file(source, sink, first, count, cipher.batch_chunks, progress)
-        return
+    window only after all of its chunks authenticated."""
     _windows(cipher, source, sink, first, count, SEALED_CHUNK_SIZE, CHUNK_SIZE,
              cipher.open_full, progress)
 

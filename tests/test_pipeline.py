@@ -152,36 +152,6 @@ def test_host_copies_split_into_parts(monkeypatch):
     assert np.array_equal(source, target)
 
 
-@pytest.mark.parametrize("window", [None, 64 << 10], ids=["one-window", "64KiB-windows"])
-@pytest.mark.parametrize("mode", ["w+b", "wb"], ids=["mapped", "positional-writes"])
-def test_a_file_sink_writes_pieces_in_place_after_what_was_there(tmp_path, monkeypatch, mode,
-                                                                 window):
-    if window:  # pieces then cross windows, and several windows are unmapped
-        monkeypatch.setattr(streaming, "MAP_WINDOW_BYTES", window)
-    # A 56-byte header first, so that the pieces start off any page boundary.
-    pieces = [np.frombuffer(os.urandom(n), np.uint8) for n in (70_000, 1, 0, 3 << 20, 12_345)]
-    path = tmp_path / "out.bin"
-    with open(path, mode) as stream:
-        stream.write(b"h" * 56)
-        sink = streaming.FileSink(stream, sum(p.nbytes for p in pieces))
-        for piece in pieces:
-            for task in sink.store(piece):
-                task()
-        sink.close()
-        assert sink._window is None and not sink._unmapping
-        assert stream.tell() == 56 + sum(p.nbytes for p in pieces)
-        stream.write(b"tail")
-    assert path.read_bytes() == b"h" * 56 + b"".join(p.tobytes() for p in pieces) + b"tail"
-
-
-def test_a_file_sink_maps_only_when_it_knows_the_size_and_may_read(tmp_path):
-    with open(tmp_path / "a", "w+b") as stream:
-        assert streaming.FileSink(stream, 10)._maps
-        assert not streaming.FileSink(stream)._maps
-    with open(tmp_path / "b", "wb") as stream:  # a shared writable mapping needs O_RDWR
-        assert not streaming.FileSink(stream, 10)._maps
-
-
 @pytest.mark.parametrize("mode", ["ecb", "ctr"])
 def test_slicing_gives_identical_output(device, mode):
     # Many small pieces, and ranges that do not fall on piece boundaries.

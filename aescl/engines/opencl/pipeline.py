@@ -21,18 +21,14 @@ pieces in it skip the staging copies entirely.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import mmap
 import os
-import stat
 import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -42,20 +38,12 @@ try:
 except ImportError:  # not POSIX: files are written with positional writes
     fcntl = None  # type: ignore[assignment]
 
-from ..._space import reserve
 from ...devices import Device
-from ...errors import TruncatedError
 from .kernels import DeviceRuntime, one_job_per_device, runtime
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
 _COPY_PART_BYTES = 4 << 20  # below this a host copy is not worth splitting
-# Copies into a fresh file mapping spend their time in page faults, which more
-# threads take in parallel: smaller parts.
-_MAPPED_PART_BYTES = 1 << 20
-# FileSink maps this much of an output file at a time (or one piece, if more):
-# mapped pages count as resident memory until they are unmapped.
-MAP_WINDOW_BYTES = 16 << 20
 _HOST_THREADS = max(1, min(16, os.cpu_count() or 1))
 
 _pool: ThreadPoolExecutor | None = None
@@ -149,158 +137,6 @@ def copy_parts(target: np.ndarray, source: np.ndarray,
         (lambda lo=lo, hi=hi: np.copyto(target[lo:hi], source[lo:hi]))
         for lo, hi in _parts(source.nbytes, part_bytes)
     ]
-
-
-def _file_position(stream: BinaryIO) -> tuple[int, int] | None:
-    """(descriptor, position) of a regular file, which threads may read or write at
-    offsets; None for pipes, terminals and in-memory streams."""
-    try:
-        fd = stream.fileno()
-        if not (stat.S_ISREG(os.fstat(fd).st_mode) and stream.seekable()):
-            return None
-        return fd, stream.tell()
-    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-        return None
-
-
-def _read_exactly(read: Callable[[memoryview, int], int], view: memoryview, offset: int) -> None:
-    done = 0
-    while done < len(view):
-        got = read(view[done:], offset + done)
-        if not got:
-            raise TruncatedError("truncated: the input ended early (did it change while "
-                                 "being read?)")
-        done += got
-
-
-class FileSource:
-    """Consecutive pieces of a file as pipeline loads. A regular file is read by
-    several threads at once (positional reads of the page cache scale with cores);
-    any other stream in order."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
-        self._file = _file_position(stream)
-        self._position = self._file[1] if self._file else 0
-
-    def load(self, nbytes: int) -> HostAction:
-        if self._file is None:
-            def read(view: memoryview, _: int) -> int:
-                return self._stream.readinto(view)  # type: ignore[attr-defined]
-            return lambda staging: [lambda: _read_exactly(read, memoryview(staging), 0)]
-        fd, offset = self._file[0], self._position
-        self._position += nbytes
-
-        def pread(view: memoryview, at: int) -> int:
-            return os.preadv(fd, [view], at)
-        return lambda staging: [
-            (lambda lo=lo, hi=hi: _read_exactly(pread, memoryview(staging)[lo:hi], offset + lo))
-            for lo, hi in _parts(nbytes)
-        ]
-
-    def close(self) -> None:
-        """Leave the stream just after what the loads read."""
-        if self._file is not None:
-            self._stream.seek(self._position)
-
-
-class FileSink:
-    """Consecutive pieces written to a file as pipeline stores.
-
-    Given the ``total_bytes`` it will write, a regular file open for reading and
-    writing is grown to size, and each piece is copied by several threads into a
-    shared mapping of its place in the file: page-cache writes through ``pwrite``
-    serialise on the file's inode lock, so one thread would set the pace (measured
-    on a tmpfs: 4 GiB in 1.1 s by ``pwrite``, 0.6 s by eight threads into a
-    mapping). The file is mapped a window of MAP_WINDOW_BYTES at a time, because
-    mapped pages count as the process's resident memory, and a finished window is
-    unmapped by a host thread: unmapping written pages takes about 12 ms per GiB
-    on the H200 host, which stalled the pipeline when the main thread did it. Any other
-    regular file gets one positional write per piece; other streams are written
-    in order. The mapping is used only once fallocate(2) has allocated the room
-    (aescl._space); elsewhere, a full disk included, positional writes report
-    what goes wrong. After a failure, a grown file keeps its size, with zeros
-    where nothing was written.
-    """
-
-    def __init__(self, stream: BinaryIO, total_bytes: int = 0) -> None:
-        stream.flush()
-        self._stream = stream
-        self._file = _file_position(stream)
-        self._position = self._file[1] if self._file else 0
-        self._end = self._position + total_bytes
-        # (file offset the window starts at, its mapping, a view of it)
-        self._window: tuple[int, mmap.mmap, np.ndarray] | None = None
-        self._unmapping: list[Future[None]] = []
-        self._maps = False
-        if self._file is not None and total_bytes > 0 and _readable_and_writable(self._file[0]):
-            # Mapped only where the room is allocated: a mapped write the file system
-            # cannot back (a full disk) is a SIGBUS, where pwrite reports ENOSPC.
-            self._maps = reserve(self._file[0], self._position, total_bytes)
-
-    def _mapped(self, fd: int, offset: int, nbytes: int) -> np.ndarray | None:
-        """A writable view of the file's bytes [offset, offset + nbytes), or None
-        where the file system cannot map it. Stores run in order, so the copies
-        into an earlier window have finished when a piece moves past it."""
-        window = self._window
-        if window is None or offset + nbytes > window[0] + window[2].nbytes:
-            self._release_window()
-            start = offset - offset % mmap.ALLOCATIONGRANULARITY
-            stop = max(offset + nbytes, min(start + MAP_WINDOW_BYTES, self._end))
-            try:
-                mapping = mmap.mmap(fd, stop - start, mmap.MAP_SHARED,
-                                    mmap.PROT_READ | mmap.PROT_WRITE, offset=start)
-            except (OSError, ValueError):
-                self._maps = False
-                return None
-            window = self._window = (start, mapping, np.frombuffer(mapping, np.uint8))
-        return window[2][offset - window[0] :][:nbytes]
-
-    def _release_window(self) -> None:
-        if self._window is not None:
-            mapping = self._window[1]
-            self._window = None  # drops the view, so that the mapping can close
-            self._unmapping.append(_host_pool().submit(_unmap, mapping))
-
-    def store(self, data: np.ndarray) -> list[Callable[[], None]]:
-        if self._file is None:
-            return [lambda: self._stream.write(memoryview(data))]
-        fd, offset = self._file[0], self._position
-        self._position += data.nbytes
-        if self._maps and data.nbytes:
-            mapped = self._mapped(fd, offset, data.nbytes)
-            if mapped is not None:
-                return copy_parts(mapped, data, _MAPPED_PART_BYTES)
-
-        def write() -> None:
-            view = memoryview(data)
-            while view:
-                view = view[os.pwrite(fd, view, offset + data.nbytes - len(view)):]
-        return [write]
-
-    def close(self) -> None:
-        """Unmap, and leave the stream just after what the stores wrote."""
-        self._release_window()
-        for unmapping in self._unmapping:
-            unmapping.result()
-        self._unmapping.clear()
-        if self._file is not None:
-            self._stream.seek(self._position)
-
-
-def _unmap(mapping: mmap.mmap) -> None:
-    with contextlib.suppress(BufferError):  # a view still alive unmaps when it is freed
-        mapping.close()
-
-
-def _readable_and_writable(fd: int) -> bool:
-    """Whether a descriptor allows the shared writable mapping FileSink uses."""
-    if fcntl is None:
-        return False
-    try:
-        return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR
-    except OSError:
-        return False
 
 
 # ---- Pieces and the pipeline --------------------------------------------------------------

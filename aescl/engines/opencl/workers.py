@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -35,8 +35,6 @@ from .gcm import GcmEngine
 from .kernels import aes_options, carryless_ghash, kernel, runtime
 from .pipeline import (
     PIECE_BYTES,
-    FileSink,
-    FileSource,
     Launch,
     Piece,
     copy_parts,
@@ -355,43 +353,6 @@ class ChunkCipher:
         """Open all whole sealed chunks of ``sealed`` (message chunks ``first, ...``)."""
         count = sealed.nbytes // SEALED_CHUNK_SIZE
         self.open_ranges(sealed, plaintext, first, iter([(0, count)]), batch_chunks)
-
-    def seal_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
-                  batch_chunks: int | None = None,
-                  progress: Callable[[int], None] | None = None) -> None:
-        """Seal ``count`` full chunks read from ``source`` into ``sink``: reads land in
-        pinned staging and writes leave from it, overlapped with the device."""
-        self._file_runs(source, sink, first, count, batch_chunks, progress, opening=False)
-
-    def open_file(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
-                  batch_chunks: int | None = None,
-                  progress: Callable[[int], None] | None = None) -> None:
-        """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
-        run only after all of its tags matched."""
-        self._file_runs(source, sink, first, count, batch_chunks, progress, opening=True)
-
-    def _file_runs(self, source: BinaryIO, sink: BinaryIO, first: int, count: int,
-                   batch_chunks: int | None, progress: Callable[[int], None] | None,
-                   opening: bool) -> None:
-        out_bytes = CHUNK_SIZE if opening else SEALED_CHUNK_SIZE
-        reads, writes = FileSource(source), FileSink(sink, count * out_bytes)
-
-        def piece(done: int, chunks: int, piece: Piece) -> Piece:
-            def store(result: np.ndarray) -> list[Callable[[], None]]:
-                data = self._checked(result, first + done, chunks) if opening else result
-                if progress:
-                    progress(piece.in_bytes)
-                return writes.store(data)
-            piece.load, piece.store = reads.load(piece.in_bytes), store
-            return piece
-
-        try:
-            pipeline(self._device).run(
-                piece(*run) for run in self._runs(first, iter([(0, count)]), batch_chunks,
-                                                  opening))
-        finally:
-            reads.close()
-            writes.close()
 
     def seal(self, plaintext: BytesLike, first: int, final: bool) -> np.ndarray:
         """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short final one.
