@@ -45,6 +45,15 @@ def on_cuda(data: Any) -> bool:
         return False
 
 
+def cuda_nbytes(data: Any) -> int:
+    """The bytes of a CUDA device array (:func:`on_cuda`): its elements times their size."""
+    interface = data.__cuda_array_interface__
+    count = 1
+    for extent in interface["shape"]:
+        count *= extent
+    return count * int(interface["typestr"][2:])
+
+
 def _host_memory(data: Any) -> Any:
     """``data`` itself, or for an array in host memory that only DLPack exports (a CPU
     torch tensor), a NumPy view of it."""

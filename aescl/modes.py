@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from . import keyschedule
-from ._arrays import BytesLike, byte_view, finish, new_buffer, on_cuda, output_view
+from ._arrays import BytesLike, byte_view, cuda_nbytes, finish, new_buffer, on_cuda, output_view
 from .engines import MODE_GCM, BlockTransform, check_key_schedule
 from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
 from .scheduler import Team
@@ -46,7 +46,7 @@ class EcbCipher:
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
         if on_cuda(data):
-            if _nbytes_of_cuda_array(data) % BLOCK_SIZE:
+            if cuda_nbytes(data) % BLOCK_SIZE:
                 raise ValueError("Data must be aligned to block boundary in ECB mode")
             if decrypt not in self._cuda_jobs:
                 self._cuda_jobs[decrypt] = _cuda_job(self._transforms[decrypt])
@@ -155,7 +155,7 @@ class CtrCipher:
             raise TypeError(f"{direction}() cannot be called after {self._direction}()")
         on_gpu = on_cuda(data)
         source = None if on_gpu else byte_view(data)
-        length = _nbytes_of_cuda_array(data) if on_gpu else len(source)  # type: ignore[arg-type]
+        length = cuda_nbytes(data) if on_gpu else len(source)  # type: ignore[arg-type]
         start = self._position
         if direction == "encrypt" and start < self._encrypted_until:
             raise KeystreamReuseError(
@@ -269,14 +269,6 @@ def _cuda_job(transform: BlockTransform) -> Any:
         raise ImportError("CUDA arrays need the CUDA engine: pip install 'aescl[cuda]'"
                           ) from exc
     return CudaArrayBlocks(transform)
-
-
-def _nbytes_of_cuda_array(data: Any) -> int:
-    interface = data.__cuda_array_interface__
-    count = 1
-    for extent in interface["shape"]:
-        count *= extent
-    return count * int(interface["typestr"][2:])
 
 
 def _xor(data: memoryview, keystream: bytes) -> bytes:

@@ -11,10 +11,10 @@ produced the input and precedes the work the caller enqueues next on that stream
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
+from ..._arrays import cuda_nbytes, on_cuda
 from .engine import CudaBytes, _check
 
 
@@ -24,10 +24,7 @@ def _library(obj: Any) -> str:
 
 def is_cuda_array(obj: Any) -> bool:
     """Whether ``obj`` is an array in CUDA device memory (a CPU tensor is not)."""
-    try:
-        return isinstance(getattr(obj, "__cuda_array_interface__", None), dict)
-    except (AttributeError, RuntimeError, TypeError):
-        return False
+    return on_cuda(obj)
 
 
 def _producer_stream(obj: Any, device: int, interface: dict[str, Any]) -> int:
@@ -52,7 +49,7 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False) -> CudaBytes:
     interface = obj.__cuda_array_interface__
     pointer, readonly = interface["data"]
     shape = tuple(interface["shape"])
-    itemsize = int(interface["typestr"][2:])
+    itemsize = int(interface["typestr"][2:])  # (the bytes of one element)
     strides = interface.get("strides")
     if strides is not None:
         expected, step = [], itemsize
@@ -65,7 +62,7 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False) -> CudaBytes:
                              f"(e.g. .contiguous() or cupy.ascontiguousarray)")
     if writable and readonly:
         raise ValueError(f"{what} is read-only")
-    nbytes = math.prod(shape) * itemsize
+    nbytes = cuda_nbytes(obj)
     if nbytes == 0:
         device = _empty_array_device(obj)
     else:
