@@ -13,6 +13,7 @@ memoryviews, so that a job on the host engine never imports numpy (it took
 from __future__ import annotations
 
 import mmap
+import sys
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .keyschedule import BLOCK_SIZE
@@ -43,6 +44,34 @@ def on_cuda(data: Any) -> bool:
         return isinstance(getattr(data, "__cuda_array_interface__", None), dict)
     except (AttributeError, RuntimeError, TypeError):  # (a CPU torch tensor raises)
         return False
+
+
+def on_opencl(data: Any) -> bool:
+    """Whether ``data`` is a pyopencl array (the OpenCL engine's device arrays), told
+    without importing pyopencl: no one holds such an array before importing it. A bare
+    ``cl.Buffer`` is refused here: it has no queue to order the work on."""
+    module = sys.modules.get("pyopencl.array")
+    if module is not None and isinstance(data, module.Array):
+        return True
+    opencl = sys.modules.get("pyopencl")
+    if opencl is not None and isinstance(data, opencl.MemoryObject):
+        raise TypeError("a cl.Buffer has no queue to run on: pass it as a pyopencl array, "
+                        "pyopencl.array.Array(queue, size, numpy.uint8, data=buffer, "
+                        "offset=offset)")
+    return False
+
+
+def device_array_kind(data: Any) -> str | None:
+    """``"cuda"`` or ``"opencl"`` for an array in a device's memory that the engine of
+    that name takes (:func:`on_cuda`, :func:`on_opencl`); None for host memory."""
+    if on_cuda(data):
+        return "cuda"
+    return "opencl" if on_opencl(data) else None
+
+
+def device_nbytes(data: Any) -> int:
+    """The bytes of a device array (:func:`device_array_kind`)."""
+    return cuda_nbytes(data) if on_cuda(data) else int(data.nbytes)
 
 
 def cuda_nbytes(data: Any) -> int:

@@ -13,11 +13,19 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from . import keyschedule
-from ._arrays import BytesLike, byte_view, cuda_nbytes, finish, new_buffer, on_cuda, output_view
+from ._arrays import (
+    BytesLike,
+    byte_view,
+    device_array_kind,
+    device_nbytes,
+    finish,
+    new_buffer,
+    output_view,
+)
 from .engines import MODE_GCM, BlockTransform, check_key_schedule
 from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
 from .scheduler import Team
-from .teams import DevicesSpec, resolve_devices, team
+from .teams import DefaultTeam, DevicesSpec, resolve_devices, team
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,15 +50,18 @@ class EcbCipher:
                             for decrypt in (False, True)}
         self._jobs = {decrypt: team.blocks(transform)
                       for decrypt, transform in self._transforms.items()}
-        self._cuda_jobs: dict[bool, Any] = {}
+        self._team = team
+        self._array_jobs: dict[tuple[str, bool], Any] = {}
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
-        if on_cuda(data):
-            if cuda_nbytes(data) % BLOCK_SIZE:
+        kind = device_array_kind(data)
+        if kind is not None:
+            if device_nbytes(data) % BLOCK_SIZE:
                 raise ValueError("Data must be aligned to block boundary in ECB mode")
-            if decrypt not in self._cuda_jobs:
-                self._cuda_jobs[decrypt] = _cuda_job(self._transforms[decrypt])
-            return self._cuda_jobs[decrypt](data, output)
+            if (kind, decrypt) not in self._array_jobs:
+                self._array_jobs[kind, decrypt] = _array_job(kind, self._transforms[decrypt],
+                                                             self._team)
+            return self._array_jobs[kind, decrypt](data, output)
         source = byte_view(data)
         if len(source) % BLOCK_SIZE:
             raise ValueError("Data must be aligned to block boundary in ECB mode")
@@ -103,7 +114,8 @@ class CtrCipher:
             self.nonce = nonce
         self._counter_bits = 8 * counter_bytes
         self._initial = self._initial_counter(initial_value, counter_bytes)
-        self._cuda_job: Any = None
+        self._team = team
+        self._array_jobs: dict[str, Any] = {}
         if suffix or little_endian:  # (a Crypto.Util.Counter's other layouts)
             self._transform = None
             self._job: Any = _CounterBlocks(
@@ -153,9 +165,9 @@ class CtrCipher:
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
         if self._direction not in (None, direction):
             raise TypeError(f"{direction}() cannot be called after {self._direction}()")
-        on_gpu = on_cuda(data)
-        source = None if on_gpu else byte_view(data)
-        length = cuda_nbytes(data) if on_gpu else len(source)  # type: ignore[arg-type]
+        kind = device_array_kind(data)
+        source = None if kind else byte_view(data)
+        length = device_nbytes(data) if kind else len(source)  # type: ignore[arg-type]
         start = self._position
         if direction == "encrypt" and start < self._encrypted_until:
             raise KeystreamReuseError(
@@ -164,13 +176,14 @@ class CtrCipher:
             )
         if -(-(start + length) // BLOCK_SIZE) > 1 << self._counter_bits:
             raise CounterOverflowError("The counter has wrapped around in CTR mode")
-        if on_gpu:
+        if kind:
             if self._transform is None:
                 raise TypeError("a Crypto.Util.Counter with a suffix or little-endian "
                                 "counting takes host data only")
-            if self._cuda_job is None:
-                self._cuda_job = _cuda_job(self._transform)
-            result = self._cuda_job(data, output, start // BLOCK_SIZE, start % BLOCK_SIZE)
+            if kind not in self._array_jobs:
+                self._array_jobs[kind] = _array_job(kind, self._transform, self._team)
+            result = self._array_jobs[kind](data, output, start // BLOCK_SIZE,
+                                            start % BLOCK_SIZE)
             self._direction = direction
             self._position = start + length
             if direction == "encrypt":
@@ -261,8 +274,15 @@ class _CounterBlocks:
         return block.tobytes()
 
 
-def _cuda_job(transform: BlockTransform) -> Any:
-    """The CUDA engine's block job over device arrays (aescl[cuda])."""
+def _array_job(kind: str, transform: BlockTransform, team: Team) -> Any:
+    """The block job over device arrays of ``kind`` (``_arrays.device_array_kind``): the
+    CUDA engine's (aescl[cuda]) or the OpenCL engine's. A cipher made for named OpenCL
+    devices takes pyopencl arrays on those devices only."""
+    if kind == "opencl":
+        from .engines.opencl import OpenclArrayBlocks
+
+        named = None if isinstance(team, DefaultTeam) else list(team.devices)
+        return OpenclArrayBlocks(transform, named)
     try:
         from .engines.cuda import CudaArrayBlocks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras

@@ -3,10 +3,9 @@ into another array, ordered on the stream the data's producer works on.
 
 Memory is the caller's: a torch tensor, a CuPy array or any object with
 ``__cuda_array_interface__``; no byte of it passes through host memory. What
-crosses to the device is the key's round keys (once per worker) and, for a CTR
-call that starts or ends inside a block, nothing but that block's position: the
-partial block is copied into a one-block scratch buffer on the device, run
-through the same kernel and copied back.
+crosses to the device is the key's round keys (once per worker). Partial blocks
+and misaligned arrays go through scratch memory on the device
+(aescl/engines/device_runs.py), allocated in the stream's order.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ... import keyschedule
+from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import cuda_defines, module
 
@@ -116,7 +116,7 @@ class CudaBlocks:
         return tuple(np.uint64(v) for v in (block >> 64, block & (2**64 - 1),
                                             mask >> 64, mask & (2**64 - 1)))
 
-    def _launch(self, stream: Any, source: int, target: int, blocks: int,
+    def launch(self, stream: Any, source: int, target: int, blocks: int,
                 first_block: int) -> None:
         from cuda.core import LaunchConfig, launch
 
@@ -129,50 +129,42 @@ class CudaBlocks:
         """``source`` into ``target`` (the same length; may be the same memory) on the
         source's stream. The data starts ``skip`` bytes into block ``first_block`` of the
         keystream (CTR; ECB takes whole blocks from 0). Returns once it is enqueued."""
-        from cuda.bindings import driver
         from cuda.core import Stream
 
         with self._gpu.lock:
             self._gpu.core.set_current()
-            stream = Stream.from_handle(source.stream)
-            done, length = 0, source.nbytes
-            if skip and length:  # the rest of a block an earlier call began
-                done = min(length, BLOCK_SIZE - skip)
-                self._through_scratch(stream, source.at(0, done), target.at(0, done),
-                                      first_block, skip)
-                first_block += 1
-            whole = (length - done) // BLOCK_SIZE * BLOCK_SIZE
-            if whole:
-                src, dst = source.at(done, whole), target.at(done, whole)
-                if src.pointer % BLOCK_SIZE or dst.pointer % BLOCK_SIZE:
-                    # The kernels load whole 16-byte blocks, which must be aligned.
-                    scratch = _check(driver.cuMemAllocAsync(whole, source.stream))
-                    _check(driver.cuMemcpyDtoDAsync(scratch, src.pointer, whole, source.stream))
-                    self._launch(stream, int(scratch), int(scratch), whole // BLOCK_SIZE,
-                                 first_block)
-                    _check(driver.cuMemcpyDtoDAsync(dst.pointer, scratch, whole, source.stream))
-                    _check(driver.cuMemFreeAsync(scratch, source.stream))
-                else:
-                    self._launch(stream, src.pointer, dst.pointer, whole // BLOCK_SIZE,
-                                 first_block)
-                first_block += whole // BLOCK_SIZE
-                done += whole
-            if done < length:  # a partial last block
-                self._through_scratch(stream, source.at(done, length - done),
-                                      target.at(done, length - done), first_block, 0)
+            run_blocks(_StreamMemory(self, Stream.from_handle(source.stream), source),
+                       source, target, first_block, skip)
 
-    def _through_scratch(self, stream: Any, source: CudaBytes, target: CudaBytes,
-                         block: int, skip: int) -> None:
-        """Less than a block, ``skip`` bytes into keystream block ``block``, through a
-        one-block scratch buffer on the device."""
+
+class _StreamMemory:
+    """The memory operations of one call (device_runs.DeviceMemory), on its stream."""
+
+    def __init__(self, blocks: CudaBlocks, stream: Any, like: CudaBytes) -> None:
+        self._blocks, self._stream, self._like = blocks, stream, like
+
+    def aligned(self, span: CudaBytes) -> bool:
+        return span.pointer % BLOCK_SIZE == 0
+
+    def launch(self, source: CudaBytes, target: CudaBytes, blocks: int,
+               first_block: int) -> None:
+        self._blocks.launch(self._stream, source.pointer, target.pointer, blocks, first_block)
+
+    def scratch(self, nbytes: int) -> CudaBytes:
         from cuda.bindings import driver
 
-        handle = source.stream
-        scratch = _check(driver.cuMemAllocAsync(BLOCK_SIZE, handle))
-        _check(driver.cuMemsetD8Async(scratch, 0, BLOCK_SIZE, handle))
-        _check(driver.cuMemcpyDtoDAsync(int(scratch) + skip, source.pointer, source.nbytes,
-                                        handle))
-        self._launch(stream, int(scratch), int(scratch), 1, block)
-        _check(driver.cuMemcpyDtoDAsync(target.pointer, int(scratch) + skip, source.nbytes,
-                                        handle))
-        _check(driver.cuMemFreeAsync(scratch, handle))
+        handle = self._like.stream
+        pointer = int(_check(driver.cuMemAllocAsync(nbytes, handle)))
+        _check(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
+        return CudaBytes(pointer, nbytes, self._like.device, handle, False)
+
+    def copy(self, target: CudaBytes, source: CudaBytes) -> None:
+        from cuda.bindings import driver
+
+        _check(driver.cuMemcpyDtoDAsync(target.pointer, source.pointer, source.nbytes,
+                                        self._like.stream))
+
+    def release(self, span: CudaBytes) -> None:
+        from cuda.bindings import driver
+
+        _check(driver.cuMemFreeAsync(span.pointer, self._like.stream))

@@ -1,6 +1,7 @@
 """The OpenCL engine: a device's AES kernels (``cl/``) behind the engine interface.
 
 * ``engine.py``: the engine, behind the engine interface;
+* ``arrays.py``: ECB and CTR on a caller's pyopencl arrays, in their context and queue;
 * ``workers.py``: its block and chunk workers (a kernel over a job's ranges);
 * ``measure.py``: its own figures for ``aescl bench`` (builds, transfers, kernels);
 * ``pipeline.py``: host data streamed through the device in overlapped pieces, and
@@ -17,11 +18,13 @@ Callers outside use the names below.
 
 from __future__ import annotations
 
+from .arrays import OpenclArrayBlocks, is_opencl_array
 from .engine import OpenclEngine
 from .gcm import GcmCipher
 from .kernels import aes_options, kernel_cache_dir, runtime, time_builds
 from .pipeline import pin_host_memory, pinned_empty
 from .workers import ChunkCipher, OpenclBlocks
 
-__all__ = ["ChunkCipher", "GcmCipher", "OpenclBlocks", "OpenclEngine", "aes_options",
-           "kernel_cache_dir", "pin_host_memory", "pinned_empty", "runtime", "time_builds"]
+__all__ = ["ChunkCipher", "GcmCipher", "OpenclArrayBlocks", "OpenclBlocks", "OpenclEngine",
+           "aes_options", "is_opencl_array", "kernel_cache_dir", "pin_host_memory",
+           "pinned_empty", "runtime", "time_builds"]

@@ -266,22 +266,36 @@ class DeviceRuntime:
 
 _runtimes: dict[str, DeviceRuntime] = {}
 _runtimes_lock = threading.Lock()  # two threads' first jobs must not make two contexts
+# Runtimes in contexts that callers made (their pyopencl arrays'), by (context, device):
+# programs are built per context. Each keeps its context for the process, as aescl's
+# own runtimes do, so that a handle is never reused by another context.
+_caller_runtimes: dict[tuple[int, str], DeviceRuntime] = {}
 
 
-def runtime(device: Device) -> DeviceRuntime:
-    """The shared context and in-order queue for a device (created once per process)."""
+def runtime(device: Device, context: Any = None) -> DeviceRuntime:
+    """The shared context and in-order queue for a device (created once per process);
+    or, given a caller's ``context`` other than that one, a runtime in that context
+    (its programs and kernels; its ``queue`` is aescl's own in that context, for
+    setup work; callers' arrays run on their own queues)."""
     rt = _runtimes.get(device.id)
     if rt is None:
         with _runtimes_lock:
             rt = _runtimes.get(device.id)
             if rt is None:
-                context = cl.Context([device.cl_device])
+                context_of_aescl = cl.Context([device.cl_device])
                 # Profiling lets aescl.bench time kernels by their events; its cost is
                 # negligible.
-                queue = cl.CommandQueue(context, device.cl_device,
+                queue = cl.CommandQueue(context_of_aescl, device.cl_device,
                                         properties=cl.command_queue_properties.PROFILING_ENABLE)
-                rt = _runtimes[device.id] = DeviceRuntime(device, context, queue)
-    return rt
+                rt = _runtimes[device.id] = DeviceRuntime(device, context_of_aescl, queue)
+    if context is None or context == rt.context:
+        return rt
+    key = (context.int_ptr, device.id)
+    with _runtimes_lock:
+        if key not in _caller_runtimes:
+            _caller_runtimes[key] = DeviceRuntime(device, context,
+                                                  cl.CommandQueue(context, device.cl_device))
+        return _caller_runtimes[key]
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -336,13 +350,15 @@ def _store_binary(program: Any, path: Path) -> None:
         write_cache_file(path, cache_entry(bytes(binary)))
 
 
-def build_source(device: Device, source: str, options: str, label: str) -> Any:
-    """A built program for (device, source, options), from memory, disk or the compiler.
+def build_source(device: Device, source: str, options: str, label: str,
+                 context: Any = None) -> Any:
+    """A built program for (device, source, options), from memory, disk or the compiler,
+    in aescl's context for the device or a caller's ``context`` (:func:`runtime`).
 
     ``label`` names the program in error messages. Raises :class:`KernelBuildError`
     with the compiler's log when the build fails.
     """
-    rt = runtime(device)
+    rt = runtime(device, context)
     key = cache_key(device, source, options)
     with rt.lock:
         program = rt.programs.get(key)
@@ -357,7 +373,7 @@ def _build(rt: DeviceRuntime, key: str, source: str, options: str, label: str) -
     from_disk = program is not None
     compiler_log = ""
     if program is None:
-        program, compiler_log = _compile(device, source, options, label)
+        program, compiler_log = _compile(device, source, options, label, rt.context)
         if disk_cache_enabled():
             _store_binary(program, cached_path)
     rt.programs[key] = program
@@ -367,14 +383,15 @@ def _build(rt: DeviceRuntime, key: str, source: str, options: str, label: str) -
     return program
 
 
-def _compile(device: Device, source: str, options: str, label: str) -> tuple[Any, str]:
+def _compile(device: Device, source: str, options: str, label: str,
+             context: Any = None) -> tuple[Any, str]:
     """Compile from source; returns the program and what the compiler said.
 
     A successful build's log is kept rather than shown: pyopencl turns any log
     into a CompilerWarning, and NVIDIA's compiler remarks on every aescl kernel
     that kernels are not inlined, which tells a user nothing.
     """
-    rt = runtime(device)
+    rt = runtime(device, context)
     with warnings.catch_warnings(record=True) as remarks:
         warnings.simplefilter("always", cl.CompilerWarning)
         try:
@@ -420,21 +437,22 @@ def time_builds(
     return cold, time.perf_counter() - started
 
 
-def build(device: Device, filename: str, options: str) -> Any:
-    """The program of one kernel file in ``cl/``, built for a device with ``options``."""
-    return build_source(device, load_source(filename), options, filename)
+def build(device: Device, filename: str, options: str, context: Any = None) -> Any:
+    """The program of one kernel file in ``cl/``, built for a device with ``options``
+    (in a caller's ``context``, where given: :func:`runtime`)."""
+    return build_source(device, load_source(filename), options, filename, context)
 
 
-def kernel(device: Device, filename: str, options: str, name: str) -> Any:
+def kernel(device: Device, filename: str, options: str, name: str, context: Any = None) -> Any:
     """A kernel object of a built program, one per (program, name) for the process.
 
     pyopencl prepares each new ``cl.Kernel`` object's argument handling anew,
     which costs more than a small launch; callers set all arguments before each
     enqueue, so sharing one object is safe on aescl's single in-order queue.
     """
-    rt = runtime(device)
+    rt = runtime(device, context)
     key = (filename, options, name)  # load_source is fixed for the process
     with rt.lock:
         if key not in rt.kernels:
-            rt.kernels[key] = cl.Kernel(build(device, filename, options), name)
+            rt.kernels[key] = cl.Kernel(build(device, filename, options, context), name)
         return rt.kernels[key]

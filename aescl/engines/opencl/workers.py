@@ -58,11 +58,12 @@ class KernelLauncher:
         key_material: np.ndarray,
         rounds: int,
         key_schedule: str,
+        context: Any = None,
     ) -> None:
         config = launch_config(device)
         options = aes_options(rounds, key_schedule, config)
-        self._runtime = runtime(device)
-        self._kernel = kernel(device, filename, options, kernel_name)
+        self._runtime = runtime(device, context)
+        self._kernel = kernel(device, filename, options, kernel_name, context)
         kernel_limit = self._kernel.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, device.cl_device
         )
@@ -77,7 +78,8 @@ class KernelLauncher:
         self.piece_bytes = min(PIECE_BYTES, default_slice_bytes(device))
 
     def enqueue(
-        self, queue: Any, source: Any, target: Any, blocks: int, extra_args: tuple[Any, ...]
+        self, queue: Any, source: Any, target: Any, blocks: int, extra_args: tuple[Any, ...],
+        wait_for: list[Any] | None = None,
     ) -> Any:
         """Launch the kernel over ``blocks`` blocks of device buffers; returns the event.
 
@@ -87,7 +89,8 @@ class KernelLauncher:
         groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
         self._kernel.set_args(source, target, np.uint64(blocks), *extra_args, self._key_buffer)
         return cl.enqueue_nd_range_kernel(
-            queue, self._kernel, (groups * self._work_group_size,), (self._work_group_size,)
+            queue, self._kernel, (groups * self._work_group_size,), (self._work_group_size,),
+            wait_for=wait_for,
         )
 
     def run(
@@ -414,9 +417,10 @@ class ChunkCipher:
 
 
 class OpenclBlocks:
-    """A block job (ECB or CTR) on one OpenCL device: the engine's block worker."""
+    """A block job (ECB or CTR) on one OpenCL device: the engine's block worker (in a
+    caller's ``context``, for their arrays: arrays.py)."""
 
-    def __init__(self, device: Device, transform: BlockTransform) -> None:
+    def __init__(self, device: Device, transform: BlockTransform, context: Any = None) -> None:
         self._transform = transform
         key = transform.key
         if transform.is_ctr:
@@ -427,7 +431,7 @@ class OpenclBlocks:
         self.launcher = KernelLauncher(
             device, filename, name,
             keyschedule.kernel_key_material(key, transform.key_schedule, decrypt),
-            keyschedule.rounds_for_key(key), transform.key_schedule,
+            keyschedule.rounds_for_key(key), transform.key_schedule, context,
         )
 
     def kernel_args(self, first_block: int) -> tuple[Any, ...]:

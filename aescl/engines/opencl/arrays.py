@@ -1,0 +1,152 @@
+"""pyopencl arrays as the OpenCL engine takes them: ECB and CTR on data already on an
+OpenCL device, in the context and on the queue the caller made.
+
+An input is a ``pyopencl.array.Array`` (a ``cl.Buffer`` with an offset and a size
+is one: ``pyopencl.array.Array(queue, size, numpy.uint8, data=buffer,
+offset=offset)``). Any dtype is taken as its bytes, in C order; the result is a
+new array like the input (its queue, dtype and shape), or the caller's ``output=``
+array, which may be the input itself. The call runs on the input's device, in its
+context, enqueued on its queue after the events both arrays carry (pyopencl's rule
+for out-of-order queues) and recorded on both; it returns once the work is
+enqueued. No data byte passes through host memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import pyopencl as cl
+
+from ...devices import Device, opencl_devices
+from ..device_runs import run_blocks
+from ..interface import BlockTransform
+from .kernels import runtime
+from .workers import OpenclBlocks
+
+
+def is_opencl_array(obj: Any) -> bool:
+    """Whether ``obj`` is a pyopencl array (told without importing pyopencl.array)."""
+    module = sys.modules.get("pyopencl.array")
+    return module is not None and isinstance(obj, module.Array)
+
+
+@dataclass(frozen=True)
+class BufferSpan:
+    """Bytes ``offset .. offset + nbytes`` of an OpenCL buffer."""
+
+    buffer: Any
+    offset: int
+    nbytes: int
+
+    def at(self, offset: int, nbytes: int) -> BufferSpan:
+        return BufferSpan(self.buffer, self.offset + offset, nbytes)
+
+
+def _span(array: Any, what: str) -> BufferSpan:
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{what} is not contiguous: pass a C-contiguous array")
+    if array.queue is None:
+        raise ValueError(f"{what} has no queue: give it one (array.with_queue(queue))")
+    return BufferSpan(array.base_data, array.offset, array.nbytes)
+
+
+def device_of(array: Any) -> Device:
+    """aescl's Device for the OpenCL device an array's queue runs on."""
+    found = array.queue.device
+    for device in opencl_devices():
+        if device.cl_device == found:
+            return device
+    raise ValueError(f"the array's device ({found.name}) is not one aescl lists")
+
+
+class _QueueMemory:
+    """One call's memory operations (device_runs.DeviceMemory), chained on its queue."""
+
+    def __init__(self, worker: OpenclBlocks, queue: Any, wait_for: list[Any]) -> None:
+        self._worker, self._queue = worker, queue
+        self._context = queue.context
+        self._align = queue.device.mem_base_addr_align // 8  # (given in bits)
+        self.events = list(wait_for)
+
+    def _then(self, event: Any) -> None:
+        self.events = [event]
+
+    def _buffer(self, span: BufferSpan) -> Any:
+        if span.offset == 0 and span.nbytes == span.buffer.size:
+            return span.buffer
+        return span.buffer.get_sub_region(span.offset, span.nbytes)
+
+    def aligned(self, span: BufferSpan) -> bool:
+        return span.offset % self._align == 0
+
+    def launch(self, source: BufferSpan, target: BufferSpan, blocks: int,
+               first_block: int) -> None:
+        src = self._buffer(source)
+        dst = src if target == source else self._buffer(target)
+        self._then(self._worker.launcher.enqueue(
+            self._queue, src, dst, blocks, self._worker.kernel_args(first_block),
+            wait_for=self.events))
+
+    def scratch(self, nbytes: int) -> BufferSpan:
+        buffer = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, nbytes)
+        self._then(cl.enqueue_fill_buffer(self._queue, buffer, b"\0", 0, nbytes,
+                                          wait_for=self.events))
+        return BufferSpan(buffer, 0, nbytes)
+
+    def copy(self, target: BufferSpan, source: BufferSpan) -> None:
+        self._then(cl.enqueue_copy(self._queue, target.buffer, source.buffer,
+                                   byte_count=source.nbytes, src_offset=source.offset,
+                                   dst_offset=target.offset, wait_for=self.events))
+
+    def release(self, span: BufferSpan) -> None:
+        pass  # OpenCL frees a released buffer once the commands that use it are done
+
+
+class OpenclArrayBlocks:
+    """A block job (ECB or CTR) over pyopencl arrays: a worker per (context, device),
+    made when an array there first comes. ``devices``, when the cipher named some, are
+    the only ones an array may be on."""
+
+    def __init__(self, transform: BlockTransform, devices: list[Device] | None = None) -> None:
+        self._transform = transform
+        self._devices = devices
+        self._workers: dict[tuple[int, str], OpenclBlocks] = {}
+
+    def _worker(self, device: Device, context: Any) -> OpenclBlocks:
+        key = (context.int_ptr, device.id)
+        if key not in self._workers:
+            self._workers[key] = OpenclBlocks(device, self._transform, context)
+        return self._workers[key]
+
+    def __call__(self, data: Any, output: Any, first_block: int = 0, skip: int = 0) -> Any:
+        """``data`` through the kernel into ``output`` or a new array like ``data``;
+        returns that new array, or None when ``output`` was given."""
+        import pyopencl.array as cl_array
+
+        source = _span(data, "the input")
+        device = device_of(data)
+        if self._devices is not None and device not in self._devices:
+            raise ValueError(f"the input is on {device.name} ({device.id}); the cipher is on "
+                             + ", ".join(f"{d.name} ({d.id})" for d in self._devices))
+        result = None
+        if output is None:
+            result = output = cl_array.empty_like(data)
+        elif not is_opencl_array(output):
+            raise TypeError("output= must be a pyopencl array like the input (host memory "
+                            "takes a host input)")
+        target = _span(output, "output")
+        if output.context != data.context or output.queue.device != data.queue.device:
+            raise ValueError("output is in another context or on another device than the input")
+        if target.nbytes != source.nbytes:
+            raise ValueError(f"output has {target.nbytes} bytes; the input has {source.nbytes}")
+        if source.nbytes:
+            worker = self._worker(device, data.context)
+            memory = _QueueMemory(worker, data.queue, [*data.events, *output.events])
+            with runtime(device, data.context).lock:  # (the kernel object's arguments)
+                run_blocks(memory, source, target, first_block, skip)
+            for array in (data, output) if output is not data else (data,):
+                for event in memory.events:
+                    array.add_event(event)
+        return result

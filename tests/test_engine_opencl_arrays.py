@@ -1,0 +1,126 @@
+"""aescl/engines/opencl/arrays.py (and engines/device_runs.py): ECB and CTR calls on
+pyopencl arrays in a context and queue the test makes, on every selected OpenCL device.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+import pytest
+from Crypto.Cipher import AES as Reference
+
+import aescl
+
+KEYS = [bytes(range(n)) for n in (16, 24, 32)]
+
+
+@pytest.fixture
+def queue(device):
+    """A queue in a context of the test's own, as a caller of aescl would make it."""
+    return cl.CommandQueue(cl.Context([device.cl_device]))
+
+
+def _random(nbytes: int, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: f"aes{8 * len(k)}")
+def test_ctr_on_arrays_matches_pycryptodome_across_any_cut(queue, key):
+    # Cuts that start and end inside blocks, slices at offsets no sub-buffer may start
+    # at, and whole aligned runs: every path of device_runs.run_blocks.
+    data = _random(70_003)
+    array = cl_array.to_device(queue, data)
+    nonce = b"\x01" * 12
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, initial_value=2**32 - 3)
+    cuts = [0, 5, 16, 21, 4096, 4099, 60_000, 70_003]
+    pieces = [cipher.encrypt(array[lo:hi]) for lo, hi in zip(cuts, cuts[1:], strict=False)]
+    got = b"".join(piece.get().tobytes() for piece in pieces)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce,
+                             initial_value=2**32 - 3).encrypt(data.tobytes())
+    assert got == expected
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: f"aes{8 * len(k)}")
+def test_ecb_on_arrays_matches_pycryptodome_and_decrypts_in_place(queue, key):
+    data = _random(16 * 1000)
+    array = cl_array.to_device(queue, data)
+    cipher = aescl.new(key, aescl.MODE_ECB)
+    sealed = cipher.encrypt(array)
+    assert sealed.get().tobytes() == Reference.new(key, Reference.MODE_ECB).encrypt(
+        data.tobytes())
+    assert cipher.decrypt(sealed, output=sealed) is None
+    assert np.array_equal(sealed.get(), data)
+
+
+def test_the_result_is_an_array_like_the_input(queue):
+    values = np.random.default_rng(2).random((64, 3), dtype=np.float32)
+    array = cl_array.to_device(queue, values)
+    key, nonce = bytes(16), bytes(8)
+    sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(array)
+    assert isinstance(sealed, cl_array.Array)
+    assert (sealed.shape, sealed.dtype, sealed.queue) == (array.shape, array.dtype, queue)
+    assert sealed.get().tobytes() == Reference.new(
+        key, Reference.MODE_CTR, nonce=nonce).encrypt(values.tobytes())
+
+
+def test_a_ctr_stream_continues_between_host_and_device_calls(queue):
+    data = _random(1000, seed=3)
+    key, nonce = bytes(32), bytes(8)
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce)
+    head = cipher.encrypt(data[:333].tobytes())
+    tail = cipher.encrypt(cl_array.to_device(queue, data[333:])).get().tobytes()
+    assert head + tail == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(
+        data.tobytes())
+    with pytest.raises(aescl.KeystreamReuseError):
+        cipher.seek(0)
+        cipher.encrypt(cl_array.to_device(queue, data[:16]))
+
+
+def test_work_follows_the_arrays_events_on_an_out_of_order_queue(device):
+    properties = device.cl_device.queue_properties
+    if not properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE:
+        pytest.skip(f"{device.name} has no out-of-order queues")
+    context = cl.Context([device.cl_device])
+    queue = cl.CommandQueue(
+        context, properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    key, nonce = bytes(16), bytes(8)
+    for _ in range(5):
+        # A producer kernel of pyopencl's, then encrypt, decrypt and a consumer kernel,
+        # ordered by the arrays' events alone.
+        produced = cl_array.arange(queue, 12_501, dtype=np.uint32).view(np.uint8)
+        sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(produced[7:])
+        opened = aescl.new(key, aescl.MODE_CTR, nonce=nonce).decrypt(sealed)
+        doubled = opened + opened
+        expected = np.arange(12_501, dtype=np.uint32).view(np.uint8)[7:] * 2
+        assert np.array_equal(doubled.get(), expected)
+
+
+def test_bad_arrays_are_refused_before_anything_is_written(queue):
+    cipher = aescl.new(bytes(16), aescl.MODE_CTR, nonce=bytes(8))
+    array = cl_array.to_device(queue, _random(64))
+    with pytest.raises(ValueError, match="not contiguous"):
+        cipher.encrypt(array[::2])
+    with pytest.raises(ValueError, match="output has 32 bytes; the input has 64"):
+        cipher.encrypt(array, output=cl_array.empty(queue, 32, np.uint8))
+    with pytest.raises(TypeError, match="pyopencl array like the input"):
+        cipher.encrypt(array, output=np.empty(64, np.uint8))
+    elsewhere = cl.CommandQueue(cl.Context([queue.device]))
+    with pytest.raises(ValueError, match="another context"):
+        cipher.encrypt(array, output=cl_array.empty(elsewhere, 64, np.uint8))
+    with pytest.raises(TypeError, match=r"cl\.Buffer has no queue"):
+        cipher.encrypt(array.base_data)
+    assert cipher.position == 0  # nothing was used of the keystream
+    with pytest.raises(ValueError, match="aligned to block boundary"):
+        aescl.new(bytes(16), aescl.MODE_ECB).encrypt(array[:20])
+
+
+def test_an_array_on_another_device_than_the_cipher_names_is_refused(device, queue):
+    others = [d for d in aescl.devices() if d.is_opencl and d.id != device.id]
+    if not others:
+        pytest.skip("one OpenCL device here: no other to name")
+    cipher = aescl.new(bytes(16), aescl.MODE_ECB, device=others[0])
+    with pytest.raises(ValueError, match=re.escape(f"the input is on {device.name}")):
+        cipher.encrypt(cl_array.to_device(queue, _random(32)))
