@@ -13,6 +13,8 @@ top bit of the first byte), so multiplying by x is a right shift.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 BLOCK_SIZE = 16
 _REDUCTION = 0xE1 << 120  # x^128 = x^7 + x^2 + x + 1, in GCM's bit order
 _MASK64 = (1 << 64) - 1
@@ -105,3 +107,88 @@ def initial_counter(h: int, nonce: bytes) -> bytes:
     if len(nonce) == 12:
         return nonce + b"\x00\x00\x00\x01"
     return int_to_block(multiply(ghash(h, nonce) ^ length_block(0, len(nonce)), h))
+
+
+def fold_partials(partials: list[int], segment_blocks: int, total_blocks: int,
+                  times_power: Callable[[int, int], int]) -> int:
+    """The GHASH partial sum of consecutive segments of ``segment_blocks`` blocks (the
+    last may be shorter; ``total_blocks`` in all) from their own partial sums, as the
+    kernels' ``gcm_ghash`` returns them. ``times_power(v, n)`` is v·H^n."""
+    last_blocks = total_blocks - segment_blocks * (len(partials) - 1)
+    result = 0
+    for index, partial in enumerate(partials):
+        if index:
+            last = index == len(partials) - 1
+            result = times_power(result, last_blocks if last else segment_blocks)
+        result ^= partial
+    return result
+
+
+class PowerMultipliers:
+    """v·H^n for one H: the powers, and a multiplier table for each exponent in use."""
+
+    def __init__(self, h: int) -> None:
+        self.h = h
+        self.times_h = FixedMultiplier(h)
+        self._powers = [1 << 127, h]  # H^0, H^1, ... as far as needed so far
+        self._multipliers: dict[int, FixedMultiplier] = {}
+
+    def power(self, exponent: int) -> int:
+        """H^exponent; small exponents come from a list kept per key."""
+        if exponent > 4096:
+            return power(self.h, exponent)
+        while len(self._powers) <= exponent:
+            self._powers.append(self.times_h(self._powers[-1]))
+        return self._powers[exponent]
+
+    def times_power(self, value: int, exponent: int) -> int:
+        """value·H^exponent, with a multiplier table kept for each exponent used."""
+        multiplier = self._multipliers.get(exponent)
+        if multiplier is None:
+            if len(self._multipliers) > 64:
+                self._multipliers.clear()
+            multiplier = self._multipliers[exponent] = FixedMultiplier(self.power(exponent))
+        return multiplier(value)
+
+
+class RunningGhash:
+    """The GHASH of one GCM message fed in pieces, up to its tag: the AAD, then the text,
+    as bytes (a block split between pieces waits in ``pending``) or as the partial sums
+    of whole runs of blocks that a device computed."""
+
+    def __init__(self, multipliers: PowerMultipliers) -> None:
+        self._multipliers = multipliers
+        self.value = 0
+        self.pending = bytearray()  # bytes of a block not yet complete
+        self.aad_bytes = 0
+        self.text_bytes = 0
+
+    def absorb_block(self, block: int) -> None:
+        self.value = self._multipliers.times_h(self.value ^ block)
+
+    def absorb_pending(self, data: bytes) -> bytes:
+        """Add bytes to the pending block; returns what is left after completing it."""
+        if not self.pending:
+            return data
+        take = BLOCK_SIZE - len(self.pending)
+        self.pending += data[:take]
+        if len(self.pending) == BLOCK_SIZE:
+            self.absorb_block(block_to_int(self.pending))
+            self.pending.clear()
+        return data[take:]
+
+    def absorb_partial_sum(self, partial: int, blocks: int) -> None:
+        """Add ``blocks`` whole blocks by their partial sum (no block may be pending)."""
+        self.value = self._multipliers.times_power(self.value, blocks) ^ partial
+
+    def close_pending(self) -> None:
+        """Zero-pad the pending block into the hash (the end of the AAD or the text)."""
+        if self.pending:
+            self.absorb_block(block_to_int(self.pending.ljust(BLOCK_SIZE, b"\0")))
+            self.pending.clear()
+
+    def tag(self, mask: bytes) -> bytes:
+        """The full 16-byte tag: the length block absorbed, then XORed with E(J0)."""
+        self.close_pending()
+        self.absorb_block(length_block(self.aad_bytes, self.text_bytes))
+        return int_to_block(self.value ^ block_to_int(mask))

@@ -29,14 +29,21 @@ inline uint4 gcm_counter(uint4 j0, uint steps)
     return j0;
 }
 
+/* Of a column whose first byte is byte `start` of the block, keep the bytes below
+ * byte `count` of the block (the column's low bytes come first in memory). Spelled
+ * with min(): the compare-and-subtract form compiles to a saturating-subtract
+ * intrinsic that Oclgrind 21.10 cannot run. */
+inline uint gcm_keep_column(uint v, uint count, uint start)
+{
+    const uint kept = min(count - min(count, start), 4u);
+    return kept < 4u ? v & ((1u << (8u * kept)) - 1u) : v;
+}
+
 /* Keep the first `count` bytes (0..16) of a block in column layout, zero the rest. */
 inline uint4 gcm_keep_bytes(uint4 v, uint count)
 {
-    const uint4 start = (uint4)(0u, 4u, 8u, 12u);   /* first byte of each column */
-    const uint4 kept = min((uint4)(count) - min((uint4)(count), start), (uint4)(4u));
-    const uint4 mask = select((uint4)(0xffffffffu), ((uint4)(1u) << (8u * kept)) - 1u,
-                              kept < (uint4)(4u));
-    return v & mask;
+    return AES_UINT4(gcm_keep_column(v.x, count, 0u), gcm_keep_column(v.y, count, 4u),
+                     gcm_keep_column(v.z, count, 8u), gcm_keep_column(v.w, count, 12u));
 }
 
 /* CTR half: block j of message m is XORed with E(inc32^(first_step + j)(J0_m)).
@@ -108,7 +115,7 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
         const uint first = m * message_blocks;
         const uint length = first < block_count ? min(message_blocks, block_count - first) : 0u;
         __global const uint4 *x = data + first;
-        ulong2 sum = (ulong2)(0ul, 0ul);
+        ulong2 sum = AES_ULONG2(0ul, 0ul);
         uint i = 0;
         for (; i < length % GCM_CARRYLESS_RUN; ++i)
             sum = ghash_multiply_carryless(sum ^ ghash_load(x[i]), powers[0]);
@@ -131,8 +138,8 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
 {
     const uint t = get_local_id(0);
     const uint items = get_local_size(0);
-    __local ulong2 stride_table[16];   /* H^T */
-    __local ulong2 scratch[GCM_MAX_GHASH_ITEMS];
+    AES_LOCAL_ARRAY ulong2 stride_table[16];   /* H^T */
+    AES_LOCAL_ARRAY ulong2 scratch[GCM_MAX_GHASH_ITEMS];
     for (uint n = t; n < 16u; n += items)
         stride_table[n] = h_tables[16u * (items - 1u) + n];
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -143,10 +150,11 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
         const uint length = first < block_count ? min(message_blocks, block_count - first) : 0u;
         const uint steps = (length + items - 1u) / items;
         const uint lead = steps * items - length;   /* virtual zero blocks in front */
-        ulong2 sum = (ulong2)(0ul, 0ul);
+        ulong2 sum = AES_ULONG2(0ul, 0ul);
         for (uint s = 0; s < steps; ++s) {
             const uint v = t + s * items;
-            const ulong2 x = v >= lead ? ghash_load(data[first + v - lead]) : (ulong2)(0ul, 0ul);
+            const ulong2 x = v >= lead ? ghash_load(data[first + v - lead])
+                                       : AES_ULONG2(0ul, 0ul);
             sum = (s ? ghash_multiply_local(sum, stride_table) : sum) ^ x;
         }
         scratch[t] = steps ? ghash_multiply_global(sum, place_table) : sum;
@@ -171,8 +179,8 @@ AES_CPU_TARGET __kernel void ghash_power_tables(const ulong h_hi, const ulong h_
                                  __global ulong2 *tables)
 {
     for (uint k = get_global_id(0); k < count; k += get_global_size(0)) {
-        ulong2 power = (ulong2)(1ul << 63, 0ul);   /* the element 1 */
-        ulong2 base = (ulong2)(h_hi, h_lo);
+        ulong2 power = AES_ULONG2(1ul << 63, 0ul);   /* the element 1 */
+        ulong2 base = AES_ULONG2(h_hi, h_lo);
         for (uint e = k + 1u; e; e >>= 1) {
             if (e & 1u)
                 power = ghash_multiply_bitwise(power, base);
@@ -184,7 +192,7 @@ AES_CPU_TARGET __kernel void ghash_power_tables(const ulong h_hi, const ulong h_
         for (int j = 1; j < 4; ++j)
             single[j] = ghash_times_x(single[j - 1]);
         for (uint n = 0; n < 16u; ++n) {
-            ulong2 entry = (ulong2)(0ul, 0ul);
+            ulong2 entry = AES_ULONG2(0ul, 0ul);
             for (int j = 0; j < 4; ++j)
                 if (n & (8u >> j))
                     entry ^= single[j];
@@ -203,7 +211,7 @@ AES_CPU_TARGET __kernel void gcm_tags(__global const ulong2 *partials, const uin
 {
     AES_ENCRYPT_SETUP(key_material);
     for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {
-        const ulong2 length_block = (ulong2)(0ul, 8ul * message_bytes[m]);
+        const ulong2 length_block = AES_ULONG2(0ul, 8ul * message_bytes[m]);
 #if GHASH_CARRYLESS && AES_X86_AESNI
         const ulong2 hash = ghash_multiply_carryless(partials[m] ^ length_block, h_tables[8]);
 #else

@@ -12,8 +12,9 @@
 /* The same sources compile as CUDA C++ through NVRTC (aescl's CUDA engine):
  * aes_vendor_cuda.h maps OpenCL C's qualifiers, work-item functions and vector
  * types onto CUDA's, as hashcat builds its OpenCL kernels for CUDA. The sources
- * therefore write three things through macros that OpenCL C spells natively:
+ * therefore write four things through macros that OpenCL C spells natively:
  *   AES_UINT4(a, b, c, d)   a uint4 from four words ((uint4)(a, b, c, d));
+ *   AES_ULONG2(a, b)        a ulong2 from two words, read back as .x and .y;
  *   AES_LOCAL_ARRAY         an array declared in __local (CUDA: __shared__);
  *   AES_CONSTANT_TABLE      a table defined at file scope in __constant.
  * Pointer qualifiers (__global, __local, __constant) stay as OpenCL has them. A
@@ -22,6 +23,7 @@
 #include "aes_vendor_cuda.h"
 #else
 #define AES_UINT4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
+#define AES_ULONG2(a, b) ((ulong2)((a), (b)))
 #define AES_LOCAL_ARRAY __local
 #define AES_CONSTANT_TABLE __constant
 #endif

@@ -35,12 +35,23 @@ typedef unsigned long long ulong;
 typedef unsigned long long size_t_aes;
 
 #define AES_UINT4(a, b, c, d) make_uint4((a), (b), (c), (d))
+/* CUDA's own ulong2 (two unsigned longs, 64 bits each on the platforms NVRTC serves). */
+#define AES_ULONG2(a, b) make_ulong2((a), (b))
 
 __device__ __forceinline__ uint4 operator^(uint4 a, uint4 b)
 {
     return make_uint4(a.x ^ b.x, a.y ^ b.y, a.z ^ b.z, a.w ^ b.w);
 }
 __device__ __forceinline__ uint4 &operator^=(uint4 &a, uint4 b)
+{
+    a = a ^ b;
+    return a;
+}
+__device__ __forceinline__ ulong2 operator^(ulong2 a, ulong2 b)
+{
+    return make_ulong2(a.x ^ b.x, a.y ^ b.y);
+}
+__device__ __forceinline__ ulong2 &operator^=(ulong2 &a, ulong2 b)
 {
     a = a ^ b;
     return a;
@@ -68,6 +79,11 @@ __device__ __forceinline__ uint rotate(uint x, uint n) { return __funnelshift_l(
 __device__ __forceinline__ ulong rotate(ulong x, ulong n)
 {
     return n ? (x << n) | (x >> (64u - n)) : x;
+}
+/* (the members of CUDA's ulong2 are unsigned long, of the same 64 bits) */
+__device__ __forceinline__ ulong rotate(unsigned long x, unsigned long n)
+{
+    return rotate((ulong)x, (ulong)n);
 }
 
 __device__ __forceinline__ uint aes_bswap32(uint x) { return __byte_perm(x, 0u, 0x0123u); }

@@ -1,6 +1,6 @@
 /* ghash.cl: multiplication in GF(2^128) as GCM defines it (NIST SP 800-38D).
  *
- * Representation: an element is a ulong2 (s0 = hi, s1 = lo) holding its 16-byte
+ * Representation: an element is a ulong2 (x = hi, y = lo) holding its 16-byte
  * block read as a big-endian 128-bit integer. GCM puts the coefficient of x^0 in
  * the top bit of the first byte, so multiplying by x is a right shift and the
  * reduction (x^128 = x^7 + x^2 + x + 1) folds into the top byte as 0xE1.
@@ -33,14 +33,14 @@
 inline ulong2 ghash_load(uint4 v)
 {
     const uint4 c = aes_load(v);   /* bytes in memory order, first byte lowest */
-    return (ulong2)(((ulong)aes_bswap32(c.x) << 32) | aes_bswap32(c.y),
+    return AES_ULONG2(((ulong)aes_bswap32(c.x) << 32) | aes_bswap32(c.y),
                     ((ulong)aes_bswap32(c.z) << 32) | aes_bswap32(c.w));
 }
 
 inline uint4 ghash_store(ulong2 e)
 {
-    return aes_store((uint4)(aes_bswap32((uint)(e.s0 >> 32)), aes_bswap32((uint)e.s0),
-                             aes_bswap32((uint)(e.s1 >> 32)), aes_bswap32((uint)e.s1)));
+    return aes_store(AES_UINT4(aes_bswap32((uint)(e.x >> 32)), aes_bswap32((uint)e.x),
+                               aes_bswap32((uint)(e.y >> 32)), aes_bswap32((uint)e.y)));
 }
 
 /* Multiply by x^4. The four coefficients that leave the top (x^124..x^127, the
@@ -48,14 +48,14 @@ inline uint4 ghash_store(ulong2 e)
  * placed at bit 53 of hi, where x^3·0xE1 has its top coefficient. */
 inline ulong2 ghash_times_x4(ulong2 z)
 {
-    const ulong r = z.s1 & 0xful;
+    const ulong r = z.y & 0xful;
     const ulong fold = ((r & 1ul) * 0xe1ul) ^ (((r >> 1) & 1ul) * 0x1c2ul)
                      ^ (((r >> 2) & 1ul) * 0x384ul) ^ (((r >> 3) & 1ul) * 0x708ul);
     /* lo >> 4 with hi's low nibble shifted in. The plain (lo >> 4) | (hi << 60)
      * compiles to the llvm.fshl intrinsic, which Oclgrind 21.10 cannot run; the
      * masked rotate is the same bits and stays an ordinary builtin call. */
-    const ulong lo = (rotate(z.s1, 60ul) & 0x0ffffffffffffffful) | ((z.s0 & 0xful) << 60);
-    return (ulong2)((z.s0 >> 4) ^ (fold << 53), lo);
+    const ulong lo = (rotate(z.y, 60ul) & 0x0ffffffffffffffful) | ((z.x & 0xful) << 60);
+    return AES_ULONG2((z.x >> 4) ^ (fold << 53), lo);
 }
 
 /* Multiply by x: a right shift, with the coefficient of x^128 folded back into
@@ -63,18 +63,18 @@ inline ulong2 ghash_times_x4(ulong2 z)
  * given in ghash_times_x4. */
 inline ulong2 ghash_times_x(ulong2 v)
 {
-    const ulong fold = (v.s1 & 1ul) * (0xe1ul << 56);
-    return (ulong2)((v.s0 >> 1) ^ fold,
-                    (rotate(v.s1, 63ul) & 0x7ffffffffffffffful) | (v.s0 << 63));
+    const ulong fold = (v.y & 1ul) * (0xe1ul << 56);
+    return AES_ULONG2((v.x >> 1) ^ fold,
+                    (rotate(v.y, 63ul) & 0x7ffffffffffffffful) | (v.x << 63));
 }
 
 /* x·y bit by bit (SP 800-38D, Algorithm 1): slow, but needs no table, so it
  * serves the few products that build the tables. */
 inline ulong2 ghash_multiply_bitwise(ulong2 x, ulong2 y)
 {
-    ulong2 z = (ulong2)(0ul, 0ul);
+    ulong2 z = AES_ULONG2(0ul, 0ul);
     for (int bit = 127; bit >= 0; --bit) {   /* coefficients of x, from x^0 up */
-        const ulong word = bit >= 64 ? x.s0 : x.s1;
+        const ulong word = bit >= 64 ? x.x : x.y;
         if ((word >> (uint)(bit & 63)) & 1ul)
             z ^= y;
         y = ghash_times_x(y);
@@ -88,11 +88,11 @@ inline ulong2 ghash_multiply_bitwise(ulong2 x, ulong2 y)
 #define GHASH_DEFINE_MULTIPLY(name, space)                                      \
     inline ulong2 name(ulong2 x, space const ulong2 *table)                     \
     {                                                                           \
-        ulong2 z = table[x.s1 & 0xful];                                         \
+        ulong2 z = table[x.y & 0xful];                                         \
         for (int shift = 4; shift < 64; shift += 4)                             \
-            z = ghash_times_x4(z) ^ table[(x.s1 >> shift) & 0xful];             \
+            z = ghash_times_x4(z) ^ table[(x.y >> shift) & 0xful];             \
         for (int shift = 0; shift < 64; shift += 4)                             \
-            z = ghash_times_x4(z) ^ table[(x.s0 >> shift) & 0xful];             \
+            z = ghash_times_x4(z) ^ table[(x.x >> shift) & 0xful];             \
         return z;                                                               \
     }
 
@@ -107,8 +107,8 @@ GHASH_DEFINE_MULTIPLY(ghash_multiply_global, __global)
  * AES_X86_INLINE: the builtin needs PCLMUL enabled, as aes_vendor.h explains. */
 AES_X86_INLINE ulong2 ghash_clmul64(ulong a, ulong b)
 {
-    return as_ulong2(__builtin_ia32_pclmulqdq128(as_long2((ulong2)(a, 0ul)),
-                                                 as_long2((ulong2)(b, 0ul)), 0x00));
+    return as_ulong2(__builtin_ia32_pclmulqdq128(as_long2(AES_ULONG2(a, 0ul)),
+                                                 as_long2(AES_ULONG2(b, 0ul)), 0x00));
 }
 
 /* x·y before reduction: the 255-bit carry-less product of the two big-endian
@@ -139,7 +139,7 @@ AES_X86_INLINE ulong2 ghash_reduce(ulong4 p)
     const ulong h1 = d ^ (d >> 1) ^ (d >> 2) ^ (d >> 7);
     const ulong h0 = x0 ^ ((x0 >> 1) | (d << 63)) ^ ((x0 >> 2) | (d << 62))
                    ^ ((x0 >> 7) | (d << 57));
-    return (ulong2)(x3 ^ h1, x2 ^ h0);
+    return AES_ULONG2(x3 ^ h1, x2 ^ h0);
 }
 
 AES_X86_INLINE ulong2 ghash_multiply_carryless(ulong2 x, ulong2 y)

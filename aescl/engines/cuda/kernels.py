@@ -25,6 +25,8 @@ from ..sources import load_source
 KERNELS: dict[str, tuple[str, ...]] = {
     "aes_ecb.cl": ("aes_ecb_encrypt", "aes_ecb_decrypt"),
     "aes_ctr.cl": ("aes_ctr_xor",),
+    "aes_gcm.cl": ("gcm_ctr_xor", "gcm_ghash", "ghash_power_tables", "gcm_tags"),
+    "chunk_layout.cl": ("chunks_pack", "chunks_unpack", "chunks_counters"),
 }
 
 # Copies of the round table in shared memory: one per bank, as the OpenCL engine

@@ -53,15 +53,16 @@ def _ceil_power_of_two(n: int) -> int:
 class GcmEngine:
     """GCM's device half for one key: keystream, GHASH partial sums and batch tags."""
 
-    def __init__(self, key: bytes, device: Device, key_schedule: str) -> None:
+    def __init__(self, key: bytes, device: Device, key_schedule: str,
+                 context: Any = None) -> None:
         rounds = keyschedule.rounds_for_key(key)
         config = launch_config(device)
         self.options = options = aes_options(rounds, key_schedule, config)
-        self.runtime = runtime(device)
-        self._ctr = kernel(device, "aes_gcm.cl", options, "gcm_ctr_xor")
-        self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash")
-        self._tags = kernel(device, "aes_gcm.cl", options, "gcm_tags")
-        self._power_tables = kernel(device, "aes_gcm.cl", options, "ghash_power_tables")
+        self.runtime = runtime(device, context)  # (in a caller's context: arrays.py)
+        self._ctr = kernel(device, "aes_gcm.cl", options, "gcm_ctr_xor", context)
+        self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash", context)
+        self._tags = kernel(device, "aes_gcm.cl", options, "gcm_tags", context)
+        self._power_tables = kernel(device, "aes_gcm.cl", options, "ghash_power_tables", context)
         self._work_group_size = max(1, min(config.work_group_size, self._limit(self._ctr)))
         self._tags_group_size = max(1, min(config.work_group_size, self._limit(self._tags)))
         self._ghash_items = _floor_power_of_two(
@@ -75,9 +76,8 @@ class GcmEngine:
         self._tables: Any = None
         self._table_count = 0
         self.h = ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
-        self.times_h = ghash.FixedMultiplier(self.h)
-        self._powers = [1 << 127, self.h]  # H^0, H^1, ... as far as needed so far
-        self._multipliers: dict[int, ghash.FixedMultiplier] = {}
+        self.multipliers = ghash.PowerMultipliers(self.h)
+        self.times_power = self.multipliers.times_power
 
     def _limit(self, kernel: Any) -> int:
         return kernel.get_work_group_info(
@@ -90,23 +90,6 @@ class GcmEngine:
             cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
             hostbuf=np.ascontiguousarray(array),
         )
-
-    def power(self, exponent: int) -> int:
-        """H^exponent; small exponents come from a list kept per key."""
-        if exponent > 4096:
-            return ghash.power(self.h, exponent)
-        while len(self._powers) <= exponent:
-            self._powers.append(self.times_h(self._powers[-1]))
-        return self._powers[exponent]
-
-    def times_power(self, value: int, exponent: int) -> int:
-        """value·H^exponent, with a multiplier table kept for each exponent used."""
-        multiplier = self._multipliers.get(exponent)
-        if multiplier is None:
-            if len(self._multipliers) > 64:
-                self._multipliers.clear()
-            multiplier = self._multipliers[exponent] = ghash.FixedMultiplier(self.power(exponent))
-        return multiplier(value)
 
     @one_job_per_device
     def h_tables(self, count: int) -> Any:
@@ -172,14 +155,8 @@ class GcmEngine:
 
     def _fold(self, partials: np.ndarray, segment_blocks: int, total_blocks: int) -> int:
         """GHASH partial sums of consecutive segments -> the partial sum of their concatenation."""
-        last_blocks = total_blocks - segment_blocks * (len(partials) - 1)
-        result = 0
-        for index, (hi, lo) in enumerate(partials.tolist()):
-            if index:
-                last = index == len(partials) - 1
-                result = self.times_power(result, last_blocks if last else segment_blocks)
-            result ^= (hi << 64) | lo
-        return result
+        return ghash.fold_partials([(hi << 64) | lo for hi, lo in partials.tolist()],
+                                   segment_blocks, total_blocks, self.times_power)
 
     @one_job_per_device
     def stream(
@@ -205,12 +182,7 @@ class GcmEngine:
             if crypt and not decrypt:
                 self._ctr_pass(buffer, blocks, counters, first_block + start // BLOCK_SIZE)
             if hash_text:
-                segment = self._ghash_items * _SEGMENT_STEPS
-                count = -(-blocks // segment)
-                partials = np.empty((count, 2), dtype=np.uint64)
-                partials_buffer = self._scratch(partials.nbytes)
-                self._enqueue_ghash(buffer, blocks, segment, count, partials_buffer)
-                cl.enqueue_copy(queue, partials, partials_buffer, is_blocking=False)
+                partials, segment = self._enqueue_partials(buffer, blocks)
             if crypt and decrypt:
                 self._ctr_pass(buffer, blocks, counters, first_block + start // BLOCK_SIZE)
             if crypt:
@@ -220,6 +192,26 @@ class GcmEngine:
             if hash_text:
                 total = self.times_power(total, blocks) ^ self._fold(partials, segment, blocks)
         return total
+
+    def _enqueue_partials(self, buffer: Any, blocks: int) -> tuple[np.ndarray, int]:
+        """Enqueue GHASH over the first ``blocks`` blocks of a device buffer in segments,
+        and the copy of the segments' partial sums into the host array it returns with
+        the segment length (in blocks); :meth:`_fold` adds them once the queue is done."""
+        segment = self._ghash_items * _SEGMENT_STEPS
+        count = -(-blocks // segment)
+        partials = np.empty((count, 2), dtype=np.uint64)
+        partials_buffer = self._scratch(partials.nbytes)
+        self._enqueue_ghash(buffer, blocks, segment, count, partials_buffer)
+        cl.enqueue_copy(self.runtime.queue, partials, partials_buffer, is_blocking=False)
+        return partials, segment
+
+    @one_job_per_device
+    def partial_sum(self, buffer: Any, blocks: int) -> int:
+        """The GHASH partial sum of the first ``blocks`` blocks of a device buffer (data
+        already on the device: GCM on a caller's arrays)."""
+        partials, segment = self._enqueue_partials(buffer, blocks)
+        self.runtime.queue.finish()
+        return self._fold(partials, segment, blocks)
 
     def _ctr_pass(self, buffer: Any, blocks: int, counters: Any, first_block: int) -> None:
         lengths = self._constant(np.array([blocks * BLOCK_SIZE], dtype=np.uint64))
@@ -400,37 +392,10 @@ class GcmCipher:
         self._engine = GcmEngine(key, device, key_schedule)
         self._j0 = ghash.initial_counter(self._engine.h, nonce)
         self._tag_mask = self._engine.keystream([self._j0], first_step=0)[0]
-        self._hash = 0  # running GHASH value over what has been absorbed
-        self._pending = bytearray()  # bytes of a block not yet complete
-        self._aad_bytes = 0
-        self._text_bytes = 0
+        self._ghash = ghash.RunningGhash(self._engine.multipliers)
         self._phase = "aad"  # -> "encrypt" | "decrypt" -> "done"
         self._tag: bytes | None = None
         self._partial_keystream: tuple[int, bytes] | None = None
-
-    # ---- GHASH bookkeeping on the host -------------------------------------------
-
-    def _absorb(self, block: int) -> None:
-        self._hash = self._engine.times_h(self._hash ^ block)
-
-    def _absorb_pending(self, data: bytes) -> bytes:
-        """Add bytes to the pending block; returns what is left after completing it."""
-        if not self._pending:
-            return data
-        take = BLOCK_SIZE - len(self._pending)
-        self._pending += data[:take]
-        if len(self._pending) == BLOCK_SIZE:
-            self._absorb(ghash.block_to_int(self._pending))
-            self._pending.clear()
-        return data[take:]
-
-    def _absorb_partial_sum(self, partial: int, blocks: int) -> None:
-        self._hash = self._engine.times_power(self._hash, blocks) ^ partial
-
-    def _close_pending(self) -> None:
-        if self._pending:
-            self._absorb(ghash.block_to_int(self._pending.ljust(BLOCK_SIZE, b"\0")))
-            self._pending.clear()
 
     # ---- public API ---------------------------------------------------------------
 
@@ -439,20 +404,20 @@ class GcmCipher:
         if self._phase != "aad":
             raise TypeError("update() can only be called immediately after initialization")
         data = input_array(assoc_data)
-        self._aad_bytes += data.nbytes
-        rest = input_array(self._absorb_pending(data.tobytes()))
+        self._ghash.aad_bytes += data.nbytes
+        rest = input_array(self._ghash.absorb_pending(data.tobytes()))
         whole = rest.nbytes - rest.nbytes % BLOCK_SIZE
         if whole:
             partial = self._engine.stream(
                 rest[:whole], None, self._j0, 0, decrypt=True, crypt=False
             )
-            self._absorb_partial_sum(partial, whole // BLOCK_SIZE)
-        self._pending += rest[whole:].tobytes()
+            self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
+        self._ghash.pending += rest[whole:].tobytes()
         return self
 
     def _start_text(self, direction: str) -> None:
         if self._phase == "aad":
-            self._close_pending()  # AAD is zero-padded to a whole block
+            self._ghash.close_pending()  # AAD is zero-padded to a whole block
             self._phase = direction
         elif self._phase != direction:
             if self._phase == "done":
@@ -470,7 +435,7 @@ class GcmCipher:
         decrypt = direction == "decrypt"
         source = input_array(data)
         length = source.nbytes
-        start = self._text_bytes
+        start = self._ghash.text_bytes
         if start + length > MAX_TEXT_BYTES:
             raise CounterOverflowError("Plaintext exceeds maximum length")
         target = np.empty_like(source) if output is None else output_array(output, length)
@@ -481,22 +446,22 @@ class GcmCipher:
             done = min(length, BLOCK_SIZE - skip)
             keystream = np.frombuffer(self._keystream_block(start // BLOCK_SIZE), np.uint8)
             np.bitwise_xor(source[:done], keystream[skip : skip + done], out=target[:done])
-            self._absorb_pending((source if decrypt else target)[:done].tobytes())
+            self._ghash.absorb_pending((source if decrypt else target)[:done].tobytes())
         whole = (length - done) - (length - done) % BLOCK_SIZE
         if whole:
             partial = self._engine.stream(
                 source[done : done + whole], target[done : done + whole], self._j0,
                 (start + done) // BLOCK_SIZE, decrypt,
             )
-            self._absorb_partial_sum(partial, whole // BLOCK_SIZE)
+            self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
             done += whole
         if done < length:  # a partial final block: keep its keystream for the next call
             keystream = np.frombuffer(
                 self._keystream_block((start + done) // BLOCK_SIZE), np.uint8
             )
             np.bitwise_xor(source[done:], keystream[: length - done], out=target[done:])
-            self._pending += (source if decrypt else target)[done:].tobytes()
-        self._text_bytes = start + length
+            self._ghash.pending += (source if decrypt else target)[done:].tobytes()
+        self._ghash.text_bytes = start + length
         return finish(target, output)
 
     def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
@@ -509,11 +474,7 @@ class GcmCipher:
 
     def _compute_tag(self) -> bytes:
         if self._tag is None:
-            self._close_pending()  # the AAD's or the text's, whichever came last
-            self._absorb(ghash.length_block(self._aad_bytes, self._text_bytes))
-            tag_value = self._hash ^ ghash.block_to_int(self._tag_mask)
-            full = ghash.int_to_block(tag_value)
-            self._tag = full[: self._mac_len]
+            self._tag = self._ghash.tag(self._tag_mask)[: self._mac_len]
             self._phase = "done"
         return self._tag
 
@@ -550,21 +511,21 @@ class GcmCipher:
         On a wrong tag it raises :class:`AuthenticationError` and releases no
         plaintext: neither a return value nor a byte of ``output``.
         """
-        if self._phase in ("aad", "decrypt") and not self._text_bytes % BLOCK_SIZE:
+        if self._phase in ("aad", "decrypt") and not self._ghash.text_bytes % BLOCK_SIZE:
             self._start_text("decrypt")
             source = input_array(ciphertext)
-            if self._text_bytes + source.nbytes > MAX_TEXT_BYTES:
+            if self._ghash.text_bytes + source.nbytes > MAX_TEXT_BYTES:
                 raise CounterOverflowError("Plaintext exceeds maximum length")
-            first_block = self._text_bytes // BLOCK_SIZE
+            first_block = self._ghash.text_bytes // BLOCK_SIZE
             whole = source.nbytes - source.nbytes % BLOCK_SIZE
             # Pass 1: GHASH only, then the tag check.
             if whole:
                 partial = self._engine.stream(
                     source[:whole], None, self._j0, first_block, decrypt=True, crypt=False
                 )
-                self._absorb_partial_sum(partial, whole // BLOCK_SIZE)
-            self._pending += source[whole:].tobytes()
-            self._text_bytes += source.nbytes
+                self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
+            self._ghash.pending += source[whole:].tobytes()
+            self._ghash.text_bytes += source.nbytes
             self.verify(received_mac_tag)
             # Pass 2: authenticated, so decrypt.
             target = (
