@@ -13,7 +13,10 @@ top bit of the first byte), so multiplying by x is a right shift.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
+
+from .errors import AuthenticationError
 
 BLOCK_SIZE = 16
 _REDUCTION = 0xE1 << 120  # x^128 = x^7 + x^2 + x + 1, in GCM's bit order
@@ -192,3 +195,43 @@ class RunningGhash:
         self.close_pending()
         self.absorb_block(length_block(self.aad_bytes, self.text_bytes))
         return int_to_block(self.value ^ block_to_int(mask))
+
+
+MAX_TEXT_BYTES = (2**32 - 2) * BLOCK_SIZE  # SP 800-38D: 2^39 - 256 bits of text at most
+
+
+class GcmTagCalls:
+    """The tag end of pycryptodome's GCM calls, over a :class:`RunningGhash`: ``digest``,
+    ``verify`` and their hex forms. A cipher object sets ``_ghash``, ``_tag_mask`` (E(J0)),
+    ``_mac_len`` and ``_phase`` ("aad", "encrypt", "decrypt" -> "done")."""
+
+    _ghash: RunningGhash
+    _tag_mask: bytes
+    _mac_len: int
+    _phase: str
+    _tag: bytes | None = None
+
+    def _compute_tag(self) -> bytes:
+        if self._tag is None:
+            self._tag = self._ghash.tag(self._tag_mask)[: self._mac_len]
+            self._phase = "done"
+        return self._tag
+
+    def digest(self) -> bytes:
+        """The authentication tag (``mac_len`` bytes) of the AAD and the encrypted text."""
+        if self._phase == "decrypt":
+            raise TypeError("digest() cannot be called when decrypting")
+        return self._compute_tag()
+
+    def hexdigest(self) -> str:
+        return self.digest().hex()
+
+    def verify(self, received_mac_tag: bytes) -> None:
+        """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong."""
+        if self._phase == "encrypt":
+            raise TypeError("verify() cannot be called when encrypting")
+        if not hmac.compare_digest(self._compute_tag(), bytes(received_mac_tag)):
+            raise AuthenticationError("MAC check failed")
+
+    def hexverify(self, hex_mac_tag: str) -> None:
+        self.verify(bytes.fromhex(hex_mac_tag))

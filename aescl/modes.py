@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from . import keyschedule
+from . import ghash, keyschedule
 from ._arrays import (
     BytesLike,
     byte_view,
@@ -22,15 +22,13 @@ from ._arrays import (
     new_buffer,
     output_view,
 )
-from .engines import MODE_GCM, BlockTransform, check_key_schedule
+from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce
 from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
 from .scheduler import Team
 from .teams import DefaultTeam, DevicesSpec, resolve_devices, team
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from .engines.opencl import GcmCipher
 
 MODE_ECB = 1  # the values pycryptodome uses
 MODE_CTR = 6
@@ -291,6 +289,207 @@ def _array_job(kind: str, transform: BlockTransform, team: Team) -> Any:
     return CudaArrayBlocks(transform)
 
 
+def _array_ghash(kind: str, key: bytes, multipliers: ghash.PowerMultipliers) -> Any:
+    """GHASH partial sums over device arrays of ``kind``, from that kind's engine."""
+    if kind == "opencl":
+        from .engines.opencl import OpenclArrayGhash
+
+        return OpenclArrayGhash(key)
+    from .engines.cuda import CudaArrayGhash
+
+    return CudaArrayGhash(multipliers)
+
+
+class GcmCipher:
+    """AES-GCM with pycryptodome's calls, on host data or on device arrays.
+
+    Where the text lies decides where the message runs: the first ``encrypt`` or
+    ``decrypt`` (or ``*_and_*``) call that takes a device array (a pyopencl array, or a
+    CUDA array: torch, CuPy) runs the whole message on device arrays
+    (:class:`ArrayGcmCipher`); host data runs on the engine the team chooses for GCM
+    streams. AAD given before that (host bytes) is kept until then, and a ``digest``
+    with no text at all runs on the host path.
+    """
+
+    mode = MODE_GCM
+    block_size = BLOCK_SIZE
+
+    def __init__(self, key: bytes, nonce: bytes | None, mac_len: int, team: Team,
+                 key_schedule: str, threads: int | None) -> None:
+        self.nonce = gcm_nonce(nonce, mac_len)
+        self._key, self._mac_len, self._team = key, mac_len, team
+        self._key_schedule, self._threads = key_schedule, threads
+        self._message: Any = None  # the engine's GCM stream, or an ArrayGcmCipher
+        self._kind: str | None = None
+        self._aad: list[bytes] = []
+
+    def _for(self, data: Any) -> Any:
+        """The message's cipher, made for where ``data`` lies on the first text call."""
+        kind = None if data is None else device_array_kind(data)
+        if self._message is None:
+            if kind is None:
+                self._message = self._team.stream_engine().gcm(
+                    self._key, self.nonce, self._mac_len, self._key_schedule, self._threads)
+            else:
+                self._message = ArrayGcmCipher(self._key, self.nonce, self._mac_len, kind,
+                                               self._team)
+            self._kind = kind
+            for aad in self._aad:
+                self._message.update(aad)
+            self._aad.clear()
+        elif data is not None and kind != self._kind:
+            where = "host memory" if self._kind is None else f"{self._kind} device arrays"
+            raise TypeError(f"this message's text is in {where}: pass all of it the same way")
+        return self._message
+
+    def update(self, assoc_data: BytesLike) -> GcmCipher:
+        """Add associated data (authenticated, not encrypted). Only before encrypt/decrypt."""
+        if self._message is None:
+            self._aad.append(bytes(byte_view(assoc_data)))
+        else:
+            self._message.update(assoc_data)
+        return self
+
+    def encrypt(self, plaintext: Any, output: Any = None) -> Any:
+        """Encrypt the next piece. Returns bytes (a new array like a device array), or
+        None when ``output`` receives it."""
+        return self._for(plaintext).encrypt(plaintext, output=output)
+
+    def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
+        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
+        return self._for(ciphertext).decrypt(ciphertext, output=output)
+
+    def digest(self) -> bytes:
+        """The authentication tag (``mac_len`` bytes) of the AAD and the encrypted text."""
+        return self._for(None).digest()  # type: ignore[no-any-return]
+
+    def hexdigest(self) -> str:
+        return self.digest().hex()
+
+    def verify(self, received_mac_tag: bytes) -> None:
+        """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong."""
+        self._for(None).verify(received_mac_tag)
+
+    def hexverify(self, hex_mac_tag: str) -> None:
+        self.verify(bytes.fromhex(hex_mac_tag))
+
+    def encrypt_and_digest(self, plaintext: Any, output: Any = None) -> tuple[Any, bytes]:
+        """Encrypt the (last) piece and return it with the tag."""
+        return self.encrypt(plaintext, output=output), self.digest()
+
+    def decrypt_and_verify(self, ciphertext: Any, received_mac_tag: bytes,
+                           output: Any = None) -> Any:
+        """Authenticate the whole message, and only then decrypt the (last) piece: on a
+        wrong tag it raises :class:`AuthenticationError` and releases no plaintext."""
+        return self._for(ciphertext).decrypt_and_verify(ciphertext, received_mac_tag,
+                                                        output=output)
+
+
+def _host_ecb(key: bytes) -> EcbCipher:
+    """ECB on the host engine: a few blocks (H, E(J0)) that need no device."""
+    return EcbCipher(key, team("host"), "host")
+
+
+class ArrayGcmCipher(ghash.GcmTagCalls):
+    """One GCM message whose text is in device arrays of one kind (``"opencl"`` or
+    ``"cuda"``), on the arrays' devices: the CTR half is the CTR kernel over the
+    arrays (the 32-bit counter from J0 + 1), the GHASH half the GHASH kernel's partial
+    sums of whole blocks, folded on the host with the AAD, the bytes of a block split
+    between calls (read back: ciphertext only) and the length block.
+
+    A call returns once the GHASH sums of its ciphertext are read back: an ``encrypt``
+    waits for its own CTR work, a ``decrypt`` for the work that produced its input.
+    AAD is host data. ``decrypt_and_verify`` authenticates before it decrypts, so a
+    wrong tag leaves ``output`` as it was.
+    """
+
+    mode = MODE_GCM
+    block_size = BLOCK_SIZE
+
+    def __init__(self, key: bytes, nonce: bytes, mac_len: int, kind: str, team: Team) -> None:
+        self.nonce, self._mac_len = nonce, mac_len
+        blocks = _host_ecb(key)
+        h = ghash.block_to_int(blocks.encrypt(bytes(BLOCK_SIZE)) or b"")
+        multipliers = ghash.PowerMultipliers(h)
+        j0 = ghash.initial_counter(h, nonce)
+        self._tag_mask = blocks.encrypt(j0) or b""
+        first = int.from_bytes(j0, "big")  # inc32(J0): the first text block's counter
+        first = first - first % 2**32 + (first + 1) % 2**32
+        self._ctr = _array_job(kind, BlockTransform(key, counter=first, counter_bits=32),
+                               team)
+        self._sums = _array_ghash(kind, key, multipliers)
+        self._ghash = ghash.RunningGhash(multipliers)
+        self._phase = "aad"
+
+    def update(self, assoc_data: BytesLike) -> ArrayGcmCipher:
+        """Add associated data (host bytes). Only before encrypt/decrypt."""
+        if self._phase != "aad":
+            raise TypeError("update() can only be called immediately after initialization")
+        data = bytes(byte_view(assoc_data))
+        self._ghash.aad_bytes += len(data)
+        rest = self._ghash.absorb_pending(data)
+        whole = len(rest) - len(rest) % BLOCK_SIZE
+        for start in range(0, whole, BLOCK_SIZE):
+            self._ghash.absorb_block(ghash.block_to_int(rest[start : start + BLOCK_SIZE]))
+        self._ghash.pending += rest[whole:]
+        return self
+
+    def _start_text(self, direction: str, length: int) -> int:
+        if self._phase == "aad":
+            self._ghash.close_pending()  # AAD is zero-padded to a whole block
+            self._phase = direction
+        elif self._phase != direction:
+            if self._phase == "done":
+                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
+            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
+        start = self._ghash.text_bytes
+        if start + length > ghash.MAX_TEXT_BYTES:
+            raise CounterOverflowError("Plaintext exceeds maximum length")
+        return start
+
+    def _hash_text(self, ciphertext: Any, length: int) -> None:
+        """Add ``length`` bytes of ciphertext in a device array to the GHASH."""
+        done = 0
+        if self._ghash.pending:  # finish the block an earlier call began
+            done = min(length, BLOCK_SIZE - len(self._ghash.pending))
+            self._ghash.absorb_pending(self._sums.read(ciphertext, 0, done))
+        whole = (length - done) // BLOCK_SIZE * BLOCK_SIZE
+        if whole:
+            self._ghash.absorb_partial_sum(self._sums.partial_sum(ciphertext, done, whole),
+                                           whole // BLOCK_SIZE)
+            done += whole
+        if done < length:
+            self._ghash.pending += self._sums.read(ciphertext, done, length - done)
+        self._ghash.text_bytes += length
+
+    def _crypt(self, data: Any, output: Any, start: int) -> Any:
+        return self._ctr(data, output, start // BLOCK_SIZE, start % BLOCK_SIZE)
+
+    def encrypt(self, plaintext: Any, output: Any = None) -> Any:
+        """Encrypt the next piece: a new array like ``plaintext``, or None into ``output``."""
+        start = self._start_text("encrypt", device_nbytes(plaintext))
+        result = self._crypt(plaintext, output, start)
+        self._hash_text(result if output is None else output, device_nbytes(plaintext))
+        return result
+
+    def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
+        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
+        start = self._start_text("decrypt", device_nbytes(ciphertext))
+        self._hash_text(ciphertext, device_nbytes(ciphertext))  # (before: in place)
+        return self._crypt(ciphertext, output, start)
+
+    def encrypt_and_digest(self, plaintext: Any, output: Any = None) -> tuple[Any, bytes]:
+        return self.encrypt(plaintext, output=output), self.digest()
+
+    def decrypt_and_verify(self, ciphertext: Any, received_mac_tag: bytes,
+                           output: Any = None) -> Any:
+        """Authenticate the whole message, and only then decrypt the (last) piece."""
+        start = self._start_text("decrypt", device_nbytes(ciphertext))
+        self._hash_text(ciphertext, device_nbytes(ciphertext))
+        self.verify(received_mac_tag)
+        return self._crypt(ciphertext, output, start)
+
+
 def _xor(data: memoryview, keystream: bytes) -> bytes:
     """Less than a block of data XORed with its keystream (the partial blocks of CTR)."""
     mixed = int.from_bytes(data, "big") ^ int.from_bytes(keystream, "big")
@@ -408,5 +607,5 @@ def new(
             return CtrCipher(key, nonce, initial_value, team(device), key_schedule, threads,
                              suffix, little_endian)
         return CtrCipher(key, nonce, initial_value, team(device), key_schedule, threads)
-    return team(device).stream_engine().gcm(key, nonce, 16 if mac_len is None else mac_len,
-                                            key_schedule, threads)
+    return GcmCipher(key, nonce, 16 if mac_len is None else mac_len, team(device),
+                     key_schedule, threads)

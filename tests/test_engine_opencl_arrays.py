@@ -124,3 +124,49 @@ def test_an_array_on_another_device_than_the_cipher_names_is_refused(device, que
     cipher = aescl.new(bytes(16), aescl.MODE_ECB, device=others[0])
     with pytest.raises(ValueError, match=re.escape(f"the input is on {device.name}")):
         cipher.encrypt(cl_array.to_device(queue, _random(32)))
+
+
+# ---- GCM on arrays (aescl.modes.ArrayGcmCipher over the OpenCL engine) ---------------
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: f"aes{8 * len(k)}")
+@pytest.mark.parametrize("nonce", [b"\x07" * 12, b"\x09" * 16], ids=["96-bit", "128-bit"])
+def test_gcm_on_arrays_matches_pycryptodome_across_any_cut(queue, key, nonce):
+    data = _random(50_011, seed=4)
+    aad = b"associated data of 29 bytes.."
+    array = cl_array.to_device(queue, data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce)
+    cipher.update(aad[:10]).update(aad[10:])
+    cuts = [0, 3, 16, 29, 40_003, 50_011]
+    pieces = [cipher.encrypt(array[lo:hi]) for lo, hi in zip(cuts, cuts[1:], strict=False)]
+    tag = cipher.digest()
+    reference = Reference.new(key, Reference.MODE_GCM, nonce=nonce)
+    reference.update(aad)
+    expected, expected_tag = reference.encrypt_and_digest(data.tobytes())
+    assert b"".join(piece.get().tobytes() for piece in pieces) == expected
+    assert tag == expected_tag
+
+    sealed = cl_array.to_device(queue, np.frombuffer(expected, np.uint8))
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce)
+    opener.update(aad)
+    assert opener.decrypt_and_verify(sealed, tag, output=sealed) is None  # in place
+    assert np.array_equal(sealed.get(), data)
+
+
+def test_gcm_on_arrays_releases_nothing_on_a_wrong_tag(queue):
+    key, nonce = bytes(16), bytes(12)
+    plaintext = _random(1000, seed=5)
+    sealed, tag = Reference.new(key, Reference.MODE_GCM, nonce=nonce).encrypt_and_digest(
+        plaintext.tobytes())
+    array = cl_array.to_device(queue, np.frombuffer(sealed, np.uint8))
+    for output in (cl_array.zeros(queue, 1000, np.uint8), array):  # apart, and in place
+        opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce)
+        with pytest.raises(aescl.AuthenticationError):
+            opener.decrypt_and_verify(array, bytes([tag[0] ^ 1]) + tag[1:], output=output)
+        assert output.get().tobytes() in (bytes(1000), sealed)
+
+
+def test_one_gcm_message_is_all_host_data_or_all_device_arrays(queue):
+    cipher = aescl.new(bytes(16), aescl.MODE_GCM, nonce=bytes(12))
+    cipher.encrypt(cl_array.to_device(queue, _random(32)))
+    with pytest.raises(TypeError, match="text is in opencl device arrays"):
+        cipher.encrypt(b"more on the host")

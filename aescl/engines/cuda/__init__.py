@@ -10,11 +10,11 @@ from typing import Any
 
 from ..interface import BlockTransform
 from .arrays import cuda_bytes, empty_like, is_cuda_array
-from .engine import CudaBlocks
+from .engine import CudaBlocks, CudaGhash, StreamMemory
 from .kernels import KERNELS, compile_cubin, cuda_defines
 
-__all__ = ["KERNELS", "CudaArrayBlocks", "CudaBlocks", "compile_cubin", "cuda_defines",
-           "is_cuda_array"]
+__all__ = ["KERNELS", "CudaArrayBlocks", "CudaArrayGhash", "CudaBlocks", "compile_cubin",
+           "cuda_defines", "is_cuda_array"]
 
 
 class CudaArrayBlocks:
@@ -53,3 +53,37 @@ class CudaArrayBlocks:
                                                                    source.device)
             worker.run(source, target, first_block, skip)
         return result
+
+
+class CudaArrayGhash:
+    """GHASH partial sums of ciphertext in CUDA device arrays (GCM on device arrays),
+    for one H (``multipliers``: aescl.ghash.PowerMultipliers): a worker per GPU."""
+
+    def __init__(self, multipliers: Any) -> None:
+        self._multipliers = multipliers
+        self._workers: dict[int, CudaGhash] = {}
+
+    def partial_sum(self, data: Any, offset: int, nbytes: int) -> int:
+        """The partial sum of bytes ``offset .. offset + nbytes`` (whole blocks) of an
+        array, after the work before it on its stream, which this waits for."""
+        span = cuda_bytes(data, "the input").at(offset, nbytes)
+        if not nbytes:
+            return 0
+        worker = self._workers.get(span.device)
+        if worker is None:
+            worker = self._workers[span.device] = CudaGhash(self._multipliers, span.device)
+        if span.pointer % 16 == 0:
+            return worker.partial_sum(span)
+        memory = StreamMemory(None, None, span)  # the kernel loads aligned blocks
+        scratch = memory.scratch(nbytes)
+        memory.copy(scratch, span)
+        try:
+            return worker.partial_sum(scratch)
+        finally:
+            memory.release(scratch)
+
+    def read(self, data: Any, offset: int, nbytes: int) -> bytes:
+        """Bytes ``offset .. offset + nbytes`` of an array (a few bytes of ciphertext),
+        after the work before them on its stream."""
+        span = cuda_bytes(data, "the input").at(offset, nbytes)
+        return CudaGhash.read(span)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import keyschedule
+from ... import ghash, keyschedule
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import cuda_defines, module
@@ -133,14 +133,14 @@ class CudaBlocks:
 
         with self._gpu.lock:
             self._gpu.core.set_current()
-            run_blocks(_StreamMemory(self, Stream.from_handle(source.stream), source),
+            run_blocks(StreamMemory(self, Stream.from_handle(source.stream), source),
                        source, target, first_block, skip)
 
 
-class _StreamMemory:
+class StreamMemory:
     """The memory operations of one call (device_runs.DeviceMemory), on its stream."""
 
-    def __init__(self, blocks: CudaBlocks, stream: Any, like: CudaBytes) -> None:
+    def __init__(self, blocks: CudaBlocks | None, stream: Any, like: CudaBytes) -> None:
         self._blocks, self._stream, self._like = blocks, stream, like
 
     def aligned(self, span: CudaBytes) -> bool:
@@ -148,6 +148,7 @@ class _StreamMemory:
 
     def launch(self, source: CudaBytes, target: CudaBytes, blocks: int,
                first_block: int) -> None:
+        assert self._blocks is not None
         self._blocks.launch(self._stream, source.pointer, target.pointer, blocks, first_block)
 
     def scratch(self, nbytes: int) -> CudaBytes:
@@ -168,3 +169,78 @@ class _StreamMemory:
         from cuda.bindings import driver
 
         _check(driver.cuMemFreeAsync(span.pointer, self._like.stream))
+
+
+_GHASH_ITEMS = 256  # threads per GHASH block: GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
+_GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
+_GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
+
+
+class CudaGhash:
+    """GHASH partial sums of whole blocks in device memory, for one H on one GPU: the
+    GHASH half of GCM on device arrays (the host keeps the running hash)."""
+
+    def __init__(self, multipliers: Any, ordinal: int) -> None:
+        from cuda.bindings import driver
+        from cuda.core import LaunchConfig, launch
+
+        self._multipliers = multipliers
+        self._gpu = cuda_device(ordinal)
+        self._gpu.core.set_current()
+        code = module("aes_gcm.cl", cuda_defines(10), self._gpu.arch)  # (no AES runs here)
+        self._ghash = code.get_kernel("gcm_ghash")
+        # The nibble tables of H^1..H^256 (ghash.cl), made on the GPU once.
+        self._free = driver.cuMemFree
+        self._tables = _check(driver.cuMemAlloc(_GHASH_ITEMS * 16 * BLOCK_SIZE))
+        h = multipliers.h
+        stream = self._gpu.core.create_stream()
+        launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
+               code.get_kernel("ghash_power_tables"), np.uint64(h >> 64),
+               np.uint64(h & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(int(self._tables)))
+        stream.sync()
+
+    def __del__(self) -> None:
+        tables = getattr(self, "_tables", None)
+        if tables is not None:
+            self._free(tables)
+
+    def partial_sum(self, span: CudaBytes) -> int:
+        """The partial sum of the whole blocks of an aligned span, after the work before
+        it on its stream; waits for that stream."""
+        from cuda.bindings import driver
+        from cuda.core import LaunchConfig, Stream, launch
+
+        blocks = span.nbytes // BLOCK_SIZE
+        segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
+        with self._gpu.lock:
+            self._gpu.core.set_current()
+            stream = Stream.from_handle(span.stream)
+            total = 0
+            for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
+                count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
+                segments = -(-count // segment)
+                partials = np.empty((segments, 2), np.uint64)
+                device = _check(driver.cuMemAllocAsync(partials.nbytes, span.stream))
+                launch(stream, LaunchConfig(grid=min(segments, self._gpu.sms * 8),
+                                            block=_GHASH_ITEMS),
+                       self._ghash, np.uint64(span.pointer + first * BLOCK_SIZE),
+                       np.uint32(count), np.uint32(segment), np.uint32(segments),
+                       np.uint64(int(self._tables)), np.uint64(int(device)))
+                _check(driver.cuMemcpyDtoHAsync(partials, device, partials.nbytes, span.stream))
+                _check(driver.cuMemFreeAsync(device, span.stream))
+                stream.sync()
+                part = ghash.fold_partials([(hi << 64) | lo for hi, lo in partials.tolist()],
+                                           segment, count, self._multipliers.times_power)
+                total = self._multipliers.times_power(total, count) ^ part
+            return total
+
+    @staticmethod
+    def read(span: CudaBytes) -> bytes:
+        """The bytes of a span, after the work before it on its stream."""
+        from cuda.bindings import driver
+
+        host = np.empty(span.nbytes, np.uint8)
+        if span.nbytes:
+            _check(driver.cuMemcpyDtoHAsync(host, span.pointer, span.nbytes, span.stream))
+            _check(driver.cuStreamSynchronize(span.stream))
+        return host.tobytes()

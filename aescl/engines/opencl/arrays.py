@@ -17,11 +17,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyopencl as cl
 
 from ...devices import Device, opencl_devices
 from ..device_runs import run_blocks
-from ..interface import BlockTransform
+from ..interface import BLOCK_SIZE, BlockTransform
+from .gcm import GcmEngine
 from .kernels import runtime
 from .workers import OpenclBlocks
 
@@ -150,3 +152,53 @@ class OpenclArrayBlocks:
                 for event in memory.events:
                     array.add_event(event)
         return result
+
+
+class OpenclArrayGhash:
+    """GHASH partial sums of ciphertext in pyopencl arrays (GCM on device arrays), for
+    one key: a GCM engine per (context, device), made when an array there first comes."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._engines: dict[tuple[int, str], GcmEngine] = {}
+
+    def _engine(self, array: Any) -> GcmEngine:
+        device = device_of(array)
+        key = (array.context.int_ptr, device.id)
+        if key not in self._engines:
+            self._engines[key] = GcmEngine(self._key, device, "host", array.context)
+        return self._engines[key]
+
+    def partial_sum(self, data: Any, offset: int, nbytes: int) -> int:
+        """The partial sum of bytes ``offset .. offset + nbytes`` (whole blocks) of an
+        array, once the work on its queue is done (this waits for it)."""
+        span = _span(data, "the input").at(offset, nbytes)
+        if not nbytes:
+            return 0
+        engine = self._engine(data)
+        data.finish()  # (the array's events; GHASH runs on the engine's queue)
+        data.queue.finish()
+        align = data.queue.device.mem_base_addr_align // 8
+        step = engine.slice_bytes - engine.slice_bytes % align
+        total = 0
+        for start in range(0, nbytes, step):
+            piece = span.at(start, min(step, nbytes - start))
+            if piece.offset % align:  # a sub-buffer must start aligned: copy the piece
+                buffer = cl.Buffer(data.context, cl.mem_flags.READ_WRITE, piece.nbytes)
+                cl.enqueue_copy(engine.runtime.queue, buffer, piece.buffer,
+                                byte_count=piece.nbytes, src_offset=piece.offset)
+            else:
+                buffer = piece.buffer.get_sub_region(piece.offset, piece.nbytes)
+            blocks = piece.nbytes // BLOCK_SIZE
+            total = engine.times_power(total, blocks) ^ engine.partial_sum(buffer, blocks)
+        return total
+
+    def read(self, data: Any, offset: int, nbytes: int) -> bytes:
+        """Bytes ``offset .. offset + nbytes`` of an array (a few bytes of ciphertext),
+        after the work before them on its queue."""
+        span = _span(data, "the input").at(offset, nbytes)
+        host = np.empty(nbytes, np.uint8)
+        if nbytes:
+            cl.enqueue_copy(data.queue, host, span.buffer, src_offset=span.offset,
+                            wait_for=data.events, is_blocking=True)
+        return host.tobytes()

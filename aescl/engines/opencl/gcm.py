@@ -17,7 +17,6 @@ other length derives J0 with GHASH on the host, as SP 800-38D prescribes.
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,13 +26,12 @@ import pyopencl as cl
 from ... import ghash, keyschedule
 from ..._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from ...devices import Device
-from ...errors import AuthenticationError, CounterOverflowError
+from ...errors import CounterOverflowError
 from ..interface import MODE_GCM, gcm_nonce
 from .kernels import aes_options, kernel, one_job_per_device, runtime
 from .tuning import launch_config
 
 BLOCK_SIZE = 16
-MAX_TEXT_BYTES = (2**32 - 2) * BLOCK_SIZE  # SP 800-38D: 2^39 - 256 bits
 _SEGMENT_STEPS = 64  # Horner steps per work-item when one long message is split for GHASH
 _MAX_LAUNCH_BLOCKS = 2**32 - 2**20  # kernels index blocks with 32-bit integers
 _MAX_GHASH_ITEMS = 256  # GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
@@ -372,7 +370,7 @@ class _Batch:
             cl.enqueue_copy(self.engine.runtime.queue, self.flat, self.buffer, is_blocking=True)
 
 
-class GcmCipher:
+class GcmCipher(ghash.GcmTagCalls):
     """AES-GCM with pycryptodome's calling convention, running on an OpenCL device.
 
     ``update(aad)`` first, then ``encrypt`` or ``decrypt`` in pieces of any size,
@@ -394,7 +392,6 @@ class GcmCipher:
         self._tag_mask = self._engine.keystream([self._j0], first_step=0)[0]
         self._ghash = ghash.RunningGhash(self._engine.multipliers)
         self._phase = "aad"  # -> "encrypt" | "decrypt" -> "done"
-        self._tag: bytes | None = None
         self._partial_keystream: tuple[int, bytes] | None = None
 
     # ---- public API ---------------------------------------------------------------
@@ -436,7 +433,7 @@ class GcmCipher:
         source = input_array(data)
         length = source.nbytes
         start = self._ghash.text_bytes
-        if start + length > MAX_TEXT_BYTES:
+        if start + length > ghash.MAX_TEXT_BYTES:
             raise CounterOverflowError("Plaintext exceeds maximum length")
         target = np.empty_like(source) if output is None else output_array(output, length)
 
@@ -472,31 +469,6 @@ class GcmCipher:
         """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
         return self._process(ciphertext, output, "decrypt")
 
-    def _compute_tag(self) -> bytes:
-        if self._tag is None:
-            self._tag = self._ghash.tag(self._tag_mask)[: self._mac_len]
-            self._phase = "done"
-        return self._tag
-
-    def digest(self) -> bytes:
-        """The authentication tag (``mac_len`` bytes) of the AAD and the encrypted text."""
-        if self._phase == "decrypt":
-            raise TypeError("digest() cannot be called when decrypting")
-        return self._compute_tag()
-
-    def hexdigest(self) -> str:
-        return self.digest().hex()
-
-    def verify(self, received_mac_tag: bytes) -> None:
-        """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong."""
-        if self._phase == "encrypt":
-            raise TypeError("verify() cannot be called when encrypting")
-        if not hmac.compare_digest(self._compute_tag(), bytes(received_mac_tag)):
-            raise AuthenticationError("MAC check failed")
-
-    def hexverify(self, hex_mac_tag: str) -> None:
-        self.verify(bytes.fromhex(hex_mac_tag))
-
     def encrypt_and_digest(
         self, plaintext: BytesLike, output: Any = None
     ) -> tuple[bytes | None, bytes]:
@@ -514,7 +486,7 @@ class GcmCipher:
         if self._phase in ("aad", "decrypt") and not self._ghash.text_bytes % BLOCK_SIZE:
             self._start_text("decrypt")
             source = input_array(ciphertext)
-            if self._ghash.text_bytes + source.nbytes > MAX_TEXT_BYTES:
+            if self._ghash.text_bytes + source.nbytes > ghash.MAX_TEXT_BYTES:
                 raise CounterOverflowError("Plaintext exceeds maximum length")
             first_block = self._ghash.text_bytes // BLOCK_SIZE
             whole = source.nbytes - source.nbytes % BLOCK_SIZE
