@@ -32,7 +32,16 @@ import io
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from ._arrays import BytesLike, byte_view, finish, new_buffer, output_view, wipe
+from ._arrays import (
+    BytesLike,
+    byte_view,
+    device_array_kind,
+    device_nbytes,
+    finish,
+    new_buffer,
+    output_view,
+    wipe,
+)
 from ._streams import read_full
 from .chunkformat import (
     AEAD_NAME,
@@ -74,6 +83,22 @@ def _chunks(key: bytes, base_nonce: bytes, device: DevicesSpec, batch_chunks: in
             ) -> TeamChunks:
     check_whole_number("batch_chunks", batch_chunks, 1, MAX_BATCH_CHUNKS)
     return team(device).chunks(key, base_nonce, batch_chunks)
+
+
+def _array_chunks_class(kind: str) -> Any:
+    """The engine's class that seals and opens messages in device arrays of ``kind``
+    (``_arrays.device_array_kind``)."""
+    if kind == "opencl":
+        from .engines.opencl import OpenclArrayChunks
+
+        return OpenclArrayChunks
+    from .engines.cuda import CudaArrayChunks
+
+    return CudaArrayChunks
+
+
+def _array_chunks(kind: str, chunk_key: bytes, base_nonce: bytes) -> Any:
+    return _array_chunks_class(kind)(chunk_key, base_nonce)
 
 
 def _seal_all(cipher: TeamChunks, message: memoryview, sealed: memoryview) -> None:
@@ -129,14 +154,23 @@ def decrypt_raw(
 def encrypt(
     key: bytes, message: BytesLike, context: bytes = b"", *, salt: bytes | None = None,
     device: DevicesSpec = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
-) -> bytes:
+) -> Any:
     """Encrypt a whole message: salt || commitment || sealed chunks.
+
+    A device array (a pyopencl array; a CUDA array: torch, CuPy) is sealed on its own
+    device into a new flat uint8 array of the same kind, byte for byte what host data
+    gives for the same key and salt (docs/gpu-arrays.md); ``device`` and
+    ``batch_chunks`` then do not apply.
 
     ``key`` is 32 uniformly random bytes. A fresh random salt makes every
     encryption use a new chunk key and base nonce. ``salt=`` is for tests only.
     """
     salt = _random_salt(salt)
     chunk_key, base_nonce, commitment = derive(key, salt, context)
+    kind = device_array_kind(message)
+    if kind is not None:  # a device array: sealed into a new one on its device
+        return _array_chunks(kind, chunk_key, base_nonce).seal(
+            message, salt + commitment, sealed_size(device_nbytes(message)))
     body = encrypt_raw(chunk_key, base_nonce, message, device=device, batch_chunks=batch_chunks)
     assert body is not None
     return salt + commitment + body
@@ -145,13 +179,24 @@ def encrypt(
 def decrypt(
     key: bytes, ciphertext: BytesLike, context: bytes = b"", *,
     device: DevicesSpec = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
-) -> bytes:
+) -> Any:
     """Decrypt and authenticate a whole message, or raise (no plaintext is returned then).
+
+    A device array is opened on its own device into a new flat uint8 array of the same
+    kind; on a failed tag it raises, and the array it was opening into is zeroed.
 
     :class:`WrongKeyError`: the commitment does not match (wrong key or context).
     :class:`AuthenticationError`: a chunk was modified, reordered or added.
     :class:`TruncatedError`: the message was cut short.
     """
+    kind = device_array_kind(ciphertext)
+    if kind is not None:  # a device array: opened into a new one on its device
+        nbytes = device_nbytes(ciphertext)
+        chunks_class = _array_chunks_class(kind)
+        header = chunks_class.read(ciphertext, 0, min(nbytes, HEADER_SIZE))
+        chunk_key, base_nonce = _open_header(key, header, context)
+        return chunks_class(chunk_key, base_nonce).open(
+            ciphertext, HEADER_SIZE, _opened_size(nbytes - HEADER_SIZE))
     data = byte_view(ciphertext)
     chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)
     plaintext = decrypt_raw(

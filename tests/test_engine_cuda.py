@@ -200,3 +200,34 @@ def test_a_cpu_tensor_takes_the_host_path():
     tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8)
     sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="host").encrypt(tensor)
     assert sealed == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+@pytest.mark.parametrize("bits", KEY_BITS)
+@pytest.mark.parametrize("nonce_bytes", [12, 16])
+def test_gcm_on_device_arrays_matches_pycryptodome(library, bits, nonce_bytes):
+    key, nonce = os.urandom(bits // 8), os.urandom(nonce_bytes)
+    sizes = [3, 29, (1 << 20) + 5, 0, 100]
+    data, aad = os.urandom(sum(sizes)), os.urandom(37)
+    gpu = _to_gpu(library, data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce).update(aad)
+    pieces, at = [], 0
+    for size in sizes:
+        pieces.append(cipher.encrypt(gpu[at : at + size]))  # (odd offsets: misaligned)
+        at += size
+    tag = cipher.digest()
+    reference = Reference.new(key, Reference.MODE_GCM, nonce=nonce).update(aad)
+    expected, expected_tag = reference.encrypt_and_digest(data)
+    assert b"".join(_to_host(p) for p in pieces) == expected
+    assert tag == expected_tag
+
+    sealed = _to_gpu(library, expected)
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce).update(aad)
+    assert opener.decrypt_and_verify(sealed, tag, output=sealed) is None  # in place
+    assert _to_host(sealed) == data
+    bad = aescl.new(key, aescl.MODE_GCM, nonce=nonce).update(aad)
+    untouched = _to_gpu(library, bytes(len(data)))
+    with pytest.raises(aescl.AuthenticationError):
+        bad.decrypt_and_verify(_to_gpu(library, expected), bytes(16), output=untouched)
+    assert _to_host(untouched) == bytes(len(data))

@@ -170,3 +170,44 @@ def test_one_gcm_message_is_all_host_data_or_all_device_arrays(queue):
     cipher.encrypt(cl_array.to_device(queue, _random(32)))
     with pytest.raises(TypeError, match="text is in opencl device arrays"):
         cipher.encrypt(b"more on the host")
+
+
+# ---- the chunked format on arrays (aescl/engines/device_chunks.py) -------------------
+
+SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]
+
+
+@pytest.mark.parametrize("batch", [2, 4096], ids=["batches-of-2", "one-batch"])
+def test_chunked_on_arrays_is_byte_identical_to_the_host_path(queue, monkeypatch, batch):
+    from aescl.engines import device_chunks
+
+    monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", batch)
+    key, salt = bytes(range(32)), bytes(range(24))
+    for size in SIZES:
+        data = _random(size + 3, seed=size)
+        message = cl_array.to_device(queue, data)[3:]  # (at an offset no buffer starts at)
+        sealed = aescl.chunked.encrypt(key, message, b"ctx", salt=salt)
+        assert isinstance(sealed, cl_array.Array)
+        assert sealed.get().tobytes() == aescl.chunked.encrypt(
+            key, data[3:].tobytes(), b"ctx", salt=salt, device="host")
+        opened = aescl.chunked.decrypt(key, sealed, b"ctx")
+        assert opened.get().tobytes() == data[3:].tobytes()
+
+
+def test_chunked_on_arrays_rejects_what_the_host_path_rejects(queue, monkeypatch):
+    from aescl.engines import device_chunks
+
+    monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
+    key = bytes(range(32))
+    sealed = aescl.chunked.encrypt(key, _random(4 * 16384 + 7).tobytes(), device="host")
+    tampered = bytearray(sealed)
+    tampered[56 + 3 * 16400 + 5] ^= 1  # chunk 3, in the second batch
+    with pytest.raises(aescl.AuthenticationError, match="chunk 3") as caught:
+        aescl.chunked.decrypt(key, cl_array.to_device(queue, np.frombuffer(tampered, np.uint8)))
+    assert caught.value.chunk == 3
+    with pytest.raises(aescl.TruncatedError):
+        aescl.chunked.decrypt(key, cl_array.to_device(
+            queue, np.frombuffer(sealed[: 56 + 4 * 16400], np.uint8)))
+    with pytest.raises(aescl.WrongKeyError):
+        aescl.chunked.decrypt(bytes(32), cl_array.to_device(queue, np.frombuffer(sealed,
+                                                                                  np.uint8)))

@@ -18,14 +18,13 @@ Callers outside use the names below.
 
 from __future__ import annotations
 
-from .arrays import OpenclArrayBlocks, OpenclArrayGhash, is_opencl_array
+from .arrays import OpenclArrayBlocks, OpenclArrayChunks, OpenclArrayGhash, is_opencl_array
 from .engine import OpenclEngine
 from .gcm import GcmCipher
 from .kernels import aes_options, kernel_cache_dir, runtime, time_builds
 from .pipeline import pin_host_memory, pinned_empty
 from .workers import ChunkCipher, OpenclBlocks
 
-__all__ = ["ChunkCipher", "GcmCipher", "OpenclArrayBlocks", "OpenclArrayGhash", "OpenclBlocks",
-           "OpenclEngine",
-           "aes_options", "is_opencl_array", "kernel_cache_dir", "pin_host_memory",
-           "pinned_empty", "runtime", "time_builds"]
+__all__ = ["ChunkCipher", "GcmCipher", "OpenclArrayBlocks", "OpenclArrayChunks",
+           "OpenclArrayGhash", "OpenclBlocks", "OpenclEngine", "aes_options", "is_opencl_array",
+           "kernel_cache_dir", "pin_host_memory", "pinned_empty", "runtime", "time_builds"]

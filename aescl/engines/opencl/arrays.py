@@ -21,11 +21,15 @@ import numpy as np
 import pyopencl as cl
 
 from ...devices import Device, opencl_devices
+from .. import device_chunks
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .gcm import GcmEngine
-from .kernels import runtime
+from .kernels import kernel, runtime
+from .tuning import launch_config
 from .workers import OpenclBlocks
+
+CHUNK_BLOCKS = 1024  # blocks of a full chunk (the chunk kernels' slot)
 
 
 def is_opencl_array(obj: Any) -> bool:
@@ -196,9 +200,127 @@ class OpenclArrayGhash:
     def read(self, data: Any, offset: int, nbytes: int) -> bytes:
         """Bytes ``offset .. offset + nbytes`` of an array (a few bytes of ciphertext),
         after the work before them on its queue."""
-        span = _span(data, "the input").at(offset, nbytes)
-        host = np.empty(nbytes, np.uint8)
-        if nbytes:
-            cl.enqueue_copy(data.queue, host, span.buffer, src_offset=span.offset,
-                            wait_for=data.events, is_blocking=True)
+        return read_array(data, offset, nbytes)
+
+
+class _QueueChunkKernels:
+    """The chunked format's device operations (device_chunks.ChunkKernels) in a caller's
+    context, on the GCM engine's queue there."""
+
+    def __init__(self, engine: GcmEngine, device: Device, context: Any) -> None:
+        self._engine, self._device, self._context = engine, device, context
+        self._queue = engine.runtime.queue
+        config = launch_config(device)
+        self._group, self._groups = config.work_group_size, config.max_work_groups
+        self._layout = {name: kernel(device, "chunk_layout.cl", "", name, context)
+                        for name in ("chunks_pack", "chunks_unpack")}
+
+    def scratch(self, nbytes: int) -> BufferSpan:
+        buffer = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, max(16, nbytes))
+        cl.enqueue_fill_buffer(self._queue, buffer, np.uint8(0), 0, buffer.size)
+        return BufferSpan(buffer, 0, nbytes)
+
+    def copy(self, target: BufferSpan, source: BufferSpan) -> None:
+        if source.nbytes:
+            cl.enqueue_copy(self._queue, target.buffer, source.buffer, byte_count=source.nbytes,
+                            src_offset=source.offset, dst_offset=target.offset)
+
+    def zero(self, span: BufferSpan) -> None:
+        if span.nbytes:
+            cl.enqueue_fill_buffer(self._queue, span.buffer, np.uint8(0), span.offset,
+                                   span.nbytes)
+
+    def upload(self, target: BufferSpan, data: bytes) -> None:
+        cl.enqueue_copy(self._queue, target.buffer, np.frombuffer(data, np.uint8),
+                        dst_offset=target.offset, is_blocking=True)
+
+    def download(self, span: BufferSpan) -> bytes:
+        host = np.empty(span.nbytes, np.uint8)
+        cl.enqueue_copy(self._queue, host, span.buffer, src_offset=span.offset,
+                        is_blocking=True)
         return host.tobytes()
+
+    def crypt(self, slots: BufferSpan, count: int, blocks: int, j0s: BufferSpan,
+              lengths: BufferSpan) -> None:
+        if blocks:
+            self._engine._enqueue_ctr(slots.buffer, blocks, CHUNK_BLOCKS, 1, j0s.buffer,
+                                      lengths.buffer)
+
+    def tags(self, slots: BufferSpan, count: int, blocks: int, j0s: BufferSpan,
+             lengths: BufferSpan, tags: BufferSpan) -> None:
+        partials = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, 16 * count)
+        self._engine._enqueue_ghash(slots.buffer, blocks, CHUNK_BLOCKS, count, partials)
+        self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer, tags.buffer)
+
+    def _layout_launch(self, name: str, args: tuple[Any, ...], count: int) -> None:
+        layout = self._layout[name]
+        groups = min(self._groups, -(-count * (CHUNK_BLOCKS + 1) // self._group))
+        layout.set_args(*args, np.uint32(count))
+        cl.enqueue_nd_range_kernel(self._queue, layout, (groups * self._group,), (self._group,))
+
+    def pack(self, slots: BufferSpan, tags: BufferSpan, sealed: BufferSpan, count: int) -> None:
+        self._layout_launch("chunks_pack", (slots.buffer, tags.buffer, sealed.buffer), count)
+
+    def unpack(self, sealed: BufferSpan, out: BufferSpan, tags_block: int, count: int) -> None:
+        self._layout_launch("chunks_unpack", (sealed.buffer, out.buffer, np.uint32(tags_block)),
+                            count)
+
+
+class OpenclArrayChunks:
+    """The chunked format's chunks (one chunk key and base nonce) between pyopencl
+    arrays: a message array sealed into a new array, and opened back. A call waits for
+    the work on the input's queue, runs on aescl's queue in the array's context, and
+    returns once its result is complete."""
+
+    def __init__(self, key: bytes, base_nonce: bytes) -> None:
+        self._key, self._base_nonce = key, base_nonce
+
+    def _kernels(self, array: Any) -> tuple[_QueueChunkKernels, Any]:
+        device = device_of(array)
+        engine = GcmEngine(self._key, device, "host", array.context)
+        return _QueueChunkKernels(engine, device, array.context), engine.runtime
+
+    def _run(self, data: Any, header_bytes: int, out_bytes: int, work: Any) -> Any:
+        import pyopencl.array as cl_array
+
+        source = _span(data, "the input")
+        kernels, rt = self._kernels(data)
+        result = cl_array.empty(data.queue, out_bytes, np.uint8)
+        data.finish()
+        data.queue.finish()
+        with rt.lock:
+            work(kernels, source, BufferSpan(result.base_data, result.offset, out_bytes))
+            rt.queue.finish()
+        return result
+
+    def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
+        """A new uint8 array: ``header`` and then the sealed chunks of ``message``."""
+        def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
+            kernels.upload(target.at(0, len(header)), header)
+            device_chunks.seal(kernels, self._base_nonce, source,
+                               target.at(len(header), sealed_bytes - len(header)))
+        return self._run(message, len(header), sealed_bytes, work)
+
+    def open(self, sealed: Any, header_bytes: int, message_bytes: int) -> Any:
+        """A new uint8 array: the message of the sealed chunks after ``header_bytes``."""
+        def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
+            device_chunks.open_sealed(kernels, self._base_nonce,
+                                      source.at(header_bytes, source.nbytes - header_bytes),
+                                      target)
+        return self._run(sealed, header_bytes, message_bytes, work)
+
+    @staticmethod
+    def read(array: Any, offset: int, nbytes: int) -> bytes:
+        """Bytes of an array (a header), after the work before them on its queue."""
+        return read_array(array, offset, nbytes)
+
+
+def read_array(array: Any, offset: int, nbytes: int) -> bytes:
+    """Bytes ``offset .. offset + nbytes`` of an array, after the work before them on its
+    queue (a header, or the bytes of a block split between GCM calls)."""
+    span = _span(array, "the input").at(offset, nbytes)
+    host = np.empty(nbytes, np.uint8)
+    if nbytes:
+        cl.enqueue_copy(array.queue, host, span.buffer, src_offset=span.offset,
+                        wait_for=array.events, is_blocking=True)
+    return host.tobytes()

@@ -1,0 +1,155 @@
+"""The chunked format between device arrays: a message in device memory sealed into its
+sealed chunks in device memory, and opened back, a batch of chunks at a time.
+
+The GCM kernels (``cl/aes_gcm.cl``) work on slots: chunk k at block 1024k of an aligned
+buffer, its tag apart. A caller's arrays hold the format's layouts instead, at any
+alignment: the plaintext's chunk k at byte 16384k, the sealed chunk k at 16400k after
+the header. So a batch is copied into aligned scratch slots, sealed or opened there,
+and copied out; full chunks pass through ``chunk_layout.cl``'s packing, the final short
+chunk and its tag are placed by copies. Every step is device work on one queue or
+stream, in order. Opening compares each batch's tags on the host (16 bytes a chunk)
+before any of its plaintext is written, and on a mismatch zeroes all the plaintext
+written so far.
+
+The engines supply the operations (:class:`ChunkKernels`) over their spans of memory
+(anything with ``nbytes`` and ``at(offset, nbytes)``, as in device_runs.py).
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any, Protocol
+
+from ..chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE, TAG_SIZE, chunk_nonce
+from ..errors import AuthenticationError
+from .interface import BLOCK_SIZE
+
+BATCH_CHUNKS = 4096  # chunks per batch: 64 MiB of slots in scratch memory
+_CHUNK_BLOCKS = CHUNK_SIZE // BLOCK_SIZE
+
+
+class ChunkKernels(Protocol):
+    """One call's device operations, each enqueued after the one before it."""
+
+    def scratch(self, nbytes: int) -> Any:
+        """A new span of ``nbytes`` on the device, zero-filled."""
+
+    def copy(self, target: Any, source: Any) -> None: ...
+
+    def zero(self, span: Any) -> None: ...
+
+    def upload(self, target: Any, data: bytes) -> None: ...
+
+    def download(self, span: Any) -> bytes:
+        """The bytes of a span, once the work before is done."""
+
+    def crypt(self, slots: Any, count: int, blocks: int, j0s: Any, lengths: Any) -> None:
+        """CTR over ``blocks`` blocks of ``count`` messages in slots, in place."""
+
+    def tags(self, slots: Any, count: int, blocks: int, j0s: Any, lengths: Any,
+             tags: Any) -> None:
+        """The tags of the messages in slots (GHASH over them as they are now)."""
+
+    def pack(self, slots: Any, tags: Any, sealed: Any, count: int) -> None: ...
+
+    def unpack(self, sealed: Any, out: Any, tags_block: int, count: int) -> None: ...
+
+
+def _batches(chunks: int) -> list[tuple[int, int]]:
+    return [(first, min(BATCH_CHUNKS, chunks - first)) for first in range(0, chunks,
+                                                                             BATCH_CHUNKS)]
+
+
+class _Batch:
+    """One batch's GCM arguments, uploaded: J0 and length of each message."""
+
+    def __init__(self, kernels: ChunkKernels, base_nonce: bytes, first: int,
+                 lengths: list[int]) -> None:
+        count = len(lengths)
+        self.count, self.lengths = count, lengths
+        self.text_bytes = sum(lengths)
+        self.blocks = (count - 1) * _CHUNK_BLOCKS + -(-lengths[-1] // BLOCK_SIZE)
+        self.j0s = kernels.scratch(count * BLOCK_SIZE)
+        kernels.upload(self.j0s, b"".join(chunk_nonce(base_nonce, first + k) + b"\0\0\0\1"
+                                          for k in range(count)))
+        self.sizes = kernels.scratch(count * 8)
+        kernels.upload(self.sizes, b"".join(n.to_bytes(8, "little") for n in lengths))
+
+
+def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any) -> None:
+    """Seal the message in ``plaintext`` into ``sealed`` (its chunks after the header:
+    ``sealed_size(n, raw=True)`` bytes)."""
+    full, final_bytes = divmod(plaintext.nbytes, CHUNK_SIZE)
+    chunks = full + 1  # the final chunk, always shorter, possibly empty
+    room = min(BATCH_CHUNKS, chunks)
+    slots = kernels.scratch(room * CHUNK_SIZE)
+    tags = kernels.scratch(room * TAG_SIZE)
+    packed = kernels.scratch(room * SEALED_CHUNK_SIZE)
+    for first, count in _batches(chunks):
+        final = first + count == chunks
+        batch = _Batch(kernels, base_nonce, first,
+                       [CHUNK_SIZE] * (count - 1) + [final_bytes if final else CHUNK_SIZE])
+        if batch.text_bytes:
+            kernels.copy(slots.at(0, batch.text_bytes),
+                         plaintext.at(first * CHUNK_SIZE, batch.text_bytes))
+            kernels.crypt(slots, count, batch.blocks, batch.j0s, batch.sizes)
+        kernels.tags(slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
+        whole = count - int(final)  # chunks that fill their slot
+        if whole:
+            kernels.pack(slots, tags, packed, whole)
+            kernels.copy(sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE),
+                         packed.at(0, whole * SEALED_CHUNK_SIZE))
+        if final:
+            at = full * SEALED_CHUNK_SIZE
+            if final_bytes:
+                kernels.copy(sealed.at(at, final_bytes),
+                             slots.at(whole * CHUNK_SIZE, final_bytes))
+            kernels.copy(sealed.at(at + final_bytes, TAG_SIZE),
+                         tags.at(whole * TAG_SIZE, TAG_SIZE))
+
+
+def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any) -> None:
+    """Open the sealed chunks in ``sealed`` (after the header; their size checked by the
+    caller) into ``plaintext``. Raises :class:`AuthenticationError` naming the first
+    chunk whose tag does not match; ``plaintext`` is then all zeros."""
+    full, rest = divmod(sealed.nbytes, SEALED_CHUNK_SIZE)
+    final_bytes = rest - TAG_SIZE
+    chunks = full + 1
+    room = min(BATCH_CHUNKS, chunks)
+    slots = kernels.scratch(room * (CHUNK_SIZE + TAG_SIZE))  # slots, then received tags
+    tags = kernels.scratch(room * TAG_SIZE)
+    packed = kernels.scratch(room * SEALED_CHUNK_SIZE)
+    for first, count in _batches(chunks):
+        final = first + count == chunks
+        batch = _Batch(kernels, base_nonce, first,
+                       [CHUNK_SIZE] * (count - 1) + [final_bytes if final else CHUNK_SIZE])
+        received = slots.at(count * CHUNK_SIZE, count * TAG_SIZE)
+        whole = count - int(final)
+        if whole:
+            kernels.copy(packed.at(0, whole * SEALED_CHUNK_SIZE),
+                         sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE))
+            kernels.unpack(packed, slots, count * _CHUNK_BLOCKS, whole)
+        if final:
+            at, slot = full * SEALED_CHUNK_SIZE, whole * CHUNK_SIZE
+            if final_bytes:
+                kernels.copy(slots.at(slot, final_bytes), sealed.at(at, final_bytes))
+            padding = -final_bytes % BLOCK_SIZE  # GHASH pads the last block with zeros
+            if padding:
+                kernels.zero(slots.at(slot + final_bytes, padding))
+            kernels.copy(received.at(whole * TAG_SIZE, TAG_SIZE),
+                         sealed.at(at + final_bytes, TAG_SIZE))
+        kernels.tags(slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
+        computed, expected = kernels.download(tags.at(0, count * TAG_SIZE)), \
+            kernels.download(received)
+        failed = [k for k in range(count) if not hmac.compare_digest(
+            computed[16 * k : 16 * k + 16], expected[16 * k : 16 * k + 16])]
+        if failed:
+            kernels.zero(plaintext)
+            index = first + failed[0]
+            cause = "truncated or modified" if final and failed[0] == count - 1 else "modified"
+            raise AuthenticationError(
+                f"chunk {index} failed authentication: the data was {cause}", chunk=index)
+        if batch.text_bytes:
+            kernels.crypt(slots, count, batch.blocks, batch.j0s, batch.sizes)
+            kernels.copy(plaintext.at(first * CHUNK_SIZE, batch.text_bytes),
+                         slots.at(0, batch.text_bytes))
