@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import device_chunks
 from ..interface import BlockTransform
-from .arrays import cuda_bytes, empty_like, is_cuda_array
-from .engine import CudaBlocks, CudaGhash, StreamMemory
+from .arrays import cuda_bytes, empty_bytes, empty_like, is_cuda_array
+from .engine import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
 from .kernels import KERNELS, compile_cubin, cuda_defines
 
-__all__ = ["KERNELS", "CudaArrayBlocks", "CudaArrayGhash", "CudaBlocks", "compile_cubin",
-           "cuda_defines", "is_cuda_array"]
+__all__ = ["KERNELS", "CudaArrayBlocks", "CudaArrayChunks", "CudaArrayGhash", "CudaBlocks",
+           "compile_cubin", "cuda_defines", "is_cuda_array"]
 
 
 class CudaArrayBlocks:
@@ -87,3 +88,53 @@ class CudaArrayGhash:
         after the work before them on its stream."""
         span = cuda_bytes(data, "the input").at(offset, nbytes)
         return CudaGhash.read(span)
+
+
+class CudaArrayChunks:
+    """The chunked format's chunks (one chunk key and base nonce) between CUDA arrays: a
+    message array sealed into a new uint8 array of its library, and opened back, on
+    the input's stream. Sealing returns once the work is enqueued; opening waits for
+    each batch's tags (it compares them before writing plaintext)."""
+
+    def __init__(self, key: bytes, base_nonce: bytes) -> None:
+        self._key, self._base_nonce = key, base_nonce
+
+    def _kernels(self, source: Any) -> CudaChunkKernels:
+        zero = CudaBlocks(BlockTransform(self._key), source.device)
+        memory = StreamMemory(zero, None, source)
+        block = memory.scratch(16)
+        zero.run(block, block, 0)  # H = E(0^128), for GHASH
+        h = int.from_bytes(CudaGhash.read(block), "big")
+        memory.release(block)
+        return CudaChunkKernels(self._key, h, source.device, source)
+
+    def _run(self, data: Any, out_bytes: int, work: Any) -> Any:
+        source = cuda_bytes(data, "the input")
+        result = empty_bytes(data, source.device, out_bytes)
+        kernels = self._kernels(source)
+        try:
+            work(kernels, source, cuda_bytes(result, "the result", writable=True))
+        finally:
+            kernels.release_all()
+        return result
+
+    def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
+        """A new uint8 array: ``header`` and then the sealed chunks of ``message``."""
+        def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
+            kernels.upload(target.at(0, len(header)), header)
+            device_chunks.seal(kernels, self._base_nonce, source,
+                               target.at(len(header), sealed_bytes - len(header)))
+        return self._run(message, sealed_bytes, work)
+
+    def open(self, sealed: Any, header_bytes: int, message_bytes: int) -> Any:
+        """A new uint8 array: the message of the sealed chunks after ``header_bytes``."""
+        def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
+            device_chunks.open_sealed(kernels, self._base_nonce,
+                                      source.at(header_bytes, source.nbytes - header_bytes),
+                                      target)
+        return self._run(sealed, message_bytes, work)
+
+    @staticmethod
+    def read(array: Any, offset: int, nbytes: int) -> bytes:
+        """Bytes of an array (a header), after the work before them on its stream."""
+        return CudaGhash.read(cuda_bytes(array, "the input").at(offset, nbytes))

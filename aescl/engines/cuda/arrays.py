@@ -91,3 +91,17 @@ def empty_like(obj: Any, device: int) -> Any:
             return cupy.empty_like(obj)
     raise TypeError(f"aescl cannot make a {type(obj).__module__}.{type(obj).__name__} "
                     "for the result: pass output= (a writable CUDA array of the same size)")
+
+
+def empty_bytes(obj: Any, device: int, nbytes: int) -> Any:
+    """A new flat uint8 array of ``nbytes`` of ``obj``'s library on GPU ``device``."""
+    library = _library(obj)
+    if library == "torch":
+        torch = sys.modules["torch"]
+        return torch.empty(nbytes, dtype=torch.uint8, device=obj.device)
+    if library == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device):
+            return cupy.empty(nbytes, cupy.uint8)
+    raise TypeError(f"aescl cannot make a {type(obj).__module__}.{type(obj).__name__} "
+                    "for the result: pass a torch tensor or a CuPy array")

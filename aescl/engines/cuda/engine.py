@@ -192,6 +192,7 @@ class CudaGhash:
         # The nibble tables of H^1..H^256 (ghash.cl), made on the GPU once.
         self._free = driver.cuMemFree
         self._tables = _check(driver.cuMemAlloc(_GHASH_ITEMS * 16 * BLOCK_SIZE))
+        self.tables = int(self._tables)  # (the tables' device address, for other kernels)
         h = multipliers.h
         stream = self._gpu.core.create_stream()
         launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
@@ -244,3 +245,103 @@ class CudaGhash:
             _check(driver.cuMemcpyDtoHAsync(host, span.pointer, span.nbytes, span.stream))
             _check(driver.cuStreamSynchronize(span.stream))
         return host.tobytes()
+
+
+class CudaChunkKernels:
+    """The chunked format's device operations (device_chunks.ChunkKernels) for one chunk
+    key on one GPU, on one stream: the GCM kernels of ``cl/aes_gcm.cl`` over slots,
+    and ``cl/chunk_layout.cl``'s packing."""
+
+    def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
+        from cuda.bindings import driver
+        from cuda.core import Stream
+
+        self._gpu = cuda_device(ordinal)
+        self._gpu.core.set_current()
+        code = module("aes_gcm.cl", cuda_defines(keyschedule.rounds_for_key(key)),
+                      self._gpu.arch)
+        layout = module("chunk_layout.cl", {}, self._gpu.arch)
+        self._kernels = {name: code.get_kernel(name)
+                         for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
+        self._kernels.update({name: layout.get_kernel(name)
+                              for name in ("chunks_pack", "chunks_unpack")})
+        self._ghash = CudaGhash(ghash.PowerMultipliers(h), ordinal)  # (its H tables)
+        self._like = like
+        self._stream = Stream.from_handle(like.stream)
+        self._memory = StreamMemory(None, self._stream, like)
+        self._spans: list[CudaBytes] = []
+        round_keys = np.ascontiguousarray(
+            keyschedule.kernel_key_material(key, "host", False), dtype="<u4")
+        self._keys = self.scratch(round_keys.nbytes)
+        _check(driver.cuMemcpyHtoDAsync(self._keys.pointer, round_keys, round_keys.nbytes,
+                                        like.stream))
+        self._held = [round_keys]  # host memory a copy still reads, until the stream is done
+
+    def scratch(self, nbytes: int) -> CudaBytes:
+        span = self._memory.scratch(max(BLOCK_SIZE, nbytes))
+        self._spans.append(span)
+        return CudaBytes(span.pointer, nbytes, span.device, span.stream, False)
+
+    def release_all(self) -> None:
+        """Free the scratch memory in the stream's order (after the work that uses it)."""
+        for span in self._spans:
+            self._memory.release(span)
+        self._spans.clear()
+
+    def copy(self, target: CudaBytes, source: CudaBytes) -> None:
+        if source.nbytes:
+            self._memory.copy(target, source)
+
+    def zero(self, span: CudaBytes) -> None:
+        from cuda.bindings import driver
+
+        if span.nbytes:
+            _check(driver.cuMemsetD8Async(span.pointer, 0, span.nbytes, self._like.stream))
+
+    def upload(self, target: CudaBytes, data: bytes) -> None:
+        from cuda.bindings import driver
+
+        host = np.frombuffer(data, np.uint8).copy()
+        self._held.append(host)
+        _check(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
+
+    def download(self, span: CudaBytes) -> bytes:
+        return CudaGhash.read(span)
+
+    def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
+        from cuda.core import LaunchConfig, launch
+
+        launch(self._stream, LaunchConfig(grid=max(1, groups), block=threads),
+               self._kernels[name], *args)
+
+    def _grid(self, items: int) -> int:
+        return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM)
+
+    def crypt(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
+              lengths: CudaBytes) -> None:
+        if blocks:
+            self._launch("gcm_ctr_xor", _THREADS_PER_BLOCK, self._grid(blocks),
+                         np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
+                         np.uint32(1), np.uint64(j0s.pointer), np.uint64(lengths.pointer),
+                         np.uint64(self._keys.pointer))
+
+    def tags(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
+             lengths: CudaBytes, tags: CudaBytes) -> None:
+        partials = self.scratch(16 * count)
+        self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
+                     np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
+                     np.uint32(count), np.uint64(self._ghash.tables), np.uint64(partials.pointer))
+        self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count),
+                     np.uint64(partials.pointer), np.uint32(count), np.uint64(j0s.pointer),
+                     np.uint64(lengths.pointer), np.uint64(self._ghash.tables),
+                     np.uint64(tags.pointer), np.uint64(self._keys.pointer))
+
+    def pack(self, slots: CudaBytes, tags: CudaBytes, sealed: CudaBytes, count: int) -> None:
+        self._launch("chunks_pack", _THREADS_PER_BLOCK, self._grid(count * 1025),
+                     np.uint64(slots.pointer), np.uint64(tags.pointer),
+                     np.uint64(sealed.pointer), np.uint32(count))
+
+    def unpack(self, sealed: CudaBytes, out: CudaBytes, tags_block: int, count: int) -> None:
+        self._launch("chunks_unpack", _THREADS_PER_BLOCK, self._grid(count * 1025),
+                     np.uint64(sealed.pointer), np.uint64(out.pointer), np.uint32(tags_block),
+                     np.uint32(count))
