@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
+from functools import lru_cache
 
 from .errors import AuthenticationError
 
@@ -125,6 +126,28 @@ def fold_partials(partials: list[int], segment_blocks: int, total_blocks: int,
             result = times_power(result, last_blocks if last else segment_blocks)
         result ^= partial
     return result
+
+
+@lru_cache(maxsize=64)
+def inverse(h: int) -> int:
+    """h^-1 (h nonzero): h^(2^128 - 2), the multiplicative group having 2^128 - 1 elements."""
+    return power(h, 2**128 - 2)
+
+
+def fold_on_device(outer: int, last: int, segment_blocks: int, last_blocks: int,
+                   multipliers: PowerMultipliers) -> int:
+    """The partial sum of n segments from two values a device folded: ``last``, the last
+    segment's partial sum (``last_blocks`` blocks), and ``outer``, GHASH by powers of
+    H^segment_blocks over the partial sums p_0..p_(n-2) of the others, which is
+    sum p_i·H^(segment_blocks·(n-1-i)). The segments' sum wants each p_i times
+    H^(segment_blocks·(n-2-i) + last_blocks): ``outer`` times H^(last_blocks -
+    segment_blocks), a power of H^-1 when the last segment is shorter."""
+    if not outer:
+        return last
+    short = segment_blocks - last_blocks
+    if short:
+        outer = multiply(outer, power(inverse(multipliers.h), short))
+    return outer ^ last
 
 
 class PowerMultipliers:

@@ -9,6 +9,7 @@
  * Kernels, enqueued in this order on one in-order queue:
  *   encrypt: gcm_ctr_xor, gcm_ghash, [gcm_tags]
  *   decrypt: gcm_ghash, [gcm_tags], gcm_ctr_xor  (GHASH reads the ciphertext)
+ * and for one long message in segments: gcm_ghash, ghash_sums_as_blocks, gcm_ghash.
  * gcm_tags serves messages with empty AAD (the chunked format); the host folds
  * AAD and partial blocks itself for the streaming API (aescl/gcm.py).
  *
@@ -219,4 +220,13 @@ AES_CPU_TARGET __kernel void gcm_tags(__global const ulong2 *partials, const uin
 #endif
         tags[m] = ghash_store(hash) ^ aes_store(aes_encrypt_block(aes_load(j0s[m]), rk, te));
     }
+}
+
+/* The partial sums of gcm_ghash rewritten in place as blocks in memory order, so that
+ * gcm_ghash can take them as data and fold them by powers of H^segment (one long
+ * message split into segments: aescl/ghash.py, fold_on_device). */
+AES_CPU_TARGET __kernel void ghash_sums_as_blocks(__global ulong2 *sums, const uint count)
+{
+    for (uint i = get_global_id(0); i < count; i += get_global_size(0))
+        ((__global uint4 *)sums)[i] = ghash_store(sums[i]);
 }

@@ -182,37 +182,54 @@ class CudaGhash:
 
     def __init__(self, multipliers: Any, ordinal: int) -> None:
         from cuda.bindings import driver
-        from cuda.core import LaunchConfig, launch
 
         self._multipliers = multipliers
         self._gpu = cuda_device(ordinal)
         self._gpu.core.set_current()
-        code = module("aes_gcm.cl", cuda_defines(10), self._gpu.arch)  # (no AES runs here)
-        self._ghash = code.get_kernel("gcm_ghash")
-        # The nibble tables of H^1..H^256 (ghash.cl), made on the GPU once.
+        self._code = module("aes_gcm.cl", cuda_defines(10), self._gpu.arch)  # (no AES here)
+        self._ghash = self._code.get_kernel("gcm_ghash")
+        self._sums_as_blocks = self._code.get_kernel("ghash_sums_as_blocks")
         self._free = driver.cuMemFree
-        self._tables = _check(driver.cuMemAlloc(_GHASH_ITEMS * 16 * BLOCK_SIZE))
-        self.tables = int(self._tables)  # (the tables' device address, for other kernels)
-        h = multipliers.h
+        self._segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
+        # The nibble tables (ghash.cl) of H^1..H^256, and of the powers of H^segment that
+        # fold the segments' sums (ghash.fold_on_device), made on the GPU once.
+        self._buffers = [self._power_tables(multipliers.h),
+                         self._power_tables(multipliers.power(self._segment))]
+        self.tables = int(self._buffers[0])  # (H's, for the chunk kernels)
+
+    def _power_tables(self, base: int) -> Any:
+        from cuda.bindings import driver
+        from cuda.core import LaunchConfig, launch
+
+        tables = _check(driver.cuMemAlloc(_GHASH_ITEMS * 16 * BLOCK_SIZE))
         stream = self._gpu.core.create_stream()
         launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
-               code.get_kernel("ghash_power_tables"), np.uint64(h >> 64),
-               np.uint64(h & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(int(self._tables)))
+               self._code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
+               np.uint64(base & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(int(tables)))
         stream.sync()
+        return tables
 
     def __del__(self) -> None:
-        tables = getattr(self, "_tables", None)
-        if tables is not None:
+        for tables in getattr(self, "_buffers", ()):
             self._free(tables)
+
+    def _launch(self, stream: Any, data: int, blocks: int, message_blocks: int, count: int,
+                tables: Any, partials: int) -> None:
+        from cuda.core import LaunchConfig, launch
+
+        launch(stream, LaunchConfig(grid=min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
+                                    block=_GHASH_ITEMS),
+               self._ghash, np.uint64(data), np.uint32(blocks), np.uint32(message_blocks),
+               np.uint32(count), np.uint64(int(tables)), np.uint64(partials))
 
     def partial_sum(self, span: CudaBytes) -> int:
         """The partial sum of the whole blocks of an aligned span, after the work before
-        it on its stream; waits for that stream."""
+        it on its stream; waits for that stream. The segments' sums are folded on the
+        GPU too (ghash.fold_on_device)."""
         from cuda.bindings import driver
         from cuda.core import LaunchConfig, Stream, launch
 
-        blocks = span.nbytes // BLOCK_SIZE
-        segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
+        blocks, segment = span.nbytes // BLOCK_SIZE, self._segment
         with self._gpu.lock:
             self._gpu.core.set_current()
             stream = Stream.from_handle(span.stream)
@@ -220,18 +237,30 @@ class CudaGhash:
             for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
                 count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
                 segments = -(-count // segment)
-                partials = np.empty((segments, 2), np.uint64)
-                device = _check(driver.cuMemAllocAsync(partials.nbytes, span.stream))
-                launch(stream, LaunchConfig(grid=min(segments, self._gpu.sms * 8),
-                                            block=_GHASH_ITEMS),
-                       self._ghash, np.uint64(span.pointer + first * BLOCK_SIZE),
-                       np.uint32(count), np.uint32(segment), np.uint32(segments),
-                       np.uint64(int(self._tables)), np.uint64(int(device)))
-                _check(driver.cuMemcpyDtoHAsync(partials, device, partials.nbytes, span.stream))
-                _check(driver.cuMemFreeAsync(device, span.stream))
+                memory = StreamMemory(None, stream, span)
+                partials = memory.scratch(16 * (segments + 1))  # then the fold
+                folded = partials.pointer + 16 * segments
+                self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
+                             segments, self._buffers[0], partials.pointer)
+                if segments > 1:  # the sums as blocks, folded by powers of H^segment
+                    launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)),
+                                                block=256),
+                           self._sums_as_blocks, np.uint64(partials.pointer),
+                           np.uint32(segments))
+                    self._launch(stream, partials.pointer, segments - 1, segments - 1, 1,
+                                 self._buffers[1], folded)
+                values = np.zeros(32, np.uint8)  # the last sum, then the fold
+                _check(driver.cuMemcpyDtoHAsync(values, partials.pointer + 16 * (segments - 1),
+                                                32, span.stream))
+                memory.release(partials)
                 stream.sync()
-                part = ghash.fold_partials([(hi << 64) | lo for hi, lo in partials.tolist()],
-                                           segment, count, self._multipliers.times_power)
+                last, outer = values[:16], values[16:].view(np.uint64)
+                if segments == 1:  # (still as gcm_ghash left it)
+                    part = (int(last.view(np.uint64)[0]) << 64) | int(last.view(np.uint64)[1])
+                else:
+                    part = ghash.fold_on_device(
+                        (int(outer[0]) << 64) | int(outer[1]), ghash.block_to_int(last.tobytes()),
+                        segment, count - segment * (segments - 1), self._multipliers)
                 total = self._multipliers.times_power(total, count) ^ part
             return total
 

@@ -61,6 +61,8 @@ class GcmEngine:
         self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash", context)
         self._tags = kernel(device, "aes_gcm.cl", options, "gcm_tags", context)
         self._power_tables = kernel(device, "aes_gcm.cl", options, "ghash_power_tables", context)
+        self._sums_as_blocks = kernel(device, "aes_gcm.cl", options, "ghash_sums_as_blocks",
+                                      context)
         self._work_group_size = max(1, min(config.work_group_size, self._limit(self._ctr)))
         self._tags_group_size = max(1, min(config.work_group_size, self._limit(self._tags)))
         self._ghash_items = _floor_power_of_two(
@@ -71,8 +73,7 @@ class GcmEngine:
             keyschedule.kernel_key_material(key, key_schedule, decrypt=False).astype("<u4")
         )
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
-        self._tables: Any = None
-        self._table_count = 0
+        self._tables: dict[int, tuple[Any, int]] = {}  # by base: (buffer, tables in it)
         self.h = ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
         self.multipliers = ghash.PowerMultipliers(self.h)
         self.times_power = self.multipliers.times_power
@@ -89,19 +90,24 @@ class GcmEngine:
             hostbuf=np.ascontiguousarray(array),
         )
 
-    @one_job_per_device
     def h_tables(self, count: int) -> Any:
         """The device buffer of nibble tables for H^1..H^count (grown on demand), built
         on the device: on the host the powers and tables cost milliseconds per key."""
-        if count > self._table_count:
-            self._tables = self._scratch(count * 16 * BLOCK_SIZE)
-            self._power_tables.set_args(np.uint64(self.h >> 64), np.uint64(self.h % 2**64),
-                                        np.uint32(count), self._tables)
+        return self._power_tables_of(self.h, count)
+
+    @one_job_per_device
+    def _power_tables_of(self, base: int, count: int) -> Any:
+        """The nibble tables of base^1..base^count in a device buffer (grown on demand)."""
+        tables, built = self._tables.get(base, (None, 0))
+        if count > built:
+            tables = self._scratch(count * 16 * BLOCK_SIZE)
+            self._power_tables.set_args(np.uint64(base >> 64), np.uint64(base % 2**64),
+                                        np.uint32(count), tables)
             group = min(16, self._limit(self._power_tables))  # a few groups: cores or SMs
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._power_tables,
                                        (-(-count // group) * group,), (group,))
-            self._table_count = count
-        return self._tables
+            self._tables[base] = (tables, count)
+        return tables
 
     # ---- launches over a device buffer ------------------------------------------
 
@@ -120,14 +126,17 @@ class GcmEngine:
         )
 
     def _enqueue_ghash(
-        self, buffer: Any, blocks: int, message_blocks: int, message_count: int, partials: Any
+        self, buffer: Any, blocks: int, message_blocks: int, message_count: int, partials: Any,
+        base: int | None = None,
     ) -> Any:
+        """GHASH partial sums of messages in slots, by powers of H (or of ``base``)."""
         items = min(self._ghash_items, _ceil_power_of_two(min(message_blocks, blocks)))
         groups = min(self._max_work_groups, message_count)
         self._ghash.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks), np.uint32(message_count),
             # The carry-less GHASH (CPUs) reads H^1..H^8 whatever the group size.
-            self.h_tables(max(items, _CARRYLESS_RUN)), partials,
+            self._power_tables_of(self.h if base is None else base,
+                                  max(items, _CARRYLESS_RUN)), partials,
         )
         return cl.enqueue_nd_range_kernel(
             self.runtime.queue, self._ghash, (groups * items,), (items,)
@@ -206,10 +215,30 @@ class GcmEngine:
     @one_job_per_device
     def partial_sum(self, buffer: Any, blocks: int) -> int:
         """The GHASH partial sum of the first ``blocks`` blocks of a device buffer (data
-        already on the device: GCM on a caller's arrays)."""
-        partials, segment = self._enqueue_partials(buffer, blocks)
-        self.runtime.queue.finish()
-        return self._fold(partials, segment, blocks)
+        already on the device: GCM on a caller's arrays). The segments' partial sums
+        are folded on the device too (ghash.fold_on_device says how): folding thousands
+        of them on the host took longer than the GHASH itself."""
+        segment = self._ghash_items * _SEGMENT_STEPS
+        count = -(-blocks // segment)
+        partials = self._scratch(16 * count)
+        self._enqueue_ghash(buffer, blocks, segment, count, partials)
+        queue = self.runtime.queue
+        last = np.zeros(2, np.uint64)
+        if count == 1:
+            cl.enqueue_copy(queue, last, partials, is_blocking=True)
+            return (int(last[0]) << 64) | int(last[1])
+        folded = self._scratch(16)
+        self._sums_as_blocks.set_args(partials, np.uint32(count))
+        cl.enqueue_nd_range_kernel(queue, self._sums_as_blocks, (256,), None)
+        self._enqueue_ghash(partials, count - 1, count - 1, 1, folded,
+                            base=self.multipliers.power(segment))
+        outer = np.zeros(2, np.uint64)
+        cl.enqueue_copy(queue, outer, folded, is_blocking=False)
+        block = np.zeros(16, np.uint8)  # the last sum, now a block in memory order
+        cl.enqueue_copy(queue, block, partials, src_offset=16 * (count - 1), is_blocking=True)
+        return ghash.fold_on_device((int(outer[0]) << 64) | int(outer[1]),
+                                    ghash.block_to_int(block.tobytes()), segment,
+                                    blocks - segment * (count - 1), self.multipliers)
 
     def _ctr_pass(self, buffer: Any, blocks: int, counters: Any, first_block: int) -> None:
         lengths = self._constant(np.array([blocks * BLOCK_SIZE], dtype=np.uint64))
