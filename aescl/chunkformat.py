@@ -14,13 +14,15 @@ C2SP chunked-encryption v1 with ``AEAD_AES_256_GCM`` (https://c2sp.org/chunked-e
 Every engine (OpenCL, host), the scheduler that splits a message between them and
 a worker on another machine use these same few functions, so that a message
 sealed in pieces anywhere is byte-identical to one sealed in one place. Nothing
-here imports numpy or OpenCL.
+here imports numpy or OpenCL at import time (chunk_j0s, for the GCM kernels, imports
+numpy when called).
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+from typing import Any
 
 from .errors import CounterOverflowError, TruncatedError, WrongKeyError
 
@@ -96,6 +98,20 @@ def chunk_nonce(base_nonce: bytes | int, index: int) -> bytes:
     that makes a nonce per chunk passes the base nonce once converted to an int."""
     base = base_nonce if isinstance(base_nonce, int) else int.from_bytes(base_nonce, "big")
     return (base ^ index).to_bytes(NONCE_SIZE, "big")
+
+
+def chunk_j0s(base_nonce: bytes, first: int, count: int) -> Any:
+    """J0 of chunks ``first .. first + count - 1`` (each chunk's nonce, then the 32-bit
+    counter 1) as a (count, 16) uint8 numpy array: the GCM kernels' batch argument."""
+    import numpy as np
+
+    check_chunk_range(first, count)
+    j0s = np.zeros((count, 16), dtype=np.uint8)
+    j0s[:, :NONCE_SIZE] = np.frombuffer(base_nonce, np.uint8)
+    indices = np.arange(first, first + count, dtype=">u8").view(np.uint8).reshape(count, 8)
+    j0s[:, 4:NONCE_SIZE] ^= indices  # the index, big-endian, in the nonce's last 8 bytes
+    j0s[:, 15] = 1
+    return j0s
 
 
 def chunk_offset(index: int, raw: bool = False) -> int:

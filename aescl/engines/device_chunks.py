@@ -5,11 +5,12 @@ The GCM kernels (``cl/aes_gcm.cl``) work on slots: chunk k at block 1024k of an 
 buffer, its tag apart. A caller's arrays hold the format's layouts instead, at any
 alignment: the plaintext's chunk k at byte 16384k, the sealed chunk k at 16400k after
 the header. So a batch is copied into aligned scratch slots, sealed or opened there,
-and copied out; full chunks pass through ``chunk_layout.cl``'s packing, the final short
-chunk and its tag are placed by copies. Every step is device work on one queue or
-stream, in order. Opening compares each batch's tags on the host (16 bytes a chunk)
-before any of its plaintext is written, and on a mismatch zeroes all the plaintext
-written so far.
+and copied out; full chunks pass through ``chunk_layout.cl``'s packing (straight into
+the sealed layout where it lies aligned: the engines place a result they make so that
+its chunks do), the final short chunk and its tag are placed by copies. Every step
+is device work on one queue or stream, in order. Opening compares each batch's tags
+on the host (16 bytes a chunk) before any of its plaintext is written, and on a
+mismatch zeroes all the plaintext written so far.
 
 The engines supply the operations (:class:`ChunkKernels`) over their spans of memory
 (anything with ``nbytes`` and ``at(offset, nbytes)``, as in device_runs.py).
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hmac
 from typing import Any, Protocol
 
-from ..chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE, TAG_SIZE, chunk_nonce
+from ..chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE, TAG_SIZE, chunk_j0s
 from ..errors import AuthenticationError
 from .interface import BLOCK_SIZE
 
@@ -30,6 +31,9 @@ _CHUNK_BLOCKS = CHUNK_SIZE // BLOCK_SIZE
 
 class ChunkKernels(Protocol):
     """One call's device operations, each enqueued after the one before it."""
+
+    def aligned(self, span: Any) -> bool:
+        """Whether a kernel can take ``span`` where it lies."""
 
     def scratch(self, nbytes: int) -> Any:
         """A new span of ``nbytes`` on the device, zero-filled."""
@@ -60,6 +64,19 @@ def _batches(chunks: int) -> list[tuple[int, int]]:
                                                                              BATCH_CHUNKS)]
 
 
+class _Scratch:
+    """Scratch memory made when first used."""
+
+    def __init__(self, kernels: ChunkKernels, nbytes: int) -> None:
+        self._kernels, self._nbytes, self._span = kernels, nbytes, None
+
+    @property
+    def span(self) -> Any:
+        if self._span is None:
+            self._span = self._kernels.scratch(self._nbytes)
+        return self._span
+
+
 class _Batch:
     """One batch's GCM arguments, uploaded: J0 and length of each message."""
 
@@ -70,10 +87,10 @@ class _Batch:
         self.text_bytes = sum(lengths)
         self.blocks = (count - 1) * _CHUNK_BLOCKS + -(-lengths[-1] // BLOCK_SIZE)
         self.j0s = kernels.scratch(count * BLOCK_SIZE)
-        kernels.upload(self.j0s, b"".join(chunk_nonce(base_nonce, first + k) + b"\0\0\0\1"
-                                          for k in range(count)))
+        kernels.upload(self.j0s, chunk_j0s(base_nonce, first, count).tobytes())
         self.sizes = kernels.scratch(count * 8)
-        kernels.upload(self.sizes, b"".join(n.to_bytes(8, "little") for n in lengths))
+        kernels.upload(self.sizes, CHUNK_SIZE.to_bytes(8, "little") * (count - 1)
+                       + lengths[-1].to_bytes(8, "little"))
 
 
 def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any) -> None:
@@ -84,7 +101,7 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any) 
     room = min(BATCH_CHUNKS, chunks)
     slots = kernels.scratch(room * CHUNK_SIZE)
     tags = kernels.scratch(room * TAG_SIZE)
-    packed = kernels.scratch(room * SEALED_CHUNK_SIZE)
+    packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
     for first, count in _batches(chunks):
         final = first + count == chunks
         batch = _Batch(kernels, base_nonce, first,
@@ -96,9 +113,12 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any) 
         kernels.tags(slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
         whole = count - int(final)  # chunks that fill their slot
         if whole:
-            kernels.pack(slots, tags, packed, whole)
-            kernels.copy(sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE),
-                         packed.at(0, whole * SEALED_CHUNK_SIZE))
+            target = sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE)
+            if kernels.aligned(target):  # (a result the engine made lies aligned)
+                kernels.pack(slots, tags, target, whole)
+            else:
+                kernels.pack(slots, tags, packed.span, whole)
+                kernels.copy(target, packed.span.at(0, whole * SEALED_CHUNK_SIZE))
         if final:
             at = full * SEALED_CHUNK_SIZE
             if final_bytes:
@@ -118,7 +138,7 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
     room = min(BATCH_CHUNKS, chunks)
     slots = kernels.scratch(room * (CHUNK_SIZE + TAG_SIZE))  # slots, then received tags
     tags = kernels.scratch(room * TAG_SIZE)
-    packed = kernels.scratch(room * SEALED_CHUNK_SIZE)
+    packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
     for first, count in _batches(chunks):
         final = first + count == chunks
         batch = _Batch(kernels, base_nonce, first,
@@ -126,9 +146,11 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
         received = slots.at(count * CHUNK_SIZE, count * TAG_SIZE)
         whole = count - int(final)
         if whole:
-            kernels.copy(packed.at(0, whole * SEALED_CHUNK_SIZE),
-                         sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE))
-            kernels.unpack(packed, slots, count * _CHUNK_BLOCKS, whole)
+            source = sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE)
+            if not kernels.aligned(source):  # the kernel needs the sealed chunks aligned
+                kernels.copy(packed.span.at(0, whole * SEALED_CHUNK_SIZE), source)
+                source = packed.span
+            kernels.unpack(source, slots, count * _CHUNK_BLOCKS, whole)
         if final:
             at, slot = full * SEALED_CHUNK_SIZE, whole * CHUNK_SIZE
             if final_bytes:

@@ -108,9 +108,10 @@ class CudaArrayChunks:
         memory.release(block)
         return CudaChunkKernels(self._key, h, source.device, source)
 
-    def _run(self, data: Any, out_bytes: int, work: Any) -> Any:
+    def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0) -> Any:
         source = cuda_bytes(data, "the input")
-        result = empty_bytes(data, source.device, out_bytes)
+        lead = -header_bytes % 16  # (so that the chunks after a header lie aligned)
+        result = empty_bytes(data, source.device, lead + out_bytes)[lead:]
         kernels = self._kernels(source)
         try:
             work(kernels, source, cuda_bytes(result, "the result", writable=True))
@@ -124,7 +125,7 @@ class CudaArrayChunks:
             kernels.upload(target.at(0, len(header)), header)
             device_chunks.seal(kernels, self._base_nonce, source,
                                target.at(len(header), sealed_bytes - len(header)))
-        return self._run(message, sealed_bytes, work)
+        return self._run(message, sealed_bytes, work, len(header))
 
     def open(self, sealed: Any, header_bytes: int, message_bytes: int) -> Any:
         """A new uint8 array: the message of the sealed chunks after ``header_bytes``."""

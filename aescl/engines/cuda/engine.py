@@ -306,6 +306,9 @@ class CudaChunkKernels:
                                         like.stream))
         self._held = [round_keys]  # host memory a copy still reads, until the stream is done
 
+    def aligned(self, span: CudaBytes) -> bool:
+        return span.pointer % BLOCK_SIZE == 0
+
     def scratch(self, nbytes: int) -> CudaBytes:
         span = self._memory.scratch(max(BLOCK_SIZE, nbytes))
         self._spans.append(span)

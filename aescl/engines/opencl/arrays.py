@@ -210,10 +210,20 @@ class _QueueChunkKernels:
     def __init__(self, engine: GcmEngine, device: Device, context: Any) -> None:
         self._engine, self._device, self._context = engine, device, context
         self._queue = engine.runtime.queue
+        self._align = device.cl_device.mem_base_addr_align // 8
         config = launch_config(device)
         self._group, self._groups = config.work_group_size, config.max_work_groups
         self._layout = {name: kernel(device, "chunk_layout.cl", "", name, context)
                         for name in ("chunks_pack", "chunks_unpack")}
+
+    def aligned(self, span: BufferSpan) -> bool:
+        return span.offset % self._align == 0
+
+    @staticmethod
+    def _buffer(span: BufferSpan) -> Any:
+        if span.offset == 0:
+            return span.buffer
+        return span.buffer.get_sub_region(span.offset, span.nbytes)
 
     def scratch(self, nbytes: int) -> BufferSpan:
         buffer = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, max(16, nbytes))
@@ -259,11 +269,12 @@ class _QueueChunkKernels:
         cl.enqueue_nd_range_kernel(self._queue, layout, (groups * self._group,), (self._group,))
 
     def pack(self, slots: BufferSpan, tags: BufferSpan, sealed: BufferSpan, count: int) -> None:
-        self._layout_launch("chunks_pack", (slots.buffer, tags.buffer, sealed.buffer), count)
+        self._layout_launch("chunks_pack", (slots.buffer, tags.buffer, self._buffer(sealed)),
+                            count)
 
     def unpack(self, sealed: BufferSpan, out: BufferSpan, tags_block: int, count: int) -> None:
-        self._layout_launch("chunks_unpack", (sealed.buffer, out.buffer, np.uint32(tags_block)),
-                            count)
+        self._layout_launch("chunks_unpack",
+                            (self._buffer(sealed), out.buffer, np.uint32(tags_block)), count)
 
 
 class OpenclArrayChunks:
@@ -285,7 +296,9 @@ class OpenclArrayChunks:
 
         source = _span(data, "the input")
         kernels, rt = self._kernels(data)
-        result = cl_array.empty(data.queue, out_bytes, np.uint8)
+        # Placed so that what follows the header starts where a sub-buffer may.
+        lead = -header_bytes % (data.queue.device.mem_base_addr_align // 8)
+        result = cl_array.empty(data.queue, lead + out_bytes, np.uint8)[lead:]
         data.finish()
         data.queue.finish()
         with rt.lock:
@@ -307,7 +320,7 @@ class OpenclArrayChunks:
             device_chunks.open_sealed(kernels, self._base_nonce,
                                       source.at(header_bytes, source.nbytes - header_bytes),
                                       target)
-        return self._run(sealed, header_bytes, message_bytes, work)
+        return self._run(sealed, 0, message_bytes, work)
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:

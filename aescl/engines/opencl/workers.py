@@ -19,12 +19,12 @@ from ... import keyschedule
 from ..._arrays import BytesLike, default_slice_bytes, input_array
 from ...chunkformat import (
     CHUNK_SIZE,
-    NONCE_SIZE,
     SEALED_CHUNK_SIZE,
     TAG_SIZE,
     check_base_nonce,
     check_chunk_range,
     check_key,
+    chunk_j0s,
     plaintext_run,
     sealed_run,
 )
@@ -147,13 +147,7 @@ class ChunkCipher:
                                       dtype="<u4").view(cl.cltypes.uint4)[0]
 
     def _j0s(self, first: int, count: int) -> np.ndarray:
-        check_chunk_range(first, count)
-        j0s = np.zeros((count, 16), dtype=np.uint8)
-        j0s[:, :NONCE_SIZE] = self._base_nonce
-        indices = np.arange(first, first + count, dtype=">u8").view(np.uint8).reshape(count, 8)
-        j0s[:, 4:NONCE_SIZE] ^= indices  # the index, big-endian, in the nonce's last 8 bytes
-        j0s[:, 15] = 1
-        return j0s
+        return chunk_j0s(self._base_nonce.tobytes(), first, count)
 
     @property
     def seals_in_one_pass(self) -> bool:
