@@ -8,9 +8,9 @@ the header. So a batch is copied into aligned scratch slots, sealed or opened th
 and copied out; full chunks pass through ``chunk_layout.cl``'s packing (straight into
 the sealed layout where it lies aligned: the engines place a result they make so that
 its chunks do), the final short chunk and its tag are placed by copies. Every step
-is device work on one queue or stream, in order. Opening compares each batch's tags
-on the host (16 bytes a chunk) before any of its plaintext is written, and on a
-mismatch zeroes all the plaintext written so far.
+is device work on one queue or stream, in order. Opening compares the tags
+on the host (16 bytes a chunk) once all are made, and on a mismatch zeroes all the
+plaintext written before raising.
 
 The engines supply the operations (:class:`ChunkKernels`) over their spans of memory
 (anything with ``nbytes`` and ``at(offset, nbytes)``, as in device_runs.py).
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hmac
 from typing import Any, Protocol
+
+import numpy as np
 
 from ..chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE, TAG_SIZE, chunk_j0s
 from ..errors import AuthenticationError
@@ -131,7 +133,12 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any) 
 def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any) -> None:
     """Open the sealed chunks in ``sealed`` (after the header; their size checked by the
     caller) into ``plaintext``. Raises :class:`AuthenticationError` naming the first
-    chunk whose tag does not match; ``plaintext`` is then all zeros."""
+    chunk whose tag does not match; ``plaintext`` is then all zeros.
+
+    The batches run one after another with no wait between them: each batch's computed
+    and received tags are gathered on the device, and compared on the host once, at the
+    end. Until then the plaintext written lies only in ``plaintext``, which this call
+    has not returned; on a mismatch it is zeroed before the error is raised."""
     full, rest = divmod(sealed.nbytes, SEALED_CHUNK_SIZE)
     final_bytes = rest - TAG_SIZE
     chunks = full + 1
@@ -139,6 +146,7 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
     slots = kernels.scratch(room * (CHUNK_SIZE + TAG_SIZE))  # slots, then received tags
     tags = kernels.scratch(room * TAG_SIZE)
     packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
+    every_tag = kernels.scratch(2 * chunks * TAG_SIZE)  # all computed, then all received
     for first, count in _batches(chunks):
         final = first + count == chunks
         batch = _Batch(kernels, base_nonce, first,
@@ -161,17 +169,25 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
             kernels.copy(received.at(whole * TAG_SIZE, TAG_SIZE),
                          sealed.at(at + final_bytes, TAG_SIZE))
         kernels.tags(slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
-        computed, expected = kernels.download(tags.at(0, count * TAG_SIZE)), \
-            kernels.download(received)
-        failed = [k for k in range(count) if not hmac.compare_digest(
-            computed[16 * k : 16 * k + 16], expected[16 * k : 16 * k + 16])]
-        if failed:
-            kernels.zero(plaintext)
-            index = first + failed[0]
-            cause = "truncated or modified" if final and failed[0] == count - 1 else "modified"
-            raise AuthenticationError(
-                f"chunk {index} failed authentication: the data was {cause}", chunk=index)
+        kernels.copy(every_tag.at(first * TAG_SIZE, count * TAG_SIZE),
+                     tags.at(0, count * TAG_SIZE))
+        kernels.copy(every_tag.at((chunks + first) * TAG_SIZE, count * TAG_SIZE), received)
         if batch.text_bytes:
             kernels.crypt(slots, count, batch.blocks, batch.j0s, batch.sizes)
             kernels.copy(plaintext.at(first * CHUNK_SIZE, batch.text_bytes),
                          slots.at(0, batch.text_bytes))
+    both = kernels.download(every_tag)
+    computed, expected = both[: chunks * TAG_SIZE], both[chunks * TAG_SIZE :]
+    if not hmac.compare_digest(computed, expected):
+        kernels.zero(plaintext)
+        index = _first_mismatch(computed, expected)
+        cause = "truncated or modified" if index == full else "modified"
+        raise AuthenticationError(
+            f"chunk {index} failed authentication: the data was {cause}", chunk=index)
+
+
+def _first_mismatch(computed: bytes, expected: bytes) -> int:
+    """The first chunk whose tags differ (once the whole comparison has failed)."""
+    differs = (np.frombuffer(computed, np.uint8).reshape(-1, TAG_SIZE)
+               != np.frombuffer(expected, np.uint8).reshape(-1, TAG_SIZE)).any(axis=1)
+    return int(np.argmax(differs))
