@@ -21,8 +21,11 @@ from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import cuda_defines, module
 
-_THREADS_PER_BLOCK = 256
-_GRID_BLOCKS_PER_SM = 8  # resident thread blocks a launch asks for, per SM
+# Launch shape of the block kernels. Swept on the H100 (2026-11-24, 1 GiB torch tensor,
+# CTR through the public API; docs/benchmarks): 1024 threads × 4 blocks per SM gave
+# 541 GB/s for AES-128 and 396 for AES-256, 256 × 8 gave 513 and 377.
+_THREADS_PER_BLOCK = 1024
+_GRID_BLOCKS_PER_SM = 4  # thread blocks a launch asks for, per SM (the kernels stride)
 
 
 def _check(result: Any) -> Any:
@@ -176,6 +179,18 @@ _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL 
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
 
+_POWER_TABLES_BYTES = _GHASH_ITEMS * 16 * BLOCK_SIZE  # nibble tables of H^1..H^256
+
+
+def launch_power_tables(stream: Any, code: Any, base: int, tables: int) -> None:
+    """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``."""
+    from cuda.core import LaunchConfig, launch
+
+    launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
+           code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
+           np.uint64(base & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(tables))
+
+
 class CudaGhash:
     """GHASH partial sums of whole blocks in device memory, for one H on one GPU: the
     GHASH half of GCM on device arrays (the host keeps the running hash)."""
@@ -195,17 +210,13 @@ class CudaGhash:
         # fold the segments' sums (ghash.fold_on_device), made on the GPU once.
         self._buffers = [self._power_tables(multipliers.h),
                          self._power_tables(multipliers.power(self._segment))]
-        self.tables = int(self._buffers[0])  # (H's, for the chunk kernels)
 
     def _power_tables(self, base: int) -> Any:
         from cuda.bindings import driver
-        from cuda.core import LaunchConfig, launch
 
-        tables = _check(driver.cuMemAlloc(_GHASH_ITEMS * 16 * BLOCK_SIZE))
+        tables = _check(driver.cuMemAlloc(_POWER_TABLES_BYTES))
         stream = self._gpu.core.create_stream()
-        launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
-               self._code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
-               np.uint64(base & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(int(tables)))
+        launch_power_tables(stream, self._code, base, int(tables))
         stream.sync()
         return tables
 
@@ -294,11 +305,13 @@ class CudaChunkKernels:
                          for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
         self._kernels.update({name: layout.get_kernel(name)
                               for name in ("chunks_pack", "chunks_unpack")})
-        self._ghash = CudaGhash(ghash.PowerMultipliers(h), ordinal)  # (its H tables)
         self._like = like
         self._stream = Stream.from_handle(like.stream)
         self._memory = StreamMemory(None, self._stream, like)
         self._spans: list[CudaBytes] = []
+        # H's nibble tables, made and freed in the stream's order: nothing here waits.
+        self._h_tables = self.scratch(_POWER_TABLES_BYTES)
+        launch_power_tables(self._stream, code, h, self._h_tables.pointer)
         round_keys = np.ascontiguousarray(
             keyschedule.kernel_key_material(key, "host", False), dtype="<u4")
         self._keys = self.scratch(round_keys.nbytes)
@@ -362,10 +375,11 @@ class CudaChunkKernels:
         partials = self.scratch(16 * count)
         self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
                      np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
-                     np.uint32(count), np.uint64(self._ghash.tables), np.uint64(partials.pointer))
+                     np.uint32(count), np.uint64(self._h_tables.pointer),
+                     np.uint64(partials.pointer))
         self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count),
                      np.uint64(partials.pointer), np.uint32(count), np.uint64(j0s.pointer),
-                     np.uint64(lengths.pointer), np.uint64(self._ghash.tables),
+                     np.uint64(lengths.pointer), np.uint64(self._h_tables.pointer),
                      np.uint64(tags.pointer), np.uint64(self._keys.pointer))
 
     def pack(self, slots: CudaBytes, tags: CudaBytes, sealed: CudaBytes, count: int) -> None:
