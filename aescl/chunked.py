@@ -67,7 +67,7 @@ from .chunkformat import random_salt as _random_salt
 from .engines import DEFAULT_BATCH_CHUNKS, MAX_BATCH_CHUNKS
 from .errors import FormatError, TruncatedError, check_whole_number
 from .scheduler import TeamChunks
-from .teams import DevicesSpec, team
+from .teams import DevicesSpec, array_device_rule, team
 
 __all__ = [
     "AEAD_NAME", "CHUNK_SIZE", "COMMITMENT_SIZE", "DEFAULT_BATCH_CHUNKS", "HEADER_SIZE",
@@ -97,8 +97,12 @@ def _array_chunks_class(kind: str) -> Any:
     return CudaArrayChunks
 
 
-def _array_chunks(kind: str, chunk_key: bytes, base_nonce: bytes) -> Any:
-    return _array_chunks_class(kind)(chunk_key, base_nonce)
+def _array_chunks(kind: str, chunk_key: bytes, base_nonce: bytes, device: DevicesSpec
+                  ) -> Any:
+    """The engine's sealer and opener of device arrays of ``kind``, for the arrays that
+    ``device`` allows (teams.array_device_rule)."""
+    return _array_chunks_class(kind)(chunk_key, base_nonce,
+                                     array_device_rule(kind, team(device)))
 
 
 def _seal_all(cipher: TeamChunks, message: memoryview, sealed: memoryview) -> None:
@@ -159,8 +163,9 @@ def encrypt(
 
     A device array (a pyopencl array; a CUDA array: torch, CuPy) is sealed on its own
     device into a new flat uint8 array of the same kind, byte for byte what host data
-    gives for the same key and salt (docs/gpu-arrays.md); ``device`` and
-    ``batch_chunks`` then do not apply.
+    gives for the same key and salt (docs/gpu-arrays.md). ``device`` then only
+    restricts where the array may lie (``cuda``/``cuda:N`` for CUDA arrays, OpenCL
+    devices for pyopencl arrays); ``batch_chunks`` does not apply.
 
     ``key`` is 32 uniformly random bytes. A fresh random salt makes every
     encryption use a new chunk key and base nonce. ``salt=`` is for tests only.
@@ -169,7 +174,7 @@ def encrypt(
     chunk_key, base_nonce, commitment = derive(key, salt, context)
     kind = device_array_kind(message)
     if kind is not None:  # a device array: sealed into a new one on its device
-        return _array_chunks(kind, chunk_key, base_nonce).seal(
+        return _array_chunks(kind, chunk_key, base_nonce, device).seal(
             message, salt + commitment, sealed_size(device_nbytes(message)))
     body = encrypt_raw(chunk_key, base_nonce, message, device=device, batch_chunks=batch_chunks)
     assert body is not None
@@ -192,10 +197,9 @@ def decrypt(
     kind = device_array_kind(ciphertext)
     if kind is not None:  # a device array: opened into a new one on its device
         nbytes = device_nbytes(ciphertext)
-        chunks_class = _array_chunks_class(kind)
-        header = chunks_class.read(ciphertext, 0, min(nbytes, HEADER_SIZE))
+        header = _array_chunks_class(kind).read(ciphertext, 0, min(nbytes, HEADER_SIZE))
         chunk_key, base_nonce = _open_header(key, header, context)
-        return chunks_class(chunk_key, base_nonce).open(
+        return _array_chunks(kind, chunk_key, base_nonce, device).open(
             ciphertext, HEADER_SIZE, _opened_size(nbytes - HEADER_SIZE))
     data = byte_view(ciphertext)
     chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)

@@ -25,7 +25,7 @@ from ._arrays import (
 from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce
 from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
 from .scheduler import Team
-from .teams import DefaultTeam, DevicesSpec, resolve_devices, team
+from .teams import DevicesSpec, array_device_rule, resolve_devices, team
 
 if TYPE_CHECKING:
     import numpy as np
@@ -275,18 +275,18 @@ class _CounterBlocks:
 def _array_job(kind: str, transform: BlockTransform, team: Team) -> Any:
     """The block job over device arrays of ``kind`` (``_arrays.device_array_kind``): the
     CUDA engine's (aescl[cuda]) or the OpenCL engine's. A cipher made for named OpenCL
-    devices takes pyopencl arrays on those devices only."""
+    devices takes pyopencl arrays on those devices only; one made for ``cuda:N``, CUDA
+    arrays on that GPU only (:func:`teams.array_device_rule`)."""
     if kind == "opencl":
         from .engines.opencl import OpenclArrayBlocks
 
-        named = None if isinstance(team, DefaultTeam) else list(team.devices)
-        return OpenclArrayBlocks(transform, named)
+        return OpenclArrayBlocks(transform, array_device_rule(kind, team))
     try:
         from .engines.cuda import CudaArrayBlocks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise ImportError("CUDA arrays need the CUDA engine: pip install 'aescl[cuda]'"
                           ) from exc
-    return CudaArrayBlocks(transform)
+    return CudaArrayBlocks(transform, array_device_rule(kind, team))
 
 
 def _array_ghash(kind: str, key: bytes, multipliers: ghash.PowerMultipliers) -> Any:

@@ -6,7 +6,9 @@ job over its engines, is :mod:`aescl.scheduler`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from . import scheduler
 from .devices import (
@@ -33,6 +35,18 @@ DevicesSpec = DeviceSpec | Sequence[Device | str]
 COLD_HOST_BYTES = 1 << 30
 
 
+_CUDA_SPEC = re.compile(r"\s*cuda(?::(\d+))?\s*", re.IGNORECASE)
+
+
+def cuda_spec(device: DevicesSpec) -> tuple[bool, int | None]:
+    """Whether ``device`` is the spec ``cuda`` or ``cuda:N`` (the CUDA engine, on device
+    arrays), and the GPU it names (None: each array's own)."""
+    found = _CUDA_SPEC.fullmatch(device) if isinstance(device, str) else None
+    if found is None:
+        return False, None
+    return True, None if found.group(1) is None else int(found.group(1))
+
+
 def _names_all(device: DevicesSpec) -> bool:
     """Whether ``device`` is the spec ``all``, or a list that names it."""
     items = [device] if isinstance(device, str | Device) or device is None else device
@@ -54,6 +68,10 @@ def resolve_devices(device: DevicesSpec) -> list[Device]:
         return [get_device(device)]
     chosen: list[Device] = []
     for item in device:
+        if cuda_spec(item)[0]:
+            raise DeviceNotFound(
+                f"{item!r} is the CUDA engine, which takes CUDA device arrays, alone: not "
+                "files or host data, nor a place in a list of devices (yet)")
         for found in resolve_devices(item):
             if found not in chosen:
                 chosen.append(found)
@@ -102,6 +120,53 @@ class DefaultTeam(Team):
         return team(self.best_device("chunks")).lead
 
 
+class CudaTeam(Team):
+    """What ``device="cuda"`` or ``"cuda:N"`` names: the CUDA engine (aescl[cuda]), on the
+    GPU ``ordinal`` (None: each array's own). It takes CUDA device arrays (torch, CuPy;
+    docs/gpu-arrays.md). Host data it refuses with :class:`DeviceNotFound`: the CUDA
+    engine does not run host jobs yet, and running them elsewhere would ignore the
+    device named."""
+
+    def __init__(self, ordinal: int | None) -> None:  # (no engines: not a Team of devices)
+        self.ordinal = ordinal
+        self.devices, self.engines, self.whole_machine, self.shares = [], [], False, []
+
+    @property
+    def spec(self) -> str:
+        return "cuda" if self.ordinal is None else f"cuda:{self.ordinal}"
+
+    def _refuse(self, *_: Any) -> NoReturn:
+        raise DeviceNotFound(
+            f"device {self.spec!r} is the CUDA engine, which takes CUDA device arrays "
+            "(torch, CuPy) only; host data runs on an OpenCL device or 'host' (or leave "
+            "device= out)")
+
+    @property
+    def lead(self) -> Engine:
+        self._refuse()
+
+    stream_engine = for_job = taking_part = split = _refuse
+
+
+def array_device_rule(kind: str, team: Team) -> Any:
+    """Where a cipher made for ``team`` runs device arrays of ``kind``: for pyopencl
+    arrays the OpenCL devices named (None: the array's own), for CUDA arrays the GPU
+    that ``cuda:N`` names (None: ``cuda``, or no device named: the array's own).
+    Raises ValueError where the device named cannot take that kind of array."""
+    if isinstance(team, DefaultTeam):
+        return None
+    if kind == "opencl":
+        if isinstance(team, CudaTeam):
+            raise ValueError(f"a pyopencl array runs on its OpenCL device; this cipher was "
+                             f"made for {team.spec!r} (CUDA arrays only)")
+        return list(team.devices)
+    if isinstance(team, CudaTeam):
+        return team.ordinal
+    raise ValueError("a CUDA array runs on the CUDA engine: make the cipher with "
+                     "device='cuda' or 'cuda:N', or with no device; this one was made for "
+                     + ", ".join(d.id for d in team.devices))
+
+
 _teams: dict[tuple[str, ...], Team] = {}
 
 
@@ -115,6 +180,12 @@ def team(device: DevicesSpec) -> Team:
         if not _default_team:
             _default_team.append(DefaultTeam())
         return _default_team[0]
+    is_cuda, ordinal = cuda_spec(device)
+    if is_cuda:
+        key = ("cuda", str(ordinal))
+        if key not in _teams:
+            _teams[key] = CudaTeam(ordinal)
+        return _teams[key]
     devices = resolve_devices(device)
     whole_machine = _names_all(device)
     key = (*(d.id for d in devices), str(whole_machine))
@@ -124,5 +195,5 @@ def team(device: DevicesSpec) -> Team:
     return existing
 
 
-__all__ = ["COLD_HOST_BYTES", "DefaultTeam", "DeviceSpec", "DevicesSpec", "resolve_devices",
-           "team"]
+__all__ = ["COLD_HOST_BYTES", "CudaTeam", "DefaultTeam", "DeviceSpec", "DevicesSpec",
+           "array_device_rule", "cuda_spec", "resolve_devices", "team"]

@@ -262,6 +262,8 @@ def test_refusals(tmp_path, keyed):
         # found only once the output is open (its room is reserved meanwhile)
         (["encrypt", "--key-file", str(key), "--device", "no-such-device", str(plain)],
          "no OpenCL device matches"),
+        # the CUDA engine takes device arrays, not files (aescl/teams.py)
+        (["encrypt", "--key-file", str(key), "--device", "cuda", str(plain)], "CUDA engine"),
     ]
     for args, words in cases:
         result = aescl(*args)

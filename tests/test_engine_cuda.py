@@ -175,6 +175,30 @@ def test_bad_device_arrays_are_refused_before_any_work():
 
 
 @needs_gpu
+def test_the_device_named_decides_which_gpu_arrays_may_run_on():
+    """``cuda`` and ``cuda:N`` take arrays on any GPU and on GPU N; a cipher made for an
+    OpenCL device or the host refuses CUDA arrays. A refusal writes nothing."""
+    torch = pytest.importorskip("torch")
+    key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(4096)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    gpu = _to_gpu("torch", data)
+    here = torch.cuda.current_device()
+    for spec in ("cuda", f"cuda:{here}"):
+        sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=spec).encrypt(gpu)
+        assert _to_host(sealed) == expected
+    elsewhere = torch.cuda.device_count()  # (no GPU has this ordinal)
+    output = torch.zeros_like(gpu)
+    for spec, words in ((f"cuda:{elsewhere}", f"made for cuda:{elsewhere}"),
+                        ("host", "runs on the CUDA engine")):
+        cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=spec)
+        with pytest.raises(ValueError, match=words):
+            cipher.encrypt(gpu, output=output)
+        with pytest.raises(ValueError, match=words):
+            aescl.chunked.encrypt(bytes(32), gpu, device=spec)
+    assert not output.any()
+
+
+@needs_gpu
 def test_work_is_ordered_on_the_producers_stream():
     """A producer kernel on a side stream, then encrypt, then a consumer, all on that
     stream with no synchronization between them."""

@@ -121,9 +121,25 @@ def test_an_array_on_another_device_than_the_cipher_names_is_refused(device, que
     others = [d for d in aescl.devices() if d.is_opencl and d.id != device.id]
     if not others:
         pytest.skip("one OpenCL device here: no other to name")
-    cipher = aescl.new(bytes(16), aescl.MODE_ECB, device=others[0])
-    with pytest.raises(ValueError, match=re.escape(f"the input is on {device.name}")):
-        cipher.encrypt(cl_array.to_device(queue, _random(32)))
+    array = cl_array.to_device(queue, _random(32))
+    for named in (others[0], "host"):
+        cipher = aescl.new(bytes(16), aescl.MODE_ECB, device=named)
+        with pytest.raises(ValueError, match=re.escape(f"the input is on {device.name}")):
+            cipher.encrypt(array)
+        with pytest.raises(ValueError, match=re.escape(f"the input is on {device.name}")):
+            aescl.chunked.encrypt(bytes(32), array, device=named)
+
+
+def test_a_cipher_made_for_the_cuda_engine_refuses_pyopencl_arrays(queue):
+    array = cl_array.to_device(queue, _random(32))
+    before = array.get()
+    for spec in ("cuda", "cuda:0"):
+        cipher = aescl.new(bytes(16), aescl.MODE_CTR, nonce=bytes(8), device=spec)
+        with pytest.raises(ValueError, match=f"made for '{spec}'"):
+            cipher.encrypt(array, output=array)
+        with pytest.raises(ValueError, match=f"made for '{spec}'"):
+            aescl.chunked.encrypt(bytes(32), array, device=spec)
+    assert np.array_equal(array.get(), before)
 
 
 # ---- GCM on arrays (aescl.modes.ArrayGcmCipher over the OpenCL engine) ---------------

@@ -18,6 +18,15 @@ __all__ = ["KERNELS", "CudaArrayBlocks", "CudaArrayChunks", "CudaArrayGhash", "C
            "compile_cubin", "cuda_defines", "is_cuda_array"]
 
 
+def _on_gpu(span: Any, ordinal: int | None) -> Any:
+    """``span``, which must lie on GPU ``ordinal`` (the GPU a call was made for; None:
+    any)."""
+    if ordinal is not None and span.device != ordinal:
+        raise ValueError(f"the input is on GPU {span.device}; the call was made for "
+                         f"cuda:{ordinal}")
+    return span
+
+
 class CudaArrayBlocks:
     """A block job (ECB or CTR) over CUDA device arrays: a worker per GPU, made when an
     array on that GPU first comes."""
@@ -30,10 +39,7 @@ class CudaArrayBlocks:
     def __call__(self, data: Any, output: Any, first_block: int = 0, skip: int = 0) -> Any:
         """``data`` through the kernel into ``output`` or a new array like ``data``;
         returns that new array, or None when ``output`` was given."""
-        source = cuda_bytes(data, "the input")
-        if self._device is not None and source.device != self._device:
-            raise ValueError(f"the input is on GPU {source.device}, the cipher on "
-                             f"cuda:{self._device}")
+        source = _on_gpu(cuda_bytes(data, "the input"), self._device)
         result = None
         if output is None:
             result = empty_like(data, source.device)
@@ -96,8 +102,9 @@ class CudaArrayChunks:
     the input's stream. Sealing returns once the work is enqueued; opening waits for
     the chunks' tags at the end (device_chunks.open_sealed)."""
 
-    def __init__(self, key: bytes, base_nonce: bytes) -> None:
+    def __init__(self, key: bytes, base_nonce: bytes, device: int | None = None) -> None:
         self._key, self._base_nonce = key, base_nonce
+        self._device = device  # the only GPU allowed, when the call named one
 
     def _kernels(self, source: Any) -> CudaChunkKernels:
         from Crypto.Cipher import AES
@@ -108,7 +115,7 @@ class CudaArrayChunks:
         return CudaChunkKernels(self._key, h, source.device, source)
 
     def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0) -> Any:
-        source = cuda_bytes(data, "the input")
+        source = _on_gpu(cuda_bytes(data, "the input"), self._device)
         lead = -header_bytes % 16  # (so that the chunks after a header lie aligned)
         result = empty_bytes(data, source.device, lead + out_bytes)[lead:]
         kernels = self._kernels(source)

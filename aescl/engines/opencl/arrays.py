@@ -110,6 +110,16 @@ class _QueueMemory:
         pass  # OpenCL frees a released buffer once the commands that use it are done
 
 
+def _device_within(array: Any, devices: list[Device] | None) -> Device:
+    """The device of a pyopencl array, which must be one of ``devices`` (the devices a
+    call was made for; None: any)."""
+    device = device_of(array)
+    if devices is not None and device not in devices:
+        raise ValueError(f"the input is on {device.name} ({device.id}); the call was made for "
+                         + ", ".join(f"{d.name} ({d.id})" for d in devices))
+    return device
+
+
 class OpenclArrayBlocks:
     """A block job (ECB or CTR) over pyopencl arrays: a worker per (context, device),
     made when an array there first comes. ``devices``, when the cipher named some, are
@@ -132,10 +142,7 @@ class OpenclArrayBlocks:
         import pyopencl.array as cl_array
 
         source = _span(data, "the input")
-        device = device_of(data)
-        if self._devices is not None and device not in self._devices:
-            raise ValueError(f"the input is on {device.name} ({device.id}); the cipher is on "
-                             + ", ".join(f"{d.name} ({d.id})" for d in self._devices))
+        device = _device_within(data, self._devices)
         result = None
         if output is None:
             result = output = cl_array.empty_like(data)
@@ -283,11 +290,13 @@ class OpenclArrayChunks:
     the work on the input's queue, runs on aescl's queue in the array's context, and
     returns once its result is complete."""
 
-    def __init__(self, key: bytes, base_nonce: bytes) -> None:
+    def __init__(self, key: bytes, base_nonce: bytes, devices: list[Device] | None = None
+                 ) -> None:
         self._key, self._base_nonce = key, base_nonce
+        self._devices = devices  # the only devices an array may be on (None: any)
 
     def _kernels(self, array: Any) -> tuple[_QueueChunkKernels, Any]:
-        device = device_of(array)
+        device = _device_within(array, self._devices)
         engine = GcmEngine(self._key, device, "host", array.context)
         return _QueueChunkKernels(engine, device, array.context), engine.runtime
 
