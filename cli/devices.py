@@ -1,10 +1,11 @@
-"""``aescl devices``: what OpenCL sees, and the host engine."""
+"""``aescl devices``: what OpenCL sees, the host engine, and the GPUs of the CUDA engine."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -33,6 +34,23 @@ def _device_rows(found: list[aescl.Device]) -> list[tuple[str, ...]]:
     return rows
 
 
+def _cuda_gpus() -> list[dict[str, Any]]:
+    """The CUDA engine's GPUs (device arrays, ``cuda:N``): none without aescl[cuda] or
+    the NVIDIA driver."""
+    try:
+        from aescl.engines.cuda import list_gpus
+
+        return list_gpus()
+    except ImportError:  # (aescl[cuda] is not installed)
+        return []
+
+
+def _cuda_rows(gpus: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    return [(g["id"], "gpu", "nvidia", g["name"], str(g["sms"]), f"{g['clock_mhz']} MHz",
+             _gib(g["memory_bytes"]), _kib(g["shared_bytes_per_block"]),
+             _gib(g["memory_bytes"]), f"CUDA {g['arch']}", g["driver"]) for g in gpus]
+
+
 def _print_table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
@@ -46,16 +64,19 @@ def _print_table(rows: list[tuple[str, ...]]) -> None:
               help="Also explain the OpenCL setup: ICD files, drivers aescl registered, "
                    "problems and their fixes, and the kernel cache.")
 def devices(as_json: bool, verbose: bool) -> None:
-    """List OpenCL platforms and devices (simulators included), then the host engine."""
+    """List OpenCL platforms and devices (simulators included), the host engine, then the
+    GPUs of the CUDA engine (``cuda:N``: CUDA device arrays only)."""
     from aescl.diagnostics import diagnose
 
     found = aescl.list_devices()
+    gpus = _cuda_gpus()
     report = icd_report()
     registered = report.registered_by_aescl
     findings = diagnose() if verbose else []
     if as_json:
         click.echo(json.dumps({
             "devices": [d.to_dict() for d in found],
+            "cuda_devices": gpus,
             "icd": {
                 "vendors_dir": str(report.vendors_dir),
                 "icd_files": {str(f.path): f.library for f in report.icd_files},
@@ -65,8 +86,8 @@ def devices(as_json: bool, verbose: bool) -> None:
             **({"diagnostics": [f.to_dict() for f in findings]} if verbose else {}),
         }, indent=2))
     else:
-        if found:
-            _print_table(_device_rows(found))
+        if found or gpus:
+            _print_table(_device_rows(found) + _cuda_rows(gpus))
         for vendor, library in registered.items():
             click.echo(
                 f"note: registered the {vendor} OpenCL driver {library}, which has no .icd file "

@@ -9,6 +9,8 @@ visibly, elsewhere.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 from Crypto.Cipher import AES as Reference
@@ -172,6 +174,23 @@ def test_bad_device_arrays_are_refused_before_any_work():
         aescl.new(key, aescl.MODE_CTR, nonce=b"n").encrypt(grid, output=bytearray(4096))
     with pytest.raises(ValueError, match="aligned"):
         aescl.new(key, aescl.MODE_ECB).encrypt(grid.reshape(-1)[:15])
+
+
+@needs_gpu
+def test_aescl_devices_lists_the_gpus_torch_sees():
+    torch = pytest.importorskip("torch")
+    from aescl.engines.cuda import list_gpus
+
+    gpus = list_gpus()
+    assert [g["name"] for g in gpus] == [torch.cuda.get_device_name(n)
+                                         for n in range(torch.cuda.device_count())]
+    major, minor = torch.cuda.get_device_capability(0)
+    assert gpus[0]["arch"] == f"sm_{major}{minor}"
+    assert gpus[0]["sms"] == torch.cuda.get_device_properties(0).multi_processor_count
+    listed = subprocess.run([sys.executable, "-m", "aescl", "devices"], capture_output=True,
+                            text=True, timeout=120)
+    assert any(line.startswith("cuda:0 ") and gpus[0]["name"] in line
+               for line in listed.stdout.splitlines()), listed.stdout
 
 
 @needs_gpu

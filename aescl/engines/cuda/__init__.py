@@ -11,11 +11,11 @@ from typing import Any
 from .. import device_chunks
 from ..interface import BlockTransform
 from .arrays import cuda_bytes, empty_bytes, empty_like, is_cuda_array
-from .engine import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
+from .engine import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory, list_gpus
 from .kernels import KERNELS, compile_cubin, cuda_defines
 
 __all__ = ["KERNELS", "CudaArrayBlocks", "CudaArrayChunks", "CudaArrayGhash", "CudaBlocks",
-           "compile_cubin", "cuda_defines", "is_cuda_array"]
+           "compile_cubin", "cuda_defines", "is_cuda_array", "list_gpus"]
 
 
 def _on_gpu(span: Any, ordinal: int | None) -> Any:

@@ -66,6 +66,42 @@ class _Device:
         self.lock = threading.RLock()
 
 
+def list_gpus() -> list[dict[str, Any]]:
+    """The GPUs the CUDA engine runs on (``cuda:N``), as ``aescl devices`` lists them,
+    read from the driver without starting a context on any; none where the NVIDIA
+    driver is missing or sees no GPU."""
+    from cuda.bindings import driver
+
+    attribute = driver.CUdevice_attribute
+    try:
+        _check(driver.cuInit(0))
+        count = _check(driver.cuDeviceGetCount())
+        version = _check(driver.cuDriverGetVersion())
+    except RuntimeError:  # (the driver library is absent, or no GPU answers)
+        return []
+    found = []
+    for ordinal in range(count):
+        handle = _check(driver.cuDeviceGet(ordinal))
+
+        def value(name: str, handle: Any = handle) -> int:
+            return int(_check(driver.cuDeviceGetAttribute(getattr(attribute, name), handle)))
+
+        major = value("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR")
+        minor = value("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR")
+        found.append({
+            "id": f"cuda:{ordinal}",
+            "name": _check(driver.cuDeviceGetName(256, handle)).split(b"\0")[0].decode(),
+            "arch": f"sm_{major}{minor}",
+            "sms": value("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
+            "clock_mhz": value("CU_DEVICE_ATTRIBUTE_CLOCK_RATE") // 1000,
+            "memory_bytes": int(_check(driver.cuDeviceTotalMem(handle))),
+            "shared_bytes_per_block": value(
+                "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+            "driver": f"CUDA {version // 1000}.{version % 1000 // 10}",
+        })
+    return found
+
+
 _devices: dict[int, _Device] = {}
 _devices_lock = threading.Lock()
 
