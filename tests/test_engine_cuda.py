@@ -200,7 +200,7 @@ def test_the_device_named_decides_which_gpu_arrays_may_run_on():
     torch = pytest.importorskip("torch")
     key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(4096)
     expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
-    gpu = _to_gpu("torch", data)
+    gpu = _to_gpu(torch, data)
     here = torch.cuda.current_device()
     for spec in ("cuda", f"cuda:{here}"):
         sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=spec).encrypt(gpu)
