@@ -40,10 +40,18 @@ def default_slice_bytes(device: Device) -> int:
 def on_cuda(data: Any) -> bool:
     """Whether ``data`` is a CUDA device array (the CUDA engine's), told without
     importing anything: host arrays and CPU tensors have no CUDA array interface."""
+    if is_torch_tensor(data):  # (torch builds the interface's dict in Python at each look)
+        return bool(data.is_cuda)
     try:
         return isinstance(getattr(data, "__cuda_array_interface__", None), dict)
     except (AttributeError, RuntimeError, TypeError):  # (a CPU torch tensor raises)
         return False
+
+
+def is_torch_tensor(data: Any) -> bool:
+    """Whether ``data`` is a torch tensor, told without importing torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(data, torch.Tensor)
 
 
 def on_opencl(data: Any) -> bool:
@@ -76,6 +84,8 @@ def device_nbytes(data: Any) -> int:
 
 def cuda_nbytes(data: Any) -> int:
     """The bytes of a CUDA device array (:func:`on_cuda`): its elements times their size."""
+    if is_torch_tensor(data):
+        return int(data.nbytes)
     interface = data.__cuda_array_interface__
     count = 1
     for extent in interface["shape"]:

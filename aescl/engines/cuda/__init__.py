@@ -47,7 +47,7 @@ class CudaArrayBlocks:
         elif not is_cuda_array(output):
             raise TypeError("output= must be a CUDA array like the input (host memory "
                             "takes a host input)")
-        target = cuda_bytes(output, "output", writable=True)
+        target = cuda_bytes(output, "output", writable=True, stream=source.stream)
         if target.device != source.device:
             raise ValueError(f"output is on GPU {target.device}, the input on GPU "
                              f"{source.device}")
@@ -81,7 +81,7 @@ class CudaArrayGhash:
             worker = self._workers[span.device] = CudaGhash(self._multipliers, span.device)
         if span.pointer % 16 == 0:
             return worker.partial_sum(span)
-        memory = StreamMemory(None, None, span)  # the kernel loads aligned blocks
+        memory = StreamMemory(None, span)  # the kernel loads aligned blocks
         scratch = memory.scratch(nbytes)
         memory.copy(scratch, span)
         try:

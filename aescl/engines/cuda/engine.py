@@ -128,7 +128,7 @@ class CudaBlocks:
         else:
             filename, decrypt = "aes_ecb.cl", transform.decrypt
             name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
-        self._kernel = module(filename, cuda_defines(rounds), self._gpu.arch).get_kernel(name)
+        kernel = module(filename, cuda_defines(rounds), self._gpu.arch).get_kernel(name)
         round_keys = np.ascontiguousarray(
             keyschedule.kernel_key_material(transform.key, "host", decrypt), dtype="<u4")
         # Allocated outside any stream's order: freeing it waits for the GPU, so a
@@ -137,6 +137,14 @@ class CudaBlocks:
         self._keys = _check(driver.cuMemAlloc(round_keys.nbytes))
         _check(driver.cuMemcpyHtoD(self._keys, round_keys, round_keys.nbytes))
         self._keys_bytes = round_keys.nbytes
+        self._keys_int = int(self._keys)
+        self._kernel = kernel  # (its module stays loaded while this launches it)
+        handle = kernel.handle  # a library's kernel: its function in this GPU's context
+        self._function = handle if isinstance(handle, driver.CUfunction) else \
+            _check(driver.cuKernelGetFunction(handle))
+        self._arguments = np.zeros(8, np.uint64)  # the kernel's arguments, then their
+        self._pointers = self._arguments.ctypes.data + 8 * np.arange(8, dtype=np.uint64)
+        self._argument_addresses = int(self._pointers.ctypes.data)  # addresses, as void**
 
     def __del__(self) -> None:
         keys = getattr(self, "_keys", None)
@@ -147,40 +155,43 @@ class CudaBlocks:
     def ordinal(self) -> int:
         return self._gpu.core.device_id
 
-    def _kernel_args(self, first_block: int) -> tuple[np.uint64, ...]:
+    def _kernel_args(self, first_block: int) -> tuple[int, ...]:
         if not self._transform.is_ctr:
             return ()
         block = self._transform.counter_at(first_block)
         mask = (1 << self._transform.counter_bits) - 1
-        return tuple(np.uint64(v) for v in (block >> 64, block & (2**64 - 1),
-                                            mask >> 64, mask & (2**64 - 1)))
+        return block >> 64, block & (2**64 - 1), mask >> 64, mask & (2**64 - 1)
 
-    def launch(self, stream: Any, source: int, target: int, blocks: int,
-                first_block: int) -> None:
-        from cuda.core import LaunchConfig, launch
+    def launch(self, stream: int, source: int, target: int, blocks: int,
+               first_block: int) -> None:
+        """Enqueue the kernel over ``blocks`` blocks on the stream with handle ``stream``
+        (under the GPU's lock: the arguments' memory is this object's).
+
+        Through cuLaunchKernel with the arguments written into memory set up once
+        (every argument is 64 bits): a small call's time is mostly Python, and packing
+        them anew through cuda.core cost a third of it on the H100 host."""
+        from cuda.bindings import driver
 
         grid = max(1, min(-(-blocks // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM))
-        launch(stream, LaunchConfig(grid=grid, block=_THREADS_PER_BLOCK), self._kernel,
-               np.uint64(source), np.uint64(target), np.uint64(blocks),
-               *self._kernel_args(first_block), np.uint64(int(self._keys)))
+        values = (source, target, blocks, *self._kernel_args(first_block), self._keys_int)
+        self._arguments[: len(values)] = values
+        _check(driver.cuLaunchKernel(self._function, grid, 1, 1, _THREADS_PER_BLOCK, 1, 1, 0,
+                                     driver.CUstream(stream), self._argument_addresses, 0))
 
     def run(self, source: CudaBytes, target: CudaBytes, first_block: int, skip: int = 0) -> None:
         """``source`` into ``target`` (the same length; may be the same memory) on the
         source's stream. The data starts ``skip`` bytes into block ``first_block`` of the
         keystream (CTR; ECB takes whole blocks from 0). Returns once it is enqueued."""
-        from cuda.core import Stream
-
         with self._gpu.lock:
             self._gpu.core.set_current()
-            run_blocks(StreamMemory(self, Stream.from_handle(source.stream), source),
-                       source, target, first_block, skip)
+            run_blocks(StreamMemory(self, source), source, target, first_block, skip)
 
 
 class StreamMemory:
     """The memory operations of one call (device_runs.DeviceMemory), on its stream."""
 
-    def __init__(self, blocks: CudaBlocks | None, stream: Any, like: CudaBytes) -> None:
-        self._blocks, self._stream, self._like = blocks, stream, like
+    def __init__(self, blocks: CudaBlocks | None, like: CudaBytes) -> None:
+        self._blocks, self._like = blocks, like  # (the stream: like's)
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
@@ -188,7 +199,8 @@ class StreamMemory:
     def launch(self, source: CudaBytes, target: CudaBytes, blocks: int,
                first_block: int) -> None:
         assert self._blocks is not None
-        self._blocks.launch(self._stream, source.pointer, target.pointer, blocks, first_block)
+        self._blocks.launch(self._like.stream, source.pointer, target.pointer, blocks,
+                            first_block)
 
     def scratch(self, nbytes: int) -> CudaBytes:
         from cuda.bindings import driver
@@ -284,7 +296,7 @@ class CudaGhash:
             for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
                 count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
                 segments = -(-count // segment)
-                memory = StreamMemory(None, stream, span)
+                memory = StreamMemory(None, span)
                 partials = memory.scratch(16 * (segments + 1))  # then the fold
                 folded = partials.pointer + 16 * segments
                 self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
@@ -343,7 +355,7 @@ class CudaChunkKernels:
                               for name in ("chunks_pack", "chunks_unpack")})
         self._like = like
         self._stream = Stream.from_handle(like.stream)
-        self._memory = StreamMemory(None, self._stream, like)
+        self._memory = StreamMemory(None, like)
         self._spans: list[CudaBytes] = []
         # H's nibble tables, made and freed in the stream's order: nothing here waits.
         self._h_tables = self.scratch(_POWER_TABLES_BYTES)
