@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from Crypto.Cipher import AES as Reference
@@ -174,6 +175,33 @@ def test_bad_device_arrays_are_refused_before_any_work():
         aescl.new(key, aescl.MODE_CTR, nonce=b"n").encrypt(grid, output=bytearray(4096))
     with pytest.raises(ValueError, match="aligned"):
         aescl.new(key, aescl.MODE_ECB).encrypt(grid.reshape(-1)[:15])
+
+
+@needs_gpu
+def test_the_state_dict_example_of_the_docs_round_trips(tmp_path, monkeypatch):
+    """docs/gpu-arrays.md's example, run as written: a model's tensors sealed on the GPU,
+    written, read back onto the GPU and loaded; a tensor under another name refused."""
+    torch = pytest.importorskip("torch")
+    page = (Path(__file__).parents[1] / "docs" / "gpu-arrays.md").read_text()
+    section = page[page.index("## PyTorch: sealing"):]
+    example = section[section.index("```python") + len("```python"):section.index("```\n\n")]
+    monkeypatch.chdir(tmp_path)
+    names: dict[str, object] = {}
+    exec(compile(example, "docs/gpu-arrays.md", "exec"), names)  # noqa: S102 - our own page
+    model, key = names["model"], names["key"]
+    expected = {k: v.clone() for k, v in model.state_dict().items()}
+    loaded = names["load_sealed"](key, "weights.sealed")
+    assert loaded.keys() == expected.keys()
+    for name, tensor in loaded.items():
+        assert tensor.is_cuda and torch.equal(tensor, expected[name])
+    sealed = (tmp_path / "weights.sealed").read_bytes()
+    assert model.weight.detach().cpu().numpy().tobytes() not in sealed
+    state = model.state_dict()
+    names["save_sealed"]({"bias": state["weight"]}, key, "renamed.sealed")
+    with pytest.raises(aescl.WrongKeyError):  # (a sealed tensor under another name)
+        data = (tmp_path / "renamed.sealed").read_bytes().replace(b'"bias"', b'"bian"')
+        (tmp_path / "renamed.sealed").write_bytes(data)
+        names["load_sealed"](key, "renamed.sealed")
 
 
 @needs_gpu
