@@ -222,6 +222,7 @@ class _QueueChunkKernels:
         self._group, self._groups = config.work_group_size, config.max_work_groups
         self._layout = {name: kernel(device, "chunk_layout.cl", "", name, context)
                         for name in ("chunks_pack", "chunks_unpack")}
+        self._held: list[np.ndarray] = []  # host memory that copies still read
 
     def aligned(self, span: BufferSpan) -> bool:
         return span.offset % self._align == 0
@@ -248,8 +249,13 @@ class _QueueChunkKernels:
                                    span.nbytes)
 
     def upload(self, target: BufferSpan, data: bytes) -> None:
-        cl.enqueue_copy(self._queue, target.buffer, np.frombuffer(data, np.uint8),
-                        dst_offset=target.offset, is_blocking=True)
+        # Not blocking: on an in-order queue a blocking write waits for all the work
+        # before it (a wait per batch). The host bytes are kept until the call's queue
+        # is finished (OpenclArrayChunks._run).
+        host = np.frombuffer(data, np.uint8)
+        self._held.append(host)
+        cl.enqueue_copy(self._queue, target.buffer, host, dst_offset=target.offset,
+                        is_blocking=False)
 
     def download(self, span: BufferSpan) -> bytes:
         host = np.empty(span.nbytes, np.uint8)
@@ -311,8 +317,10 @@ class OpenclArrayChunks:
         data.finish()
         data.queue.finish()
         with rt.lock:
-            work(kernels, source, BufferSpan(result.base_data, result.offset, out_bytes))
-            rt.queue.finish()
+            try:
+                work(kernels, source, BufferSpan(result.base_data, result.offset, out_bytes))
+            finally:  # (a failed opening's zeroing, too, is done before the error leaves)
+                rt.queue.finish()
         return result
 
     def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
