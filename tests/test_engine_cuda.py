@@ -302,3 +302,46 @@ def test_gcm_on_device_arrays_matches_pycryptodome(library, bits, nonce_bytes):
     with pytest.raises(aescl.AuthenticationError):
         bad.decrypt_and_verify(_to_gpu(library, expected), bytes(16), output=untouched)
     assert _to_host(untouched) == bytes(len(data))
+
+
+# ---- the chunked format on CUDA arrays (engines/device_chunks.py) ---------------------
+
+CHUNK_SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+@pytest.mark.parametrize("batch", [2, 4096], ids=["batches-of-2", "one-batch"])
+def test_chunked_on_cuda_arrays_is_byte_identical_to_the_host_path(library, batch,
+                                                                   monkeypatch):
+    from aescl.engines import device_chunks
+
+    monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", batch)
+    key, salt = os.urandom(32), os.urandom(24)
+    for size in CHUNK_SIZES:
+        data = os.urandom(size + 3)
+        message = _to_gpu(library, data)[3:]  # (at an offset no allocation starts at)
+        sealed = aescl.chunked.encrypt(key, message, b"ctx", salt=salt)
+        assert type(sealed) is type(message)
+        assert _to_host(sealed) == aescl.chunked.encrypt(key, data[3:], b"ctx", salt=salt,
+                                                         device="host")
+        assert _to_host(aescl.chunked.decrypt(key, sealed, b"ctx")) == data[3:]
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monkeypatch):
+    from aescl.engines import device_chunks
+
+    monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
+    key = os.urandom(32)
+    sealed = aescl.chunked.encrypt(key, os.urandom(4 * 16384 + 7), device="host")
+    tampered = bytearray(sealed)
+    tampered[56 + 3 * 16400 + 5] ^= 1  # chunk 3, in the second batch
+    with pytest.raises(aescl.AuthenticationError, match="chunk 3") as caught:
+        aescl.chunked.decrypt(key, _to_gpu(library, bytes(tampered)))
+    assert caught.value.chunk == 3
+    with pytest.raises(aescl.TruncatedError):
+        aescl.chunked.decrypt(key, _to_gpu(library, sealed[: 56 + 4 * 16400]))
+    with pytest.raises(aescl.WrongKeyError):
+        aescl.chunked.decrypt(os.urandom(32), _to_gpu(library, sealed))
