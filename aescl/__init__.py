@@ -11,10 +11,11 @@ Promises of this API:
 * The key length picks AES-128, -192 or -256. Output is bit-identical on every
   device and to pycryptodome / OpenSSL for the same parameters.
 * ``device`` is a :class:`Device`, a spec string (see :mod:`aescl.devices`) or
-  ``None`` (``$AESCL_DEVICE``, else each job's own choice: the host engine
-  below a crossover, without starting OpenCL; above it the device measured
-  fastest, as ``aescl bench`` stored it, else GPUs, the host engine, OpenCL
-  CPUs). ``"host"`` is the host engine (OpenSSL on every core, no OpenCL).
+  ``None`` (``$AESCL_DEVICE``, else each job's own choice: the device expected
+  to finish it soonest, counting a device's start-up in this process and, for
+  files, the files' own rate, by what ``aescl bench`` stored, else guesses; a job
+  the host engine finishes within OpenCL's start-up never starts OpenCL).
+  ``"host"`` is the host engine (OpenSSL on every core, no OpenCL).
   ``"all"`` (every GPU and the host's cores) or a list of devices and specs
   splits each ECB, CTR or chunked job over them
   (:mod:`aescl.scheduler`): the output is the same bytes as on one device, and

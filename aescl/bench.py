@@ -256,6 +256,8 @@ def _store_rates(devices: list[Device], targets: list[Target]) -> None:
         device = by_id.get(target.id)
         if device is None or target.backend not in ("opencl", "host-engine"):
             continue
+        if target.start_s is not None:
+            rates.store_start(device, target.start_s)
         for kind, mode in (("blocks", "ctr"), ("chunks", "gcm-chunked")):
             results = [r for r in target.results
                        if r.mode == mode and r.host_gb_s and r.verified is not False]
@@ -294,6 +296,7 @@ def run(devices: list[Device], settings: Settings | None = None,
         targets.append(Target(
             device.id, device.name, "opencl", device.type, device.driver_version, limit,
             build=figures["build"], launch=figures["launch"], transfer=figures["transfer"],
+            start_s=figures.get("start_s"),
         ))
     targets.extend(target for target, _ in baselines)
     engine_rows: list[tuple[list[Device], DevicesSpec, Target]] = [

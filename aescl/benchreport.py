@@ -78,6 +78,9 @@ class Target:
     transfer: dict[str, Any] | None = None
     results: list[Result] = field(default_factory=list)
     launch: dict[str, Any] | None = None  # tuning.describe: the settings used
+    # Seconds a fresh process spends on this device before its first block, over what
+    # it spends on the host engine (OpenCL's start-up: what the default device weighs).
+    start_s: float | None = None
 
 
 @dataclass
@@ -149,6 +152,9 @@ def table(report: Report) -> str:
             lines.append(f"  kernel build, {target.build['kernel']}: cold "
                          f"{target.build['cold_s']:.3f} s, warm "
                          + ("n/a" if warm is None else f"{warm:.3f} s"))
+        if target.start_s is not None:
+            lines.append(f"  start-up in a fresh process, over the host engine's: "
+                         f"{target.start_s:.3f} s")
         if target.launch:
             lines.append("  " + _launch_line(target.launch))
         if target.transfer:

@@ -389,6 +389,7 @@ def seal_from_file(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: 
                    count: int, progress: Callable[[int], None] | None = None) -> None:
     """Seal ``count`` full chunks (message chunks ``first, ...``) read from ``source`` into
     ``sink``, in windows split over the team (:func:`_windows`)."""
+    cipher = cipher.for_files(count)
     _windows(cipher, source, sink, first, count, CHUNK_SIZE, SEALED_CHUNK_SIZE,
              cipher.seal_full, progress)
 
@@ -396,13 +397,15 @@ def open_from_file(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: 
                    count: int, progress: Callable[[int], None] | None = None) -> None:
     """Open ``count`` full sealed chunks from ``source`` into ``sink``, writing each
     window only after all of its chunks authenticated."""
+    cipher = cipher.for_files(count)
     _windows(cipher, source, sink, first, count, SEALED_CHUNK_SIZE, CHUNK_SIZE,
              cipher.open_full, progress)
 
 def _windows(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int, count: int,
              in_size: int, out_size: int, crypt: Callable[[Any, Any, int], None],
              progress: Callable[[int], None] | None) -> None:
-    """Read, split over the team and write a window of ``batch_chunks`` chunks at a
+    """Read, split over the team (``cipher``'s, chosen for the whole job:
+    :meth:`TeamChunks.for_files`) and write a window of ``batch_chunks`` chunks at a
     time, as the OpenCL pipeline's runs are: memory stays bounded, and an opened
     window is written only after every chunk in it authenticated. With more than
     one window, the next is read (one thread) and the last written (another) while
@@ -414,7 +417,7 @@ def _windows(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int, c
     # beside the host's cores (scheduler.Team.taking_part). Not memory the host engine's
     # worker processes share: for files they measured slower than its threads
     # (docs/benchmarks: the windows' reads and writes are the job there).
-    apart = [e for e in cipher.engines_for(count) if not e.on_host_cores]
+    apart = [e for e in cipher.engines if not e.on_host_cores]
     allocate = apart[0].host_array if apart else new_buffer
     starts = range(0, count, window)
     sets = [(byte_view(allocate(window * in_size)), byte_view(allocate(window * out_size)))

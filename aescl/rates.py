@@ -8,9 +8,11 @@ memory for one kind of work: ``blocks`` (ECB, CTR) or ``chunks`` (the chunked fo
 AES-256-GCM), and each from memory the device reads directly (``blocks-pinned``,
 ``chunks-pinned``: a GPU's pinned memory, the host engine's shared memory), which the
 scheduler uses for jobs on such arrays. ``aescl bench`` stores its host->host and
-pinned->pinned figures at the largest size it measured. A record is keyed by what the
-device is (vendor, name, driver), so a new driver, or a new ``cryptography`` for the
-host engine, starts unmeasured.
+pinned->pinned figures at the largest size it measured, and an OpenCL device's start-up
+in a fresh process (:data:`START`), which with the rates gives a job's expected time on
+a device (:func:`expected_seconds`). A record is keyed by what the device is (vendor,
+name, driver), so a new driver, or a new ``cryptography`` for the host engine, starts
+unmeasured.
 
 No numpy or OpenCL here: the default choice for a small job must not need them.
 """
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 
 PINNED = "-pinned"  # the same from memory the device reads directly (pinned->pinned)
 KINDS = ("blocks", "chunks", "blocks" + PINNED, "chunks" + PINNED)
+# Not a rate: seconds from a fresh interpreter to a device's first job (import, OpenCL's
+# platforms and context, the kernel from the binary cache), which ``aescl bench`` times.
+START = "start-seconds"
 # Below this size a figure says more about call overhead than about the device.
 MIN_MEASURED_BYTES = 16 << 20
 
@@ -69,26 +74,36 @@ def stored_rate(device: Device, kind: str) -> float | None:
     return float(rate) if isinstance(rate, int | float) and rate > 0 else None
 
 
-def store_rates(device: Device, rates: dict[str, float], nbytes: int) -> bool:
-    """Keep ``rates`` (kind -> GB/s, measured on ``nbytes`` of input) for ``device``.
-    Figures from inputs below :data:`MIN_MEASURED_BYTES` are not kept. Returns whether
-    anything was stored."""
+def store_start(device: Device, seconds: float) -> bool:
+    """Keep a device's start-up in a fresh process (:data:`START`)."""
+    return _store(device, {START: round(seconds, 3)}) if seconds > 0 else False
+
+
+def _store(device: Device, figures: dict[str, Any]) -> bool:
     from ._cache import disk_cache_enabled, write_cache_file
 
-    kept = {kind: round(rate, 3) for kind, rate in rates.items()
-            if kind in KINDS and rate and rate > 0}
-    if not kept or nbytes < MIN_MEASURED_BYTES or not disk_cache_enabled():
+    if not disk_cache_enabled():
         return False
     data = dict(_load())
     record = data.get(device_key(device))
     record = dict(record) if isinstance(record, dict) else {}
-    record.update(kept)
-    record["bytes"] = nbytes
+    record.update(figures)
     record["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     data[device_key(device)] = record
     write_cache_file(rates_path(), json.dumps(data, indent=1, sort_keys=True).encode())
     _loaded[str(rates_path())] = data
     return True
+
+
+def store_rates(device: Device, rates: dict[str, float], nbytes: int) -> bool:
+    """Keep ``rates`` (kind -> GB/s, measured on ``nbytes`` of input) for ``device``.
+    Figures from inputs below :data:`MIN_MEASURED_BYTES` are not kept. Returns whether
+    anything was stored."""
+    kept: dict[str, Any] = {kind: round(rate, 3) for kind, rate in rates.items()
+                            if kind in KINDS and rate and rate > 0}
+    if not kept or nbytes < MIN_MEASURED_BYTES:
+        return False
+    return _store(device, {**kept, "bytes": nbytes})
 
 
 # ---- The rate policy ----------------------------------------------------------------
@@ -104,6 +119,15 @@ _GUESSED_GB_S = {
 }  # CPU devices guessed low: unmeasured, the host engine (no OpenCL start-up) goes first
 _GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
 _GUESSED_HOST_CHUNKS_GB_S = 3.0
+# A device's start-up in a fresh process where ``aescl bench`` has not timed it: whole
+# `aescl encrypt` runs on the H100 host spent 0.8-0.9 s more on the GPU than on the host
+# engine for small files (docs/benchmarks).
+GUESSED_START_SECONDS = 0.85
+# A file job reads every byte from a file and writes one to another, on one thread each,
+# whatever device computes: `cp` of 4 GiB in /dev/shm took 1.8-2.0 s on the H100 host,
+# and `aescl encrypt --device host` of it 2.4-2.7 s (docs/benchmarks). No device makes
+# a file job faster than this; where every candidate computes faster, start-up decides.
+GUESSED_FILE_GB_S = 2.2
 
 
 # (device id, kind of work) -> measured rate in bytes per second, over this process's jobs
@@ -146,3 +170,37 @@ def expected_rate(device: Device, kind: str, stored_first: bool = False) -> floa
             return _GUESSED_HOST_CHUNKS_GB_S * 1e9
         return _GUESSED_HOST_BLOCKS_GB_S_PER_CORE * device.compute_units * 1e9
     return _GUESSED_GB_S.get((device.type, kind), 1.0) * 1e9
+
+
+def start_seconds(device: Device, started: bool) -> float:
+    """What a job on ``device`` pays before its first byte: nothing on the host engine
+    or once this process has ``started`` OpenCL; else the start-up ``aescl bench``
+    timed for it, or :data:`GUESSED_START_SECONDS`."""
+    if device.type == "host" or started:
+        return 0.0
+    stored = stored_rate(device, START)
+    return GUESSED_START_SECONDS if stored is None else stored
+
+
+def least_start_seconds() -> float:
+    """The least start-up of any device timed here (the guess where none was): a job the
+    host engine finishes sooner is not worth starting OpenCL to look at the devices."""
+    timed = [record[START] for record in _load().values()
+             if isinstance(record, dict) and isinstance(record.get(START), int | float)
+             and record[START] > 0]
+    return float(min(timed, default=GUESSED_START_SECONDS))
+
+
+def fastest_seconds(nbytes: int, file_job: bool = False) -> float:
+    """The least time any device could take over ``nbytes`` once started: none, but for
+    a file job, whose bytes go no faster than the files'."""
+    return nbytes / (GUESSED_FILE_GB_S * 1e9) if file_job else 0.0
+
+
+def expected_seconds(device: Device, kind: str, nbytes: int, started: bool,
+                     file_job: bool = False) -> float:
+    """How long ``device`` is expected to take over ``nbytes`` of ``kind`` of work from
+    now: its start-up (:func:`start_seconds`) and the bytes at its stored rate, at most
+    the rate of reading and writing files for a ``file_job``."""
+    rate = expected_rate(device, kind, stored_first=True)
+    return start_seconds(device, started) + max(nbytes / rate, fastest_seconds(nbytes, file_job))

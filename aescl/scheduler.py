@@ -51,6 +51,7 @@ Which devices a job runs on (device specs, ``all``, the default) is
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -191,8 +192,9 @@ class Team:
         """The engine of a stream that cannot be split (a GCM message)."""
         return self.lead
 
-    def for_job(self, nbytes: int, kind: str) -> Team:
-        """The team that runs a job of ``nbytes`` of ``kind`` of work: this one."""
+    def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
+        """The team that runs a job of ``nbytes`` of ``kind`` of work (between files, for a
+        ``file_job``): this one."""
         return self
 
     def taking_part(self, nbytes: int, kind: str, arrays: Sequence[Any] = ()) -> list[Engine]:
@@ -398,9 +400,20 @@ class TeamChunks:
         """Chunks per window or device launch."""
         return self._batch_chunks
 
-    def engines_for(self, count: int) -> list[Engine]:
-        """The engines of the team that runs a job of ``count`` chunks."""
-        return self._team.for_job(count * CHUNK_SIZE, "chunks").engines
+    def for_files(self, count: int) -> TeamChunks:
+        """These chunks on the team that runs a job of ``count`` chunks between files,
+        chosen once for the whole job: its windows are smaller jobs, and each choosing
+        again (as the default team would, by its size) could move them elsewhere."""
+        chosen = self._team.for_job(count * CHUNK_SIZE, "chunks", file_job=True)
+        if chosen is self._team:
+            return self
+        bound = copy.copy(self)  # (the same workers, on the team chosen)
+        bound._team = chosen
+        return bound
+
+    @property
+    def engines(self) -> list[Engine]:
+        return self._team.engines
 
 
 __all__ = ["SPLIT_MIN_BYTES", "Share", "Team", "TeamBlocks", "TeamChunks"]

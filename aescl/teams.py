@@ -21,19 +21,11 @@ from .devices import (
 )
 from .engines import Engine
 from .errors import DeviceNotFound
-from .rates import expected_rate
+from .rates import expected_rate, expected_seconds, fastest_seconds, least_start_seconds
 from .scheduler import Team
 
 DeviceSpec = Device | str | None
 DevicesSpec = DeviceSpec | Sequence[Device | str]
-
-# With no device named, a job smaller than this runs on the host engine while this
-# process has not started OpenCL. In a fresh process OpenCL's start-up (platforms,
-# context, kernel binaries) costs 0.8-0.9 s on the H100 host: there, whole `aescl
-# encrypt` runs took on the host engine 0.27 s for 128 MiB and 1.17-1.20 s for 1 GiB,
-# on the GPU 1.07-1.19 s and 1.31-1.35 s (docs/benchmarks): break-even near 1.2 GiB.
-COLD_HOST_BYTES = 1 << 30
-
 
 _CUDA_SPEC = re.compile(r"\s*cuda(?::(\d+))?\s*", re.IGNORECASE)
 
@@ -82,14 +74,18 @@ def resolve_devices(device: DevicesSpec) -> list[Device]:
 
 class DefaultTeam(Team):
     """The team when no device is named (and ``$AESCL_DEVICE`` is unset): each job runs on
-    one device chosen for it.
+    the one device expected to finish it soonest (:meth:`best_device`).
 
-    * A job below the crossover runs on the host engine and never starts OpenCL: below
-      :data:`COLD_HOST_BYTES` while this process has not started OpenCL, below
-      :data:`scheduler.SPLIT_MIN_BYTES` once it has (a device call's fixed costs are then paid).
-    * A larger job runs on the device with the highest expected rate for its kind of
-      work (:func:`expected_rate`: measured, stored by ``aescl bench``, else guessed),
-      among the real OpenCL devices and the host engine.
+    * A job below :data:`scheduler.SPLIT_MIN_BYTES` runs on the host engine: a device
+      call's fixed costs outweigh it.
+    * A larger job's expected time on a device is its start-up in this process (none
+      on the host engine or once OpenCL runs here; else as ``aescl bench`` timed it in
+      a fresh process, or guessed) and its bytes at the device's rate for the kind of
+      work (:func:`aescl.rates.expected_seconds`: stored by ``aescl bench``, else
+      guessed), the rate capped at the files' own for a job between files. While
+      OpenCL has not started, a job the host engine finishes before any device could
+      (the least start-up timed, then the bytes at no more than the files' rate, for
+      a file job) runs there without looking for OpenCL devices at all.
 
     Small pieces of a job (CTR's partial blocks, the format's final chunk) run on the
     host engine. A GCM stream, whose length is unknown when it starts, runs on the
@@ -100,21 +96,28 @@ class DefaultTeam(Team):
         self._host = Team([host_device()])
         super().__init__(self._host.devices)
 
-    def crossover_bytes(self) -> int:
-        return scheduler.SPLIT_MIN_BYTES if opencl_started() else COLD_HOST_BYTES
+    def best_device(self, kind: str, nbytes: int | None = None,
+                    file_job: bool = False) -> Device:
+        """The real device expected to finish ``nbytes`` of ``kind`` of work soonest
+        (``nbytes=None``: the fastest at it, start-up aside)."""
+        host = host_device()
+        started = opencl_started()
+        if nbytes is not None and (nbytes < scheduler.SPLIT_MIN_BYTES or not started and (
+                expected_seconds(host, kind, nbytes, started, file_job)
+                <= least_start_seconds() + fastest_seconds(nbytes, file_job))):
+            return host
+        candidates = [d for d in opencl_devices() if not d.is_simulator] + [host]
+        if nbytes is None:
+            scores = {d.id: -expected_rate(d, kind, stored_first=True) for d in candidates}
+        else:
+            scores = {d.id: expected_seconds(d, kind, nbytes, started, file_job)
+                      for d in candidates}
+        least = min(scores.values())
+        # Ties go as get_device ranks devices.
+        return select(None, [d for d in candidates if scores[d.id] == least])
 
-    def best_device(self, kind: str) -> Device:
-        """The real device expected to be fastest at ``kind`` of work."""
-        candidates = [d for d in opencl_devices() if not d.is_simulator] + [host_device()]
-        rated = {d.id: expected_rate(d, kind, stored_first=True) for d in candidates}
-        best = max(rated.values())
-        # Ties (as between unmeasured devices of one kind) go as get_device ranks them.
-        return select(None, [d for d in candidates if rated[d.id] == best])
-
-    def for_job(self, nbytes: int, kind: str) -> Team:
-        if nbytes < self.crossover_bytes():
-            return self._host
-        return team(self.best_device(kind))
+    def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
+        return team(self.best_device(kind, nbytes, file_job))
 
     def stream_engine(self) -> Engine:
         return team(self.best_device("chunks")).lead
@@ -135,7 +138,7 @@ class CudaTeam(Team):
     def spec(self) -> str:
         return "cuda" if self.ordinal is None else f"cuda:{self.ordinal}"
 
-    def _refuse(self, *_: Any) -> NoReturn:
+    def _refuse(self, *_: Any, **__: Any) -> NoReturn:
         raise DeviceNotFound(
             f"device {self.spec!r} is the CUDA engine, which takes CUDA device arrays "
             "(torch, CuPy) only; host data runs on an OpenCL device or 'host' (or leave "
@@ -195,5 +198,5 @@ def team(device: DevicesSpec) -> Team:
     return existing
 
 
-__all__ = ["COLD_HOST_BYTES", "CudaTeam", "DefaultTeam", "DeviceSpec", "DevicesSpec",
+__all__ = ["CudaTeam", "DefaultTeam", "DeviceSpec", "DevicesSpec",
            "array_device_rule", "cuda_spec", "resolve_devices", "team"]

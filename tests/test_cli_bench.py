@@ -25,7 +25,7 @@ def test_bench_json_reports_each_figure_and_writes_a_plot(tmp_path):
     device, *baselines = report["targets"]
     assert device["id"] == DEVICE.id and device["backend"] == "opencl"
     assert {b["backend"] for b in baselines} >= {"pycryptodome"}
-    assert device["build"]["cold_s"] > 0
+    assert device["build"]["cold_s"] > 0 and device["start_s"] > 0
     rows = {(r["mode"], r["key_bits"], r["bytes"]) for r in device["results"]}
     assert rows == {(m, 256, s) for m in ("ctr", "gcm-chunked") for s in (16384, 32768)}
     for row in device["results"]:

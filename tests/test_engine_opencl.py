@@ -67,7 +67,8 @@ def test_what_it_says_of_host_arrays(device):
 def test_its_own_figures_for_bench(device):
     engine = engine_for(device)
     figures = engine.device_figures(1 << 20, 0)
-    assert set(figures) == {"build", "launch", "transfer"}
+    assert set(figures) == {"build", "launch", "transfer", "start_s"}
+    assert figures["start_s"] > 0  # (a fresh process's, over the host engine's)
     assert figures["transfer"]["pinned_h2d_gb_s"] > 0
     data = np.frombuffer(os.urandom(1 << 20), np.uint8)
     kernel, resident = engine.resident_seconds("ctr", os.urandom(16), os.urandom(16), data,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -50,3 +51,39 @@ def test_bench_stores_the_host_figures_at_its_largest_size():
     figures = {(r["mode"], r["bytes"]): r["host_gb_s"] for r in target["results"]}
     assert rates.stored_rate(host_device(), "blocks") == figures["ctr", 16 << 20]
     assert rates.stored_rate(host_device(), "chunks") == figures["gcm-chunked", 16 << 20]
+
+
+def test_start_up_counts_only_where_opencl_has_not_started():
+    host = host_device()
+    device = dataclasses.replace(host, id="9:9", name="a device", vendor="pocl", type="gpu",
+                                 driver_version="1")
+    assert rates.start_seconds(host, started=False) == 0.0
+    assert rates.start_seconds(device, started=True) == 0.0
+    assert rates.start_seconds(device, started=False) == rates.GUESSED_START_SECONDS
+    assert rates.least_start_seconds() == rates.GUESSED_START_SECONDS
+    assert rates.store_start(device, 0.25)
+    assert rates.start_seconds(device, started=False) == 0.25
+    assert rates.least_start_seconds() == 0.25
+    assert not rates.store_start(device, 0.0)
+
+
+def test_a_file_job_goes_no_faster_than_the_files():
+    host = host_device()
+    assert rates.store_rates(host, {"chunks": 100.0}, 64 << 20)
+    nbytes = 1 << 30
+    assert rates.expected_seconds(host, "chunks", nbytes, False) == pytest.approx(nbytes / 100e9)
+    assert rates.expected_seconds(host, "chunks", nbytes, False, file_job=True) == \
+        pytest.approx(nbytes / (rates.GUESSED_FILE_GB_S * 1e9))
+
+
+def test_bench_stores_an_opencl_devices_start_up():
+    from conftest import selected_devices
+
+    device = selected_devices()[0]
+    result = run("bench", "--device", device.id, "--quick", "--sizes", "16K", "--mode", "ctr",
+                 "--key-bits", "128", "--no-host", "--json")
+    assert result.returncode == 0, result.stderr
+    (target,) = [t for t in json.loads(result.stdout)["targets"] if t["id"] == device.id]
+    assert target["start_s"] > 0
+    assert rates.stored_rate(device, rates.START) == round(target["start_s"], 3)
+    assert rates.stored_rate(device, "blocks") is None  # 16 KiB shows no rate worth keeping

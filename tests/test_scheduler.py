@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -247,13 +250,68 @@ def test_a_small_job_runs_on_the_host_engine(no_device_named, opencl_cpu):
 
 @pytest.mark.parametrize("kind", ["blocks", "chunks"])
 def test_a_large_job_runs_on_the_device_measured_fastest(no_device_named, opencl_cpu, kind):
-
-    large = max(scheduler.SPLIT_MIN_BYTES, teams.COLD_HOST_BYTES)
+    large = 1 << 30
     for fast, slow in ((opencl_cpu, host_device()), (host_device(), opencl_cpu)):
         assert rates.store_rates(fast, {kind: 50.0}, 64 << 20)
         assert rates.store_rates(slow, {kind: 5.0}, 64 << 20)
         assert no_device_named.best_device(kind) == fast
         assert no_device_named.for_job(large, kind).devices == [fast]
+
+
+_COLD_CHOICES = """
+import json, sys
+from aescl import teams
+from aescl.devices import opencl_started
+default = teams.team(None)
+choices = {"1G": default.for_job(1 << 30, "chunks").devices[0].id}
+choices["8G file"] = default.for_job(8 << 30, "chunks", file_job=True).devices[0].id
+choices["cold"] = opencl_started()
+choices["8G"] = default.for_job(8 << 30, "chunks").devices[0].id
+print(json.dumps(choices))
+"""
+
+
+def test_a_fresh_process_weighs_a_devices_start_up_against_the_job(no_device_named,
+                                                                    opencl_cpu, tmp_path):
+    # Stored: the OpenCL device ten times the host engine's rate, after 0.5 s of
+    # start-up. 1 GiB takes the host engine 0.21 s: less than any start-up, so OpenCL is
+    # not even started. Between files both would go at the files' rate, which the host
+    # engine beats: nor is it started for 8 GiB of files. 8 GiB in memory takes the
+    # host engine 1.7 s, the device 0.67.
+    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
+    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
+    assert rates.store_start(opencl_cpu, 0.5)
+    done = subprocess.run([sys.executable, "-c", _COLD_CHOICES], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"1G": "host", "8G file": "host", "cold": False,
+                                       "8G": opencl_cpu.id}
+
+
+def test_a_file_job_keeps_the_device_chosen_for_it(no_device_named, opencl_cpu):
+    # OpenCL runs here. Between files the two tie at the files' rate (the host engine
+    # ranks first); a window alone, 2 MiB in memory, would go to the faster device.
+    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
+    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    cipher = scheduler.TeamChunks(no_device_named, key, base_nonce, batch_chunks=128)
+    assert no_device_named.for_job(128 * chunked.CHUNK_SIZE, "chunks").devices == [opencl_cpu]
+    files = cipher.for_files(384)
+    assert [e.device for e in files.engines] == [host_device()]
+    data = os.urandom(384 * chunked.CHUNK_SIZE)
+    sink = io.BytesIO()
+    chunked.seal_from_file(cipher, io.BytesIO(data), sink, 0, 384)
+    on_host = scheduler.TeamChunks(teams.team("host"), key, base_nonce, 128)
+    assert sink.getvalue() == bytes(on_host.seal(data, 0, final=False))
+    assert teams.team("host").shares[0].units > 0  # the windows ran there
+
+
+def test_once_opencl_runs_a_job_goes_by_rate_alone(no_device_named, opencl_cpu):
+    # This process has started OpenCL (the fixture): no start-up left to pay.
+    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
+    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
+    assert rates.store_start(opencl_cpu, 30.0)
+    assert no_device_named.for_job(64 << 20, "chunks").devices == [opencl_cpu]
 
 
 def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(no_device_named,
@@ -264,8 +322,7 @@ def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(no_device_
 
 
 def test_default_jobs_match_pycryptodome_and_the_format(no_device_named, monkeypatch):
-    # Large enough to go past the crossover once it is lowered: the default device runs it.
-    monkeypatch.setattr(teams, "COLD_HOST_BYTES", 1 << 20)
+    # Large enough to be split, with a device named by the default team.
     data = os.urandom((3 << 20) + 7)
     key, iv = os.urandom(16), os.urandom(16)
     ours = aescl.new(key, aescl.MODE_CTR, nonce=b"", initial_value=iv)

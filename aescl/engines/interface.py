@@ -35,8 +35,9 @@ memory its worker processes map) and ``host_array(nbytes)`` (host memory the eng
 reads and writes directly: pinned memory for a GPU).
 
 What ``aescl bench`` asks of an engine besides library calls: ``device_figures(nbytes,
-min_seconds)`` (``build``, ``launch`` and ``transfer``: kernel build times, launch
-settings, transfer rates of ``nbytes``; empty where the engine has none) and
+min_seconds)`` (``build``, ``launch``, ``transfer`` and ``start_s``: kernel build times,
+launch settings, transfer rates of ``nbytes``, the device's start-up in a fresh process;
+empty where the engine has none) and
 ``resident_seconds(mode, key, iv, data, output_bytes, min_seconds)`` (the kernel-only
 and the device-resident seconds of one configuration on data already on the device).
 """

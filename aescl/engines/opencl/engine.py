@@ -54,6 +54,7 @@ class OpenclEngine:
 
     def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
         return {"build": measure.build_times(self.device),
+                "start_s": measure.start_seconds(self.device),
                 "launch": tuning.describe(self.device),
                 "transfer": measure.transfer_rates(self.device, nbytes, min_seconds)}
 
