@@ -39,8 +39,9 @@ if ! command -v python3 >/dev/null 2>&1 || ! python3 -c "import ensurepip" 2>/de
     install_packages python3 python3-venv
 fi
 if [ "$what" = test ]; then
-    # The suite runs its device tests on the CPU runtime and its interop tests on openssl.
-    install_packages pocl-opencl-icd openssl
+    # The suite runs its device tests on the CPU runtime and its interop tests on
+    # openssl, and builds every GPU kernel for AMD and SPIR targets with clang.
+    install_packages pocl-opencl-icd openssl clang-16 rocm-device-libs
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv

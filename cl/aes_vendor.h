@@ -26,6 +26,17 @@
 #define AES_ULONG2(a, b) ((ulong2)((a), (b)))
 #define AES_LOCAL_ARRAY __local
 #define AES_CONSTANT_TABLE __constant
+/* OpenCL C's `inline` means C99's: an inline definition, with no external one. A
+ * compiler that decides not to inline a helper then calls a function that exists
+ * nowhere, and the program fails to link: clang for AMD GPUs does so with the 12-
+ * and 14-round cores (tools/kernel_targets.py found it). `static inline` leaves the
+ * choice to the compiler and gives it a definition to call. Only for AMD: clang for
+ * SPIR leaves the same calls (docs/kernel-targets.md), but under Oclgrind, which
+ * compiles for SPIR, the change made its uninitialised-value check flag the ECB
+ * kernel's stores, whose bytes were right. */
+#if defined(__AMDGCN__)
+#define inline static inline
+#endif
 #endif
 
 /* Full unrolling of the round loop: clang-based compilers (PoCL, AMD, Intel) and

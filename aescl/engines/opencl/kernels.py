@@ -47,6 +47,12 @@ _LOCAL_BYTES_NEEDED = 4096
 # __local memory kept free beside the round-table copies (S-box, round keys, GHASH).
 _LOCAL_BYTES_BESIDE_TABLES = 8192
 _MAX_TABLE_LANES = 32  # the number of shared-memory banks on NVIDIA and AMD GPUs
+# On AMD GPUs the 64 KiB a work-group may take is the whole compute unit's LDS, which
+# its resident work-groups share (NVIDIA's 48 KiB per block come from 228 KiB per SM
+# on Hopper). 32 copies (32 KiB) leave room for two work-groups of 256: 2 waves per
+# SIMD on gfx90a, as clang reports (docs/kernel-targets.md). 16 copies leave four.
+# Not measured on AMD hardware (none here): tuning on the device tries every count.
+_AMD_TABLE_LANES = 16
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,8 @@ def default_config(device: Device) -> LaunchConfig:
         simulator = device.type == "simulator"
         group = min(16 if simulator else 256, device.max_work_group_size)
         groups = 3 if simulator else device.compute_units * 16
-        lanes = table_lanes(device.local_mem_bytes, group) if local_ok else 1
+        wanted = _AMD_TABLE_LANES if device.vendor == "amd" else None
+        lanes = table_lanes(device.local_mem_bytes, group, wanted) if local_ok else 1
         nvidia_gpu = device.vendor == "nvidia" and not simulator
         return LaunchConfig(group, groups, local_ok, lanes, byte_permute=nvidia_gpu)
     hardware = hardware_rounds_wanted() and "aes" in cpu_features()
