@@ -254,7 +254,7 @@ def _store_rates(devices: list[Device], targets: list[Target]) -> None:
     by_id = {d.id: d for d in devices}
     for target in targets:
         device = by_id.get(target.id)
-        if device is None or target.backend not in ("opencl", "host-engine"):
+        if device is None or target.backend not in ("opencl", "cuda", "host-engine"):
             continue
         if target.start_s is not None:
             rates.store_start(device, target.start_s)
@@ -277,8 +277,8 @@ def run(devices: list[Device], settings: Settings | None = None,
     settings = settings or Settings()
     targets: list[Target] = []
     baselines = host_baselines() if settings.host_baselines else []
-    engines_only = [d for d in devices if not d.is_opencl]  # the host engine
-    devices = [d for d in devices if d.is_opencl]
+    engines_only = [d for d in devices if d.type == "host"]  # the host engine
+    devices = [d for d in devices if d.type != "host"]  # OpenCL devices and CUDA GPUs
     # The split job: every benched device, as `all` has them (GPUs and accelerators, the
     # host engine, OpenCL CPUs). It runs as `all` where it is every device `all` names;
     # a part of them runs as a list of devices.
@@ -294,7 +294,7 @@ def run(devices: list[Device], settings: Settings | None = None,
         figures = engine_for(device).device_figures(min(largest, _TRANSFER_LIMIT),
                                                     settings.min_seconds)
         targets.append(Target(
-            device.id, device.name, "opencl", device.type, device.driver_version, limit,
+            device.id, device.name, device.engine, device.type, device.driver_version, limit,
             build=figures["build"], launch=figures["launch"], transfer=figures["transfer"],
             start_s=figures.get("start_s"),
         ))

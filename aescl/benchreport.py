@@ -70,7 +70,9 @@ class Target:
 
     id: str
     name: str
-    backend: str  # "opencl", "pycryptodome" or "openssl"
+    # the engine: "opencl", "cuda", "host-engine", "scheduler" (a split), or a baseline:
+    # "pycryptodome", "openssl"
+    backend: str
     type: str  # the device type, or "host"
     driver: str | None = None
     max_bytes: int | None = None
@@ -144,8 +146,8 @@ def table(report: Report) -> str:
     lines: list[str] = []
     for target in report.targets:
         title = f"{target.id} {target.name}"
-        if target.backend == "opencl":
-            title += f" ({target.type}, driver {target.driver})"
+        if target.backend in ("opencl", "cuda"):
+            title += f" ({target.backend} {target.type}, driver {target.driver})"
         lines.append(title)
         if target.build:
             warm = target.build["warm_s"]
@@ -162,7 +164,7 @@ def table(report: Report) -> str:
             lines.append(f"  pinned transfers of {format_size(t['bytes'])}: host->device "
                          f"{t['pinned_h2d_gb_s']:.1f} GB/s, device->host "
                          f"{t['pinned_d2h_gb_s']:.1f} GB/s")
-        measures = {"opencl": MEASURES, "scheduler": ("host", "pinned"),
+        measures = {"opencl": MEASURES, "cuda": MEASURES, "scheduler": ("host", "pinned"),
                     "host-engine": ("host", "pinned")}.get(
             target.backend, ("host",))
         rows = [("GB/s", "", "", *[format_size(s) for s in sizes])]

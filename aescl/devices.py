@@ -1,12 +1,20 @@
-"""The device layer: every OpenCL device as a :class:`Device`, and choosing one.
+"""The device layer: every OpenCL device and every CUDA GPU as a :class:`Device`, and
+choosing one.
 
 A spec is a short string (case-insensitive):
 
 * ``gpu``, ``cpu``, ``accelerator``: a device type;
 * ``nvidia``, ``amd``, ``intel``, ``apple``, ``pocl``, ``oclgrind``: a vendor class;
-* ``P:D``: a device id (platform index, device index), as ``aescl devices`` lists;
+* ``P:D``: an OpenCL device id (platform index, device index), as ``aescl devices`` lists;
+* ``cuda``, ``cuda:N``: the CUDA engine (``pip install 'aescl[cuda]'``) on a CUDA GPU
+  (the first, or GPU ``N`` as CUDA numbers them);
 * ``host``: the host engine, OpenSSL on every core of this machine (no OpenCL);
 * anything else: a substring of the device name.
+
+A GPU that both NVIDIA's OpenCL driver and CUDA see is two devices here, one per engine
+(``P:D`` and ``cuda:N``, with the same :attr:`Device.pci_address`). A type or vendor
+spec (``gpu``, ``nvidia``) matches both, and takes the OpenCL one first; ``cuda``
+names the CUDA engine's.
 
 Where a job may run on several devices at once (aescl.scheduler), ``all`` means
 every GPU and accelerator plus the host engine, and a list of specs names the
@@ -75,6 +83,10 @@ class Device:
     opencl_c_version: str
     driver_version: str
     cl_device: Any = field(default=None, repr=False, compare=False, hash=False)
+    engine: str = "opencl"  # the engine that runs on it: "opencl", "cuda" or "host"
+    # PCI domain:bus:device where the driver tells it (NVIDIA's): the same GPU under
+    # two engines has the same address.
+    pci_address: str = ""
 
     @property
     def is_simulator(self) -> bool:
@@ -82,7 +94,11 @@ class Device:
 
     @property
     def is_opencl(self) -> bool:
-        return self.type != "host"
+        return self.engine == "opencl"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.engine == "cuda"
 
     def to_dict(self) -> dict[str, Any]:
         """The record as plain JSON-ready values (without the pyopencl handle)."""
@@ -170,8 +186,72 @@ def _all_devices() -> tuple[Device, ...]:
                     opencl_c_version=dev.opencl_c_version.strip(),
                     driver_version=dev.driver_version.strip(),
                     cl_device=dev,
+                    pci_address=_nvidia_pci_address(dev) if vendor == "nvidia" else "",
                 )
             )
+    return tuple(found)
+
+
+def _nvidia_pci_address(dev: Any) -> str:
+    """domain:bus:device of an NVIDIA OpenCL device (cl_nv_device_attribute_query), or
+    "" where the driver does not say."""
+    try:
+        domain = int(getattr(dev, "pci_domain_id_nv", 0))
+        return f"{domain:04x}:{int(dev.pci_bus_id_nv):02x}:{int(dev.pci_slot_id_nv):02x}"
+    except Exception:  # noqa: BLE001 - an older driver or pyopencl: no address
+        return ""
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_devices() -> tuple[Device, ...]:
+    """The CUDA engine's GPUs (``cuda:N``), read from the driver without making a context
+    on any; none without aescl[cuda] (cuda-bindings) or the NVIDIA driver."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return ()
+
+    def check(result: Any) -> Any:
+        error, *values = result
+        if error != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(error)
+        return values[0]
+
+    attribute = driver.CUdevice_attribute
+    try:
+        check(driver.cuInit(0))
+        count = check(driver.cuDeviceGetCount())
+        version = check(driver.cuDriverGetVersion())
+    except RuntimeError:  # (the driver library is absent, or no GPU answers)
+        return ()
+    found = []
+    for ordinal in range(count):
+        handle = check(driver.cuDeviceGet(ordinal))
+
+        def value(name: str, handle: Any = handle) -> int:
+            return int(check(driver.cuDeviceGetAttribute(getattr(attribute, f"CU_DEVICE_"
+                                                                            f"ATTRIBUTE_{name}"),
+                                                         handle)))
+
+        memory = int(check(driver.cuDeviceTotalMem(handle)))
+        found.append(Device(
+            id=f"cuda:{ordinal}",
+            name=check(driver.cuDeviceGetName(256, handle)).split(b"\0")[0].decode().strip(),
+            vendor="nvidia", type="gpu", platform_name="CUDA",
+            platform_version=f"sm_{value('COMPUTE_CAPABILITY_MAJOR')}"
+                             f"{value('COMPUTE_CAPABILITY_MINOR')}",
+            compute_units=value("MULTIPROCESSOR_COUNT"),
+            clock_mhz=value("CLOCK_RATE") // 1000,
+            global_mem_bytes=memory,
+            local_mem_bytes=value("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+            max_alloc_bytes=memory,
+            max_work_group_size=value("MAX_THREADS_PER_BLOCK"),
+            opencl_c_version="",
+            driver_version=f"CUDA {version // 1000}.{version % 1000 // 10}",
+            engine="cuda",
+            pci_address=f"{value('PCI_DOMAIN_ID'):04x}:{value('PCI_BUS_ID'):02x}:"
+                        f"{value('PCI_DEVICE_ID'):02x}",
+        ))
     return tuple(found)
 
 
@@ -202,7 +282,7 @@ def host_device() -> Device:
         platform_name="aescl host engine", platform_version="",
         compute_units=cores, clock_mhz=0, global_mem_bytes=memory, local_mem_bytes=0,
         max_alloc_bytes=memory, max_work_group_size=1, opencl_c_version="",
-        driver_version=f"cryptography {version}",
+        driver_version=f"cryptography {version}", engine="host",
     )
 
 
@@ -232,19 +312,28 @@ def opencl_started() -> bool:
     return _all_devices.cache_info().currsize > 0
 
 
+def cuda_started() -> bool:
+    """Whether this process has looked for CUDA GPUs yet (the CUDA engine's start-up, but
+    for its context and kernels, which follow on the first job)."""
+    return cuda_devices.cache_info().currsize > 0
+
+
 def list_devices() -> list[Device]:
-    """Every device aescl can run on: the OpenCL devices, simulators included, then
-    the host engine (``host``)."""
-    return [*_all_devices(), host_device()]
+    """Every device aescl can run on: the OpenCL devices, simulators included, the CUDA
+    engine's GPUs (``cuda:N``), then the host engine (``host``)."""
+    return [*_all_devices(), *cuda_devices(), host_device()]
 
 
-def _rank(device: Device) -> tuple[int, int, int]:
+def _rank(device: Device) -> tuple[int, int, int, int]:
     # Without a measured rate, the host engine comes after GPUs and before CPU OpenCL
     # devices: on the same cores OpenSSL ran 10x PoCL's rate (docs/benchmarks).
     type_order = {"gpu": 0, "accelerator": 1, "host": 2, "cpu": 3, "other": 4, "simulator": 5}
     # A vendor's own driver before PoCL driving the same kind of hardware.
     portable = 1 if device.vendor == "pocl" else 0
-    return (type_order[device.type], portable, -device.compute_units * max(device.clock_mhz, 1))
+    # The same GPU's OpenCL device before its CUDA one: only `cuda` asks for the CUDA
+    # engine by name (teams.DefaultTeam goes by measured rates instead).
+    return (type_order[device.type], portable, -device.compute_units * max(device.clock_mhz, 1),
+            int(device.is_cuda))
 
 
 def matches(device: Device, spec: str) -> bool:
@@ -252,6 +341,10 @@ def matches(device: Device, spec: str) -> bool:
     spec = spec.strip().lower()
     if spec == HOST_ID:
         return device.type == "host"
+    if spec == "cuda":
+        return device.is_cuda
+    if re.fullmatch(r"cuda:\d+", spec):
+        return device.is_cuda and device.id == spec
     if spec in DEVICE_TYPES:
         return device.type == spec
     if spec in VENDOR_CLASSES:
@@ -280,9 +373,13 @@ def select(spec: str | None, available: list[Device]) -> Device:
         candidates = [d for d in available if matches(d, spec)]
         if not candidates:
             raise DeviceNotFound(
-                f"no OpenCL device matches {spec!r}; available: {_describe(available)}"
+                f"no device matches {spec!r}; available: {_describe(available)}"
             )
     return min(candidates, key=_rank)
+
+
+CUDA_HINT = ("the CUDA engine needs `pip install 'aescl[cuda]'` and NVIDIA's driver with a "
+             "GPU")
 
 
 def get_device(spec: str | None = None) -> Device:
@@ -295,6 +392,11 @@ def get_device(spec: str | None = None) -> Device:
         spec = os.environ.get("AESCL_DEVICE") or None
     if spec is not None and spec.strip().lower() == HOST_ID:
         return host_device()  # without looking for OpenCL at all
+    if spec is not None and re.fullmatch(r"cuda(:\d+)?", spec.strip().lower()):
+        found = list(cuda_devices())  # (OpenCL left unstarted)
+        if not found:
+            raise DeviceNotFound(f"no CUDA GPU for {spec.strip()!r}: {CUDA_HINT}")
+        return select(spec, found)
     return select(spec, list_devices())
 
 

@@ -23,6 +23,7 @@ from ._arrays import (
     output_view,
 )
 from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce
+from .engines.device_gcm import DeviceGcm
 from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
 from .scheduler import Team
 from .teams import DevicesSpec, array_device_rule, resolve_devices, team
@@ -390,12 +391,10 @@ def _host_ecb(key: bytes) -> EcbCipher:
     return EcbCipher(key, team("host"), "host")
 
 
-class ArrayGcmCipher(ghash.GcmTagCalls):
+class ArrayGcmCipher(DeviceGcm):
     """One GCM message whose text is in device arrays of one kind (``"opencl"`` or
-    ``"cuda"``), on the arrays' devices: the CTR half is the CTR kernel over the
-    arrays (the 32-bit counter from J0 + 1), the GHASH half the GHASH kernel's partial
-    sums of whole blocks, folded on the host with the AAD, the bytes of a block split
-    between calls (read back: ciphertext only) and the length block.
+    ``"cuda"``), on the arrays' devices (engines/device_gcm.py): the CTR kernel over the
+    arrays, the GHASH kernel's partial sums of their whole blocks.
 
     A call returns once the GHASH sums of its ciphertext are read back: an ``encrypt``
     waits for its own CTR work, a ``decrypt`` for the work that produced its input.
@@ -403,91 +402,24 @@ class ArrayGcmCipher(ghash.GcmTagCalls):
     wrong tag leaves ``output`` as it was.
     """
 
-    mode = MODE_GCM
-    block_size = BLOCK_SIZE
-
     def __init__(self, key: bytes, nonce: bytes, mac_len: int, kind: str, team: Team) -> None:
-        self.nonce, self._mac_len = nonce, mac_len
         blocks = _host_ecb(key)
         h = ghash.block_to_int(blocks.encrypt(bytes(BLOCK_SIZE)) or b"")
         multipliers = ghash.PowerMultipliers(h)
-        j0 = ghash.initial_counter(h, nonce)
-        self._tag_mask = blocks.encrypt(j0) or b""
-        first = int.from_bytes(j0, "big")  # inc32(J0): the first text block's counter
-        first = first - first % 2**32 + (first + 1) % 2**32
-        self._ctr = _array_job(kind, BlockTransform(key, counter=first, counter_bits=32),
-                               team)
+        tag_mask = blocks.encrypt(ghash.initial_counter(h, nonce)) or b""
+        super().__init__(nonce, mac_len, multipliers, tag_mask, device_nbytes)
+        self._ctr = _array_job(kind, BlockTransform(key, counter=self.first_counter,
+                                                    counter_bits=32), team)
         self._sums = _array_ghash(kind, key, multipliers)
-        self._ghash = ghash.RunningGhash(multipliers)
-        self._phase = "aad"
 
-    def update(self, assoc_data: BytesLike) -> ArrayGcmCipher:
-        """Add associated data (host bytes). Only before encrypt/decrypt."""
-        if self._phase != "aad":
-            raise TypeError("update() can only be called immediately after initialization")
-        data = bytes(byte_view(assoc_data))
-        self._ghash.aad_bytes += len(data)
-        rest = self._ghash.absorb_pending(data)
-        whole = len(rest) - len(rest) % BLOCK_SIZE
-        for start in range(0, whole, BLOCK_SIZE):
-            self._ghash.absorb_block(ghash.block_to_int(rest[start : start + BLOCK_SIZE]))
-        self._ghash.pending += rest[whole:]
-        return self
+    def crypt(self, data: Any, output: Any, first_block: int, skip: int) -> Any:
+        return self._ctr(data, output, first_block, skip)
 
-    def _start_text(self, direction: str, length: int) -> int:
-        if self._phase == "aad":
-            self._ghash.close_pending()  # AAD is zero-padded to a whole block
-            self._phase = direction
-        elif self._phase != direction:
-            if self._phase == "done":
-                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
-            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
-        start = self._ghash.text_bytes
-        if start + length > ghash.MAX_TEXT_BYTES:
-            raise CounterOverflowError("Plaintext exceeds maximum length")
-        return start
+    def partial_sum(self, data: Any, offset: int, nbytes: int) -> int:
+        return self._sums.partial_sum(data, offset, nbytes)  # type: ignore[no-any-return]
 
-    def _hash_text(self, ciphertext: Any, length: int) -> None:
-        """Add ``length`` bytes of ciphertext in a device array to the GHASH."""
-        done = 0
-        if self._ghash.pending:  # finish the block an earlier call began
-            done = min(length, BLOCK_SIZE - len(self._ghash.pending))
-            self._ghash.absorb_pending(self._sums.read(ciphertext, 0, done))
-        whole = (length - done) // BLOCK_SIZE * BLOCK_SIZE
-        if whole:
-            self._ghash.absorb_partial_sum(self._sums.partial_sum(ciphertext, done, whole),
-                                           whole // BLOCK_SIZE)
-            done += whole
-        if done < length:
-            self._ghash.pending += self._sums.read(ciphertext, done, length - done)
-        self._ghash.text_bytes += length
-
-    def _crypt(self, data: Any, output: Any, start: int) -> Any:
-        return self._ctr(data, output, start // BLOCK_SIZE, start % BLOCK_SIZE)
-
-    def encrypt(self, plaintext: Any, output: Any = None) -> Any:
-        """Encrypt the next piece: a new array like ``plaintext``, or None into ``output``."""
-        start = self._start_text("encrypt", device_nbytes(plaintext))
-        result = self._crypt(plaintext, output, start)
-        self._hash_text(result if output is None else output, device_nbytes(plaintext))
-        return result
-
-    def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
-        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
-        start = self._start_text("decrypt", device_nbytes(ciphertext))
-        self._hash_text(ciphertext, device_nbytes(ciphertext))  # (before: in place)
-        return self._crypt(ciphertext, output, start)
-
-    def encrypt_and_digest(self, plaintext: Any, output: Any = None) -> tuple[Any, bytes]:
-        return self.encrypt(plaintext, output=output), self.digest()
-
-    def decrypt_and_verify(self, ciphertext: Any, received_mac_tag: bytes,
-                           output: Any = None) -> Any:
-        """Authenticate the whole message, and only then decrypt the (last) piece."""
-        start = self._start_text("decrypt", device_nbytes(ciphertext))
-        self._hash_text(ciphertext, device_nbytes(ciphertext))
-        self.verify(received_mac_tag)
-        return self._crypt(ciphertext, output, start)
+    def read(self, data: Any, offset: int, nbytes: int) -> bytes:
+        return self._sums.read(data, offset, nbytes)  # type: ignore[no-any-return]
 
 
 def _xor(data: memoryview, keystream: bytes) -> bytes:
@@ -498,7 +430,8 @@ def _xor(data: memoryview, keystream: bytes) -> bytes:
 
 def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     """A uint8 array of ``nbytes`` in page-locked host memory for ``device`` (for a
-    list or ``all``, its first OpenCL device apart from host memory, a GPU; ordinary
+    list or ``all`` with a CUDA GPU, the CUDA engine's pinned memory, else its first
+    OpenCL device apart from host memory, a GPU; ordinary
     memory for a list whose OpenCL devices are all CPUs, which work on ordinary
     memory in place). Where ``device`` is or includes the host engine, the memory is
     also shared with the host engine's worker processes (Linux), which then do its
@@ -515,6 +448,11 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     from .engines import host
 
     chosen = resolve_devices(device)
+    gpus = [d for d in chosen if d.is_cuda]
+    if gpus:  # (portable pinned memory: every CUDA GPU's DMA reads it)
+        from .engines import cuda
+
+        return cuda.pinned_empty(nbytes, int(gpus[0].id.partition(":")[2]))
     shared = host.SHARED_MEMORY_AVAILABLE and any(d.type == "host" for d in chosen)
     on_opencl = sorted((d for d in chosen if d.is_opencl), key=lambda d: d.type == "cpu")
     if not on_opencl or (len(chosen) > 1 and on_opencl[0].type == "cpu"):

@@ -46,7 +46,9 @@ def rates_path() -> Path:
 
 
 def device_key(device: Device) -> str:
-    return f"{device.vendor}|{device.name}|{device.driver_version}"
+    # (The same GPU under OpenCL and under CUDA is two devices, each with its figures.)
+    engine = "|cuda" if device.is_cuda else ""
+    return f"{device.vendor}|{device.name}|{device.driver_version}{engine}"
 
 
 _loaded: dict[str, dict[str, Any]] = {}  # path -> its records, read once per process

@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from . import scheduler
 from .devices import (
     Device,
+    cuda_devices,
+    cuda_started,
     get_device,
     host_device,
     opencl_devices,
@@ -21,7 +23,13 @@ from .devices import (
 )
 from .engines import Engine
 from .errors import DeviceNotFound
-from .rates import expected_rate, expected_seconds, fastest_seconds, least_start_seconds
+from .rates import (
+    expected_rate,
+    expected_seconds,
+    fastest_seconds,
+    least_start_seconds,
+    stored_rate,
+)
 from .scheduler import Team
 
 DeviceSpec = Device | str | None
@@ -31,8 +39,9 @@ _CUDA_SPEC = re.compile(r"\s*cuda(?::(\d+))?\s*", re.IGNORECASE)
 
 
 def cuda_spec(device: DevicesSpec) -> tuple[bool, int | None]:
-    """Whether ``device`` is the spec ``cuda`` or ``cuda:N`` (the CUDA engine, on device
-    arrays), and the GPU it names (None: each array's own)."""
+    """Whether ``device`` is the spec ``cuda`` or ``cuda:N`` (the CUDA engine), and the GPU
+    it names (None: ``cuda``, which takes each CUDA array on its own GPU and host data on
+    the first)."""
     found = _CUDA_SPEC.fullmatch(device) if isinstance(device, str) else None
     if found is None:
         return False, None
@@ -45,25 +54,42 @@ def _names_all(device: DevicesSpec) -> bool:
     return any(isinstance(item, str) and item.strip().lower() == "all" for item in items)
 
 
+def one_engine_per_gpu(gpus: Sequence[Device]) -> list[Device]:
+    """Of GPUs that two engines see (an OpenCL device and a CUDA one at the same PCI
+    address), the one whose block rate ``aescl bench`` stored higher (a measured one
+    before one never measured); the OpenCL one where neither was measured. In the
+    order given."""
+    chosen: dict[str, Device] = {}
+    for device in gpus:
+        key = device.pci_address or device.id
+        held = chosen.get(key)
+        if held is None or _engine_score(device) > _engine_score(held):
+            chosen[key] = device
+    return [d for d in gpus if chosen.get(d.pci_address or d.id) is d]
+
+
+def _engine_score(device: Device) -> tuple[int, float, int]:
+    rate = stored_rate(device, "blocks")
+    return (int(rate is not None), rate or 0.0, int(device.is_opencl))
+
+
 def resolve_devices(device: DevicesSpec) -> list[Device]:
     """The devices of a job: one device or spec (as :func:`aescl.get_device`), ``"all"``,
-    or a list of devices and specs. ``all`` is every GPU and accelerator, the host
-    engine and the OpenCL CPU devices (simulators left out); a job on it gives the
-    host's cores to one of the last two (:meth:`Team.taking_part`)."""
+    or a list of devices and specs. ``all`` is every GPU and accelerator (a GPU that
+    both OpenCL and CUDA see, once: :func:`one_engine_per_gpu`), the host engine and the
+    OpenCL CPU devices (simulators left out); a job on it gives the host's cores to one
+    of the last two (:meth:`Team.taking_part`)."""
     if isinstance(device, Device):
         return [device]
     if device is None or isinstance(device, str):
         if _names_all(device):
             found = [d for d in opencl_devices() if not d.is_simulator]
-            return [*(d for d in found if d.type in ("gpu", "accelerator")), host_device(),
+            gpus = [d for d in found if d.type in ("gpu", "accelerator")] + list(cuda_devices())
+            return [*one_engine_per_gpu(gpus), host_device(),
                     *(d for d in found if d.type == "cpu")]
         return [get_device(device)]
     chosen: list[Device] = []
     for item in device:
-        if cuda_spec(item)[0]:
-            raise DeviceNotFound(
-                f"{item!r} is the CUDA engine, which takes CUDA device arrays, alone: not "
-                "files or host data, nor a place in a list of devices (yet)")
         for found in resolve_devices(item):
             if found not in chosen:
                 chosen.append(found)
@@ -106,11 +132,12 @@ class DefaultTeam(Team):
                 expected_seconds(host, kind, nbytes, started, file_job)
                 <= least_start_seconds() + fastest_seconds(nbytes, file_job))):
             return host
-        candidates = [d for d in opencl_devices() if not d.is_simulator] + [host]
+        found = [d for d in opencl_devices() if not d.is_simulator]
+        candidates = [*found, *cuda_devices(), host]
         if nbytes is None:
             scores = {d.id: -expected_rate(d, kind, stored_first=True) for d in candidates}
         else:
-            scores = {d.id: expected_seconds(d, kind, nbytes, started, file_job)
+            scores = {d.id: expected_seconds(d, kind, nbytes, _started(d), file_job)
                       for d in candidates}
         least = min(scores.values())
         # Ties go as get_device ranks devices.
@@ -123,32 +150,23 @@ class DefaultTeam(Team):
         return team(self.best_device("chunks")).lead
 
 
-class CudaTeam(Team):
-    """What ``device="cuda"`` or ``"cuda:N"`` names: the CUDA engine (aescl[cuda]), on the
-    GPU ``ordinal`` (None: each array's own). It takes CUDA device arrays (torch, CuPy;
-    docs/gpu-arrays.md). Host data it refuses with :class:`DeviceNotFound`: the CUDA
-    engine does not run host jobs yet, and running them elsewhere would ignore the
-    device named."""
+def _started(device: Device) -> bool:
+    """Whether this process has started the engine of ``device`` (its start-up is paid)."""
+    return cuda_started() if device.is_cuda else opencl_started()
 
-    def __init__(self, ordinal: int | None) -> None:  # (no engines: not a Team of devices)
+
+class CudaTeam(Team):
+    """What ``device="cuda"`` or ``"cuda:N"`` names: the CUDA engine (aescl[cuda]). Host
+    data runs on GPU ``ordinal`` (``cuda``: the first); CUDA arrays on that GPU, or
+    for ``cuda``, each on its own (docs/gpu-arrays.md)."""
+
+    def __init__(self, ordinal: int | None) -> None:
         self.ordinal = ordinal
-        self.devices, self.engines, self.whole_machine, self.shares = [], [], False, []
+        super().__init__(resolve_devices(self.spec))
 
     @property
     def spec(self) -> str:
         return "cuda" if self.ordinal is None else f"cuda:{self.ordinal}"
-
-    def _refuse(self, *_: Any, **__: Any) -> NoReturn:
-        raise DeviceNotFound(
-            f"device {self.spec!r} is the CUDA engine, which takes CUDA device arrays "
-            "(torch, CuPy) only; host data runs on an OpenCL device or 'host' (or leave "
-            "device= out)")
-
-    @property
-    def lead(self) -> Engine:
-        self._refuse()
-
-    stream_engine = for_job = taking_part = split = _refuse
 
 
 def array_device_rule(kind: str, team: Team) -> Any:
@@ -162,9 +180,12 @@ def array_device_rule(kind: str, team: Team) -> Any:
         if isinstance(team, CudaTeam):
             raise ValueError(f"a pyopencl array runs on its OpenCL device; this cipher was "
                              f"made for {team.spec!r} (CUDA arrays only)")
-        return list(team.devices)
+        return [d for d in team.devices if d.is_opencl]
     if isinstance(team, CudaTeam):
         return team.ordinal
+    gpus = [d for d in team.devices if d.is_cuda]
+    if gpus:  # (a list of devices that names one)
+        return int(gpus[0].id.partition(":")[2])
     raise ValueError("a CUDA array runs on the CUDA engine: make the cipher with "
                      "device='cuda' or 'cuda:N', or with no device; this one was made for "
                      + ", ".join(d.id for d in team.devices))

@@ -140,7 +140,7 @@ def _bench_devices(specs: tuple[str, ...]) -> list[aescl.Device]:
         else:
             matches = [d for d in found if device_matches(d, spec)]
         if not matches:
-            raise Refusal(f"no OpenCL device matches {spec!r}; see `aescl devices`")
+            raise Refusal(f"no device matches {spec!r}; see `aescl devices`")
         chosen.extend(d for d in matches if d not in chosen)
     return chosen
 

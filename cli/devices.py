@@ -1,11 +1,10 @@
-"""``aescl devices``: what OpenCL sees, the host engine, and the GPUs of the CUDA engine."""
+"""``aescl devices``: what OpenCL sees, the GPUs of the CUDA engine, and the host engine."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from typing import Any
 
 import click
 
@@ -29,26 +28,10 @@ def _device_rows(found: list[aescl.Device]) -> list[tuple[str, ...]]:
         rows.append((
             d.id, d.type, d.vendor, d.name, str(d.compute_units), f"{d.clock_mhz} MHz",
             _gib(d.global_mem_bytes), _kib(d.local_mem_bytes), _gib(d.max_alloc_bytes),
-            d.opencl_c_version.replace("OpenCL C ", ""), d.driver_version,
+            d.opencl_c_version.replace("OpenCL C ", "") or
+            (f"CUDA {d.platform_version}" if d.is_cuda else ""), d.driver_version,
         ))
     return rows
-
-
-def _cuda_gpus() -> list[dict[str, Any]]:
-    """The CUDA engine's GPUs (device arrays, ``cuda:N``): none without aescl[cuda] or
-    the NVIDIA driver."""
-    try:
-        from aescl.engines.cuda import list_gpus
-
-        return list_gpus()
-    except ImportError:  # (aescl[cuda] is not installed)
-        return []
-
-
-def _cuda_rows(gpus: list[dict[str, Any]]) -> list[tuple[str, ...]]:
-    return [(g["id"], "gpu", "nvidia", g["name"], str(g["sms"]), f"{g['clock_mhz']} MHz",
-             _gib(g["memory_bytes"]), _kib(g["shared_bytes_per_block"]),
-             _gib(g["memory_bytes"]), f"CUDA {g['arch']}", g["driver"]) for g in gpus]
 
 
 def _print_table(rows: list[tuple[str, ...]]) -> None:
@@ -64,19 +47,17 @@ def _print_table(rows: list[tuple[str, ...]]) -> None:
               help="Also explain the OpenCL setup: ICD files, drivers aescl registered, "
                    "problems and their fixes, and the kernel cache.")
 def devices(as_json: bool, verbose: bool) -> None:
-    """List OpenCL platforms and devices (simulators included), the host engine, then the
-    GPUs of the CUDA engine (``cuda:N``: CUDA device arrays only)."""
+    """List OpenCL platforms and devices (simulators included), the GPUs of the CUDA
+    engine (``cuda:N``, with aescl[cuda]), then the host engine."""
     from aescl.diagnostics import diagnose
 
     found = aescl.list_devices()
-    gpus = _cuda_gpus()
     report = icd_report()
     registered = report.registered_by_aescl
     findings = diagnose() if verbose else []
     if as_json:
         click.echo(json.dumps({
             "devices": [d.to_dict() for d in found],
-            "cuda_devices": gpus,
             "icd": {
                 "vendors_dir": str(report.vendors_dir),
                 "icd_files": {str(f.path): f.library for f in report.icd_files},
@@ -86,8 +67,8 @@ def devices(as_json: bool, verbose: bool) -> None:
             **({"diagnostics": [f.to_dict() for f in findings]} if verbose else {}),
         }, indent=2))
     else:
-        if found or gpus:
-            _print_table(_device_rows(found) + _cuda_rows(gpus))
+        if found:
+            _print_table(_device_rows(found))
         for vendor, library in registered.items():
             click.echo(
                 f"note: registered the {vendor} OpenCL driver {library}, which has no .icd file "
@@ -101,7 +82,7 @@ def devices(as_json: bool, verbose: bool) -> None:
             if finding.fix:
                 click.echo(f"  fix: {finding.fix}")
     _warn_of_default_spec()
-    if not any(d.is_opencl for d in found):  # the host engine still works
+    if not any(d.type != "host" for d in found):  # the host engine still works
         click.echo(f"aescl: {NO_PLATFORM_HINT}; until then the host engine (host) runs "
                    "every job", err=True)
         sys.exit(1)

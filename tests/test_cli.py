@@ -40,7 +40,8 @@ def test_devices_json_has_every_field():
     assert "registered_by_aescl" in listing["icd"]
     # The CUDA engine's GPUs (none here without a driver: tests/test_engine_cuda.py
     # checks them against torch on a GPU).
-    assert all(g["id"] == f"cuda:{n}" for n, g in enumerate(listing["cuda_devices"]))
+    gpus = [d for d in listing["devices"] if d["engine"] == "cuda"]
+    assert all(g["id"] == f"cuda:{n}" for n, g in enumerate(gpus))
 
 
 def test_version_and_help():

@@ -207,17 +207,16 @@ def test_the_state_dict_example_of_the_docs_round_trips(tmp_path, monkeypatch):
 @needs_gpu
 def test_aescl_devices_lists_the_gpus_torch_sees():
     torch = pytest.importorskip("torch")
-    from aescl.engines.cuda import list_gpus
-
-    gpus = list_gpus()
-    assert [g["name"] for g in gpus] == [torch.cuda.get_device_name(n)
-                                         for n in range(torch.cuda.device_count())]
+    gpus = aescl.devices.cuda_devices()
+    assert [g.name for g in gpus] == [torch.cuda.get_device_name(n)
+                                      for n in range(torch.cuda.device_count())]
     major, minor = torch.cuda.get_device_capability(0)
-    assert gpus[0]["arch"] == f"sm_{major}{minor}"
-    assert gpus[0]["sms"] == torch.cuda.get_device_properties(0).multi_processor_count
+    assert gpus[0].platform_version == f"sm_{major}{minor}"
+    assert gpus[0].compute_units == torch.cuda.get_device_properties(0).multi_processor_count
+    assert gpus[0].is_cuda and not gpus[0].is_opencl and gpus[0].type == "gpu"
     listed = subprocess.run([sys.executable, "-m", "aescl", "devices"], capture_output=True,
                             text=True, timeout=120)
-    assert any(line.startswith("cuda:0 ") and gpus[0]["name"] in line
+    assert any(line.startswith("cuda:0 ") and gpus[0].name in line
                for line in listed.stdout.splitlines()), listed.stdout
 
 
@@ -234,14 +233,14 @@ def test_the_device_named_decides_which_gpu_arrays_may_run_on():
         sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=spec).encrypt(gpu)
         assert _to_host(sealed) == expected
     elsewhere = torch.cuda.device_count()  # (no GPU has this ordinal)
+    with pytest.raises(aescl.DeviceNotFound, match=f"no device matches 'cuda:{elsewhere}'"):
+        aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=f"cuda:{elsewhere}")
     output = torch.zeros_like(gpu)
-    for spec, words in ((f"cuda:{elsewhere}", f"made for cuda:{elsewhere}"),
-                        ("host", "runs on the CUDA engine")):
-        cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=spec)
-        with pytest.raises(ValueError, match=words):
-            cipher.encrypt(gpu, output=output)
-        with pytest.raises(ValueError, match=words):
-            aescl.chunked.encrypt(bytes(32), gpu, device=spec)
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="host")
+    with pytest.raises(ValueError, match="runs on the CUDA engine"):
+        cipher.encrypt(gpu, output=output)
+    with pytest.raises(ValueError, match="runs on the CUDA engine"):
+        aescl.chunked.encrypt(bytes(32), gpu, device="host")
     assert not output.any()
 
 
@@ -345,3 +344,159 @@ def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monk
         aescl.chunked.decrypt(key, _to_gpu(library, sealed[: 56 + 4 * 16400]))
     with pytest.raises(aescl.WrongKeyError):
         aescl.chunked.decrypt(os.urandom(32), _to_gpu(library, sealed))
+
+
+# ---- Host data on the CUDA engine (cuda:N as a device like any other) ----------------
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Pieces of 64 KiB, so that a few MiB cross every feeding thread many times."""
+    from aescl.engines.cuda import pipeline
+
+    monkeypatch.setattr(pipeline, "PIECE_BYTES", 64 << 10)
+
+
+@needs_gpu
+@pytest.mark.parametrize("bits", KEY_BITS)
+@pytest.mark.parametrize("size", [16, 4096, (3 << 20) + 48])
+def test_host_data_ecb_and_ctr_on_cuda_match_pycryptodome(bits, size, small_pieces):
+    key, nonce, data = os.urandom(bits // 8), os.urandom(8), os.urandom(size)
+    ecb = Reference.new(key, Reference.MODE_ECB)
+    assert aescl.new(key, aescl.MODE_ECB, device="cuda").encrypt(data) == ecb.encrypt(data)
+    assert aescl.new(key, aescl.MODE_ECB, device="cuda:0").decrypt(data) == ecb.decrypt(data)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data + b"tail")
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda")
+    # Calls of any length continue the stream (partial blocks at either end).
+    assert cipher.encrypt(data[:5]) + cipher.encrypt(data[5:] + b"tail") == expected
+
+
+@needs_gpu
+def test_host_data_on_cuda_into_pinned_memory_and_in_place(small_pieces):
+    key, nonce = os.urandom(32), os.urandom(8)
+    data = os.urandom(5 << 20)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    source = aescl.pinned_empty(len(data), "cuda")
+    target = aescl.pinned_empty(len(data), "cuda")
+    source[:] = memoryview(data)
+    engine = aescl.engines.engine_for(aescl.get_device("cuda"))
+    assert not engine.stages(source, target) and engine.stages(bytearray(16))
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda").encrypt(source, output=target)
+    assert target.tobytes() == expected
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda").encrypt(source, output=source)
+    assert source.tobytes() == expected
+
+
+@needs_gpu
+@pytest.mark.parametrize("bits", KEY_BITS)
+@pytest.mark.parametrize("nonce_bytes", [12, 16])
+def test_host_data_gcm_on_cuda_matches_pycryptodome(bits, nonce_bytes, monkeypatch):
+    from aescl.engines.cuda import gcm
+
+    monkeypatch.setattr(gcm, "_PIECE_BYTES", 1 << 20)  # (a message of several pieces)
+    key, nonce = os.urandom(bits // 8), os.urandom(nonce_bytes)
+    data, aad = os.urandom((3 << 20) + 21), os.urandom(37)
+    reference = Reference.new(key, Reference.MODE_GCM, nonce=nonce)
+    reference.update(aad)
+    expected, tag = reference.encrypt_and_digest(data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    cipher.update(aad)
+    sealed = cipher.encrypt(data[:7]) + cipher.encrypt(data[7:])
+    assert (sealed, cipher.digest()) == (expected, tag)
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    opener.update(aad)
+    assert opener.decrypt(sealed[:100]) + opener.decrypt_and_verify(sealed[100:], tag) == data
+    output = bytearray(len(sealed))
+    refused = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    refused.update(aad)
+    with pytest.raises(aescl.AuthenticationError):
+        refused.decrypt_and_verify(sealed, bytes(16), output=output)
+    assert output == bytearray(len(sealed))  # no plaintext released
+
+
+@needs_gpu
+def test_host_data_chunked_on_cuda_is_byte_identical_to_the_host_engine(small_pieces):
+    key, salt = os.urandom(32), os.urandom(24)
+    for size in [*CHUNK_SIZES, (2 << 20) + 9]:
+        data = os.urandom(size)
+        sealed = aescl.chunked.encrypt(key, data, b"ctx", salt=salt, device="cuda")
+        assert sealed == aescl.chunked.encrypt(key, data, b"ctx", salt=salt, device="host")
+        assert aescl.chunked.decrypt(key, sealed, b"ctx", device="cuda") == data
+    tampered = bytearray(sealed)
+    tampered[56 + 70 * 16400 + 5] ^= 1  # chunk 70: in a later piece than the first
+    with pytest.raises(aescl.AuthenticationError, match="chunk 70") as caught:
+        aescl.chunked.decrypt(key, bytes(tampered), b"ctx", device="cuda")
+    assert caught.value.chunk == 70
+    with pytest.raises(aescl.TruncatedError):
+        aescl.chunked.decrypt(key, sealed[: 56 + 4 * 16400], b"ctx", device="cuda")
+
+
+@needs_gpu
+def test_threads_sharing_the_cuda_engine_each_get_their_own_bytes(small_pieces):
+    """Eight threads, each its own key and data, on one GPU at once: every result is the
+    one pycryptodome gives for that thread's key."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def job(n: int) -> bool:
+        key, nonce, data = os.urandom(16), os.urandom(8), os.urandom((1 << 20) + n)
+        sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda").encrypt(data)
+        chunked_key = os.urandom(32)
+        message = aescl.chunked.encrypt(chunked_key, data, device="cuda")
+        return (sealed == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+                and aescl.chunked.decrypt(chunked_key, message, device="host") == data)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(job, range(16)))
+
+
+@needs_gpu
+def test_a_file_through_the_cli_on_cuda(tmp_path):
+    source = tmp_path / "plain.bin"
+    source.write_bytes(os.urandom((3 << 20) + 77))
+    key = tmp_path / "k.key"
+    key.write_bytes(os.urandom(32))
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "aescl", *args], capture_output=True,
+                              text=True, timeout=300)
+
+    done = cli("encrypt", "--key-file", str(key), "--device", "cuda", "-o",
+               str(tmp_path / "sealed"), str(source))
+    assert done.returncode == 0, done.stderr
+    done = cli("decrypt", "--key-file", str(key), "--device", "host", "-o",
+               str(tmp_path / "opened"), str(tmp_path / "sealed"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "opened").read_bytes() == source.read_bytes()
+
+
+@needs_gpu
+def test_all_takes_each_gpu_once_and_splits_a_job_byte_identically():
+    found = aescl.teams.resolve_devices("all")
+    addresses = [d.pci_address for d in found if d.type == "gpu" and d.pci_address]
+    assert len(addresses) == len(set(addresses))
+    key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(8 << 20)
+    both = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=["cuda", "host"]).encrypt(data)
+    assert both == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+
+
+@needs_gpu
+def test_aescl_bench_reports_the_cuda_engine_and_stores_its_rates(tmp_path):
+    env = {**os.environ, "AESCL_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "aescl", "bench", "--device", "cuda",
+                           "--quick", "--sizes", "1M,64M", "--mode", "ctr", "--mode",
+                           "gcm-chunked", "--key-bits", "256", "--json"],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    gpu = json.loads(done.stdout)["targets"][0]
+    assert gpu["id"] == "cuda:0" and gpu["backend"] == "cuda"
+    assert gpu["build"]["cold_s"] > 0 and gpu["start_s"] > 0
+    assert gpu["transfer"]["pinned_h2d_gb_s"] > 0
+    for row in gpu["results"]:
+        assert row["verified"] is True
+        assert min(row["kernel_gb_s"], row["resident_gb_s"], row["host_gb_s"],
+                   row["pinned_gb_s"]) > 0
+    stored = json.loads((tmp_path / "tuning" / "rates.json").read_text())
+    record = next(value for name, value in stored.items() if name.endswith("|cuda"))
+    assert record["blocks"] > 0 and record["chunks"] > 0 and record["start-seconds"] > 0

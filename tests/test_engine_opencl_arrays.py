@@ -130,6 +130,9 @@ def test_an_array_on_another_device_than_the_cipher_names_is_refused(device, que
             aescl.chunked.encrypt(bytes(32), array, device=named)
 
 
+@pytest.mark.skipif(not aescl.devices.cuda_devices(),
+                    reason="no CUDA GPU: a cipher for 'cuda' is refused when it is made "
+                           "(tests/test_teams.py)")
 def test_a_cipher_made_for_the_cuda_engine_refuses_pyopencl_arrays(queue):
     array = cl_array.to_device(queue, _random(32))
     before = array.get()

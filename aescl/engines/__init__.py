@@ -5,11 +5,14 @@
 * :mod:`aescl.engines.opencl`: an OpenCL device's kernels, streaming host data through
   its pinned, overlapped pipeline;
 * :mod:`aescl.engines.host`: OpenSSL through ``cryptography`` on every core, on threads
-  or in worker processes.
+  or in worker processes;
+* :mod:`aescl.engines.cuda`: a CUDA GPU (``aescl[cuda]``) with the same kernels, built by
+  NVRTC: host data staged through pinned memory, and CUDA device arrays.
 
 Nothing outside an engine package reaches into it: callers use the package's root or
 the interface. :func:`engine_for` makes a device's engine, importing an engine's
-package (and for OpenCL, numpy and pyopencl) only when a device of it is first used.
+package (and for OpenCL, numpy and pyopencl; for CUDA, NVIDIA's bindings) only when a
+device of it is first used.
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ def engine_for(device: Device) -> Engine:
             from .host import HostEngine
 
             existing = HostEngine(device)
+        elif device.is_cuda:
+            from .cuda import CudaEngine
+
+            existing = CudaEngine(device)
         else:
             from .opencl import OpenclEngine
 

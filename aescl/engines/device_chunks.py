@@ -23,7 +23,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE, TAG_SIZE, chunk_j0s
+from ..chunkformat import (
+    CHUNK_SIZE,
+    SEALED_CHUNK_SIZE,
+    TAG_SIZE,
+    chunk_j0s,
+    plaintext_run,
+    sealed_run,
+)
 from ..errors import AuthenticationError
 from .interface import BLOCK_SIZE
 
@@ -95,18 +102,23 @@ class _Batch:
                        + lengths[-1].to_bytes(8, "little"))
 
 
-def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any) -> None:
-    """Seal the message in ``plaintext`` into ``sealed`` (its chunks after the header:
-    ``sealed_size(n, raw=True)`` bytes)."""
-    full, final_bytes = divmod(plaintext.nbytes, CHUNK_SIZE)
-    chunks = full + 1  # the final chunk, always shorter, possibly empty
+def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
+         run_first: int = 0, run_final: bool = True) -> None:
+    """Seal the chunks in ``plaintext`` into ``sealed`` (``sealed_size(n, raw=True)`` bytes
+    for a whole message). They are chunks ``run_first, ...`` of the message; the run ends
+    in the final chunk (always shorter, possibly empty) where ``run_final`` says so, and
+    is whole chunks otherwise (a part of a message, as the scheduler hands engines)."""
+    full, final_bytes = plaintext_run(plaintext.nbytes, run_final)
+    chunks = full + int(run_final)
+    if not chunks:
+        return
     room = min(BATCH_CHUNKS, chunks)
     slots = kernels.scratch(room * CHUNK_SIZE)
     tags = kernels.scratch(room * TAG_SIZE)
     packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
     for first, count in _batches(chunks):
-        final = first + count == chunks
-        batch = _Batch(kernels, base_nonce, first,
+        final = run_final and first + count == chunks
+        batch = _Batch(kernels, base_nonce, run_first + first,
                        [CHUNK_SIZE] * (count - 1) + [final_bytes if final else CHUNK_SIZE])
         if batch.text_bytes:
             kernels.copy(slots.at(0, batch.text_bytes),
@@ -130,26 +142,31 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any) 
                          tags.at(whole * TAG_SIZE, TAG_SIZE))
 
 
-def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any) -> None:
+def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
+                run_first: int = 0, run_final: bool = True) -> None:
     """Open the sealed chunks in ``sealed`` (after the header; their size checked by the
-    caller) into ``plaintext``. Raises :class:`AuthenticationError` naming the first
-    chunk whose tag does not match; ``plaintext`` is then all zeros.
+    caller) into ``plaintext``: chunks ``run_first, ...`` of the message, ending in the
+    final chunk where ``run_final`` says so. Raises :class:`AuthenticationError` naming
+    the first chunk (of the message) whose tag does not match; ``plaintext`` is then all
+    zeros.
 
     The batches run one after another with no wait between them: each batch's computed
     and received tags are gathered on the device, and compared on the host once, at the
     end. Until then the plaintext written lies only in ``plaintext``, which this call
     has not returned; on a mismatch it is zeroed before the error is raised."""
-    full, rest = divmod(sealed.nbytes, SEALED_CHUNK_SIZE)
+    full, rest = sealed_run(sealed.nbytes, run_first, run_final)
     final_bytes = rest - TAG_SIZE
-    chunks = full + 1
+    chunks = full + int(run_final)
+    if not chunks:
+        return
     room = min(BATCH_CHUNKS, chunks)
     slots = kernels.scratch(room * (CHUNK_SIZE + TAG_SIZE))  # slots, then received tags
     tags = kernels.scratch(room * TAG_SIZE)
     packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
     every_tag = kernels.scratch(2 * chunks * TAG_SIZE)  # all computed, then all received
     for first, count in _batches(chunks):
-        final = first + count == chunks
-        batch = _Batch(kernels, base_nonce, first,
+        final = run_final and first + count == chunks
+        batch = _Batch(kernels, base_nonce, run_first + first,
                        [CHUNK_SIZE] * (count - 1) + [final_bytes if final else CHUNK_SIZE])
         received = slots.at(count * CHUNK_SIZE, count * TAG_SIZE)
         whole = count - int(final)
@@ -181,9 +198,9 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
     if not hmac.compare_digest(computed, expected):
         kernels.zero(plaintext)
         index = _first_mismatch(computed, expected)
-        cause = "truncated or modified" if index == full else "modified"
-        raise AuthenticationError(
-            f"chunk {index} failed authentication: the data was {cause}", chunk=index)
+        cause = "truncated or modified" if run_final and index == full else "modified"
+        raise AuthenticationError(f"chunk {run_first + index} failed authentication: the "
+                                  f"data was {cause}", chunk=run_first + index)
 
 
 def _first_mismatch(computed: bytes, expected: bytes) -> int:

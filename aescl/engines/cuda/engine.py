@@ -1,441 +1,191 @@
-"""The CUDA engine's block worker: ECB and CTR over CUDA device arrays, in place or
-into another array, ordered on the stream the data's producer works on.
+"""The CUDA engine behind the engine interface (aescl.engines): a CUDA GPU (``cuda:N``)
+doing host jobs, their data staged through pinned memory (pipeline.py), with the same
+kernels as on device arrays (workers.py). Its figures for ``aescl bench``: measure.py.
 
-Memory is the caller's: a torch tensor, a CuPy array or any object with
-``__cuda_array_interface__``; no byte of it passes through host memory. What
-crosses to the device is the key's round keys (once per worker). Partial blocks
-and misaligned arrays go through scratch memory on the device
-(aescl/engines/device_runs.py), allocated in the stream's order.
+Round keys are always expanded on the host here: ``key_schedule="device"`` is an
+OpenCL kernel variant, and the output is the same either way.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ... import ghash, keyschedule
-from ..device_runs import run_blocks
-from ..interface import BLOCK_SIZE, BlockTransform
-from .kernels import cuda_defines, module
-
-# Launch shape of the block kernels. Swept on the H100 (2026-11-24, 1 GiB torch tensor,
-# CTR through the public API; docs/benchmarks): 1024 threads × 4 blocks per SM gave
-# 541 GB/s for AES-128 and 396 for AES-256, 256 × 8 gave 513 and 377.
-_THREADS_PER_BLOCK = 1024
-_GRID_BLOCKS_PER_SM = 4  # thread blocks a launch asks for, per SM (the kernels stride)
-
-
-def _check(result: Any) -> Any:
-    """The values of a cuda.bindings call; raises on an error code."""
-    from cuda.bindings import driver
-
-    error, *values = result if isinstance(result, tuple) else (result,)
-    if error != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(error)
-        raise RuntimeError(f"CUDA: {name.decode() if name else error}")
-    return values[0] if len(values) == 1 else values
+from ..._arrays import input_array
+from ...chunkformat import (
+    CHUNK_SIZE,
+    SEALED_CHUNK_SIZE,
+    TAG_SIZE,
+    check_base_nonce,
+    check_chunk_range,
+    check_key,
+    plaintext_run,
+    sealed_run,
+)
+from ...devices import Device
+from .. import device_chunks
+from ..interface import BLOCK_SIZE, BlockTransform, Ranges
+from .pipeline import PIECE_BYTES, Piece, Slot, is_pinned, pieces_of, pinned_empty, pipeline
+from .workers import CudaBlocks, CudaBytes, CudaChunkKernels
 
 
-@dataclass(frozen=True)
-class CudaBytes:
-    """The bytes of a CUDA device array: where they are and the stream to order on."""
-
-    pointer: int
-    nbytes: int
-    device: int  # CUDA device ordinal
-    stream: int  # handle of the stream the array's producer works on (0: legacy default)
-    readonly: bool
-
-    def at(self, offset: int, nbytes: int) -> CudaBytes:
-        return CudaBytes(self.pointer + offset, nbytes, self.device, self.stream, self.readonly)
+def ordinal_of(device: Device) -> int:
+    """The CUDA ordinal of a ``cuda:N`` device."""
+    return int(device.id.partition(":")[2])
 
 
-class _Device:
-    """One GPU as the engine uses it: its primary context, SM count and architecture."""
+class CudaEngine:
+    """The engine of one CUDA GPU, for host data."""
 
-    def __init__(self, ordinal: int) -> None:
-        from cuda.core import Device
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.ordinal = ordinal_of(device)
+        self.piece_bytes = PIECE_BYTES
+        self.holds_gil_for: frozenset[str] = frozenset()  # copies and waits release it
+        self.on_host_cores = False
 
-        self.core = Device(ordinal)
-        self.core.set_current()
-        self.arch = self.core.arch
-        self.sms = self.core.properties.multiprocessor_count
-        self.lock = threading.RLock()
+    def stages(self, *arrays: Any) -> bool:
+        """Whether a job on these host arrays goes through pinned staging copies: unless
+        every array is pinned (:meth:`host_array`)."""
+        return not all(is_pinned(input_array(a)) for a in arrays)
 
+    def in_interpreter(self, *arrays: Any) -> bool:
+        return False  # the GPU computes; the feeding threads' copies and waits release the GIL
 
-def list_gpus() -> list[dict[str, Any]]:
-    """The GPUs the CUDA engine runs on (``cuda:N``), as ``aescl devices`` lists them,
-    read from the driver without starting a context on any; none where the NVIDIA
-    driver is missing or sees no GPU."""
-    from cuda.bindings import driver
+    def host_array(self, nbytes: int) -> np.ndarray:
+        """Pinned host memory, which the GPU reads and writes at the full PCIe rate."""
+        return pinned_empty(nbytes, self.ordinal)
 
-    attribute = driver.CUdevice_attribute
-    try:
-        _check(driver.cuInit(0))
-        count = _check(driver.cuDeviceGetCount())
-        version = _check(driver.cuDriverGetVersion())
-    except RuntimeError:  # (the driver library is absent, or no GPU answers)
-        return []
-    found = []
-    for ordinal in range(count):
-        handle = _check(driver.cuDeviceGet(ordinal))
+    def blocks(self, transform: BlockTransform) -> CudaHostBlocks:
+        return CudaHostBlocks(transform, self.ordinal)
 
-        def value(name: str, handle: Any = handle) -> int:
-            return int(_check(driver.cuDeviceGetAttribute(getattr(attribute, name), handle)))
+    def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int = 0) -> CudaHostChunks:
+        return CudaHostChunks(key, base_nonce, self.ordinal)
 
-        major = value("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR")
-        minor = value("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR")
-        found.append({
-            "id": f"cuda:{ordinal}",
-            "name": _check(driver.cuDeviceGetName(256, handle)).split(b"\0")[0].decode(),
-            "arch": f"sm_{major}{minor}",
-            "sms": value("CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"),
-            "clock_mhz": value("CU_DEVICE_ATTRIBUTE_CLOCK_RATE") // 1000,
-            "memory_bytes": int(_check(driver.cuDeviceTotalMem(handle))),
-            "shared_bytes_per_block": value(
-                "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
-            "driver": f"CUDA {version // 1000}.{version % 1000 // 10}",
-        })
-    return found
+    def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str,
+            threads: int | None = None) -> Any:  # (a GPU has no host threads to limit)
+        from .gcm import CudaHostGcm
+
+        return CudaHostGcm(key, nonce, mac_len, self.ordinal)
+
+    def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
+        from . import measure
+
+        return measure.device_figures(self.device, nbytes, min_seconds)
+
+    def resident_seconds(self, mode: str, key: bytes, iv: bytes, data: Any,
+                         output_bytes: int, min_seconds: float) -> tuple[float, float]:
+        from . import measure
+
+        return measure.resident_seconds(self.ordinal, mode, key, iv, input_array(data),
+                                        output_bytes, min_seconds)
 
 
-_devices: dict[int, _Device] = {}
-_devices_lock = threading.Lock()
-
-
-def cuda_device(ordinal: int) -> _Device:
-    with _devices_lock:
-        if ordinal not in _devices:
-            _devices[ordinal] = _Device(ordinal)
-        return _devices[ordinal]
-
-
-class CudaBlocks:
-    """One key's ECB or CTR kernel on one GPU, over device arrays."""
+class CudaHostBlocks:
+    """A block job (ECB or CTR) on host arrays, through one GPU: the engine's block worker."""
 
     def __init__(self, transform: BlockTransform, ordinal: int) -> None:
-        from cuda.bindings import driver
+        self._kernel = CudaBlocks(transform, ordinal)
+        self._ordinal = ordinal
 
-        self._transform = transform
-        self._gpu = cuda_device(ordinal)
-        self._gpu.core.set_current()
-        rounds = keyschedule.rounds_for_key(transform.key)
-        if transform.is_ctr:
-            filename, name, decrypt = "aes_ctr.cl", "aes_ctr_xor", False
-        else:
-            filename, decrypt = "aes_ecb.cl", transform.decrypt
-            name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
-        kernel = module(filename, cuda_defines(rounds), self._gpu.arch).get_kernel(name)
-        round_keys = np.ascontiguousarray(
-            keyschedule.kernel_key_material(transform.key, "host", decrypt), dtype="<u4")
-        # Allocated outside any stream's order: freeing it waits for the GPU, so a
-        # worker dropped while its launches run cannot pull the keys from under them.
-        self._free = driver.cuMemFree  # (held: at interpreter exit imports fail)
-        self._keys = _check(driver.cuMemAlloc(round_keys.nbytes))
-        _check(driver.cuMemcpyHtoD(self._keys, round_keys, round_keys.nbytes))
-        self._keys_bytes = round_keys.nbytes
-        self._keys_int = int(self._keys)
-        self._kernel = kernel  # (its module stays loaded while this launches it)
-        handle = kernel.handle  # a library's kernel: its function in this GPU's context
-        self._function = handle if isinstance(handle, driver.CUfunction) else \
-            _check(driver.cuKernelGetFunction(handle))
-        self._arguments = np.zeros(8, np.uint64)  # the kernel's arguments, then their
-        self._pointers = self._arguments.ctypes.data + 8 * np.arange(8, dtype=np.uint64)
-        self._argument_addresses = int(self._pointers.ctypes.data)  # addresses, as void**
+    def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None:
+        data, out = input_array(source), input_array(target)
 
-    def __del__(self) -> None:
-        keys = getattr(self, "_keys", None)
-        if keys is not None:
-            self._free(keys)
+        def piece(lo: int, hi: int) -> Piece:
+            def work(slot: Slot, device_in: CudaBytes, device_out: CudaBytes) -> None:
+                self._kernel.launch(slot.stream, device_in.pointer, device_out.pointer,
+                                    hi - lo, first_block + lo)
 
-    @property
-    def ordinal(self) -> int:
-        return self._gpu.core.device_id
+            span = slice(lo * BLOCK_SIZE, hi * BLOCK_SIZE)
+            return Piece(data[span], out[span], work)
 
-    def _kernel_args(self, first_block: int) -> tuple[int, ...]:
-        if not self._transform.is_ctr:
-            return ()
-        block = self._transform.counter_at(first_block)
-        mask = (1 << self._transform.counter_bits) - 1
-        return block >> 64, block & (2**64 - 1), mask >> 64, mask & (2**64 - 1)
+        pipeline(self._ordinal).run(pieces_of(ranges, BLOCK_SIZE, piece))
 
-    def launch(self, stream: int, source: int, target: int, blocks: int,
-               first_block: int) -> None:
-        """Enqueue the kernel over ``blocks`` blocks on the stream with handle ``stream``
-        (under the GPU's lock: the arguments' memory is this object's).
-
-        Through cuLaunchKernel with the arguments written into memory set up once
-        (every argument is 64 bits): a small call's time is mostly Python, and packing
-        them anew through cuda.core cost a third of it on the H100 host."""
-        from cuda.bindings import driver
-
-        grid = max(1, min(-(-blocks // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM))
-        values = (source, target, blocks, *self._kernel_args(first_block), self._keys_int)
-        self._arguments[: len(values)] = values
-        _check(driver.cuLaunchKernel(self._function, grid, 1, 1, _THREADS_PER_BLOCK, 1, 1, 0,
-                                     driver.CUstream(stream), self._argument_addresses, 0))
-
-    def run(self, source: CudaBytes, target: CudaBytes, first_block: int, skip: int = 0) -> None:
-        """``source`` into ``target`` (the same length; may be the same memory) on the
-        source's stream. The data starts ``skip`` bytes into block ``first_block`` of the
-        keystream (CTR; ECB takes whole blocks from 0). Returns once it is enqueued."""
-        with self._gpu.lock:
-            self._gpu.core.set_current()
-            run_blocks(StreamMemory(self, source), source, target, first_block, skip)
+    def keystream(self, index: int) -> bytes:
+        block = np.zeros(BLOCK_SIZE, np.uint8)
+        self.run(block, block, iter([(0, 1)]), index)
+        return block.tobytes()
 
 
-class StreamMemory:
-    """The memory operations of one call (device_runs.DeviceMemory), on its stream."""
+class CudaHostChunks:
+    """The chunked format's chunks on host arrays, through one GPU (one chunk key and base
+    nonce): each piece of chunks is sealed or opened on the device as device arrays'
+    are (device_chunks.py). Opening a piece checks its tags before its plaintext is
+    downloaded: a piece that fails releases none."""
 
-    def __init__(self, blocks: CudaBlocks | None, like: CudaBytes) -> None:
-        self._blocks, self._like = blocks, like  # (the stream: like's)
+    def __init__(self, key: bytes, base_nonce: bytes, ordinal: int) -> None:
+        from Crypto.Cipher import AES
 
-    def aligned(self, span: CudaBytes) -> bool:
-        return span.pointer % BLOCK_SIZE == 0
+        check_key(key)
+        check_base_nonce(base_nonce)
+        self._key, self._base_nonce, self._ordinal = bytes(key), bytes(base_nonce), ordinal
+        # H = E(0^128): one block, on the host.
+        self._h = int.from_bytes(AES.new(self._key, AES.MODE_ECB).encrypt(bytes(16)), "big")
 
-    def launch(self, source: CudaBytes, target: CudaBytes, blocks: int,
-               first_block: int) -> None:
-        assert self._blocks is not None
-        self._blocks.launch(self._like.stream, source.pointer, target.pointer, blocks,
-                            first_block)
-
-    def scratch(self, nbytes: int) -> CudaBytes:
-        from cuda.bindings import driver
-
-        handle = self._like.stream
-        pointer = int(_check(driver.cuMemAllocAsync(nbytes, handle)))
-        _check(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
-        return CudaBytes(pointer, nbytes, self._like.device, handle, False)
-
-    def copy(self, target: CudaBytes, source: CudaBytes) -> None:
-        from cuda.bindings import driver
-
-        _check(driver.cuMemcpyDtoDAsync(target.pointer, source.pointer, source.nbytes,
-                                        self._like.stream))
-
-    def release(self, span: CudaBytes) -> None:
-        from cuda.bindings import driver
-
-        _check(driver.cuMemFreeAsync(span.pointer, self._like.stream))
-
-
-_GHASH_ITEMS = 256  # threads per GHASH block: GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
-_GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
-_GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
-
-
-_POWER_TABLES_BYTES = _GHASH_ITEMS * 16 * BLOCK_SIZE  # nibble tables of H^1..H^256
-
-
-def launch_power_tables(stream: Any, code: Any, base: int, tables: int) -> None:
-    """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``."""
-    from cuda.core import LaunchConfig, launch
-
-    launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
-           code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
-           np.uint64(base & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(tables))
-
-
-class CudaGhash:
-    """GHASH partial sums of whole blocks in device memory, for one H on one GPU: the
-    GHASH half of GCM on device arrays (the host keeps the running hash)."""
-
-    def __init__(self, multipliers: Any, ordinal: int) -> None:
-        from cuda.bindings import driver
-
-        self._multipliers = multipliers
-        self._gpu = cuda_device(ordinal)
-        self._gpu.core.set_current()
-        self._code = module("aes_gcm.cl", cuda_defines(10), self._gpu.arch)  # (no AES here)
-        self._ghash = self._code.get_kernel("gcm_ghash")
-        self._sums_as_blocks = self._code.get_kernel("ghash_sums_as_blocks")
-        self._free = driver.cuMemFree
-        self._segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
-        # The nibble tables (ghash.cl) of H^1..H^256, and of the powers of H^segment that
-        # fold the segments' sums (ghash.fold_on_device), made on the GPU once.
-        self._buffers = [self._power_tables(multipliers.h),
-                         self._power_tables(multipliers.power(self._segment))]
-
-    def _power_tables(self, base: int) -> Any:
-        from cuda.bindings import driver
-
-        tables = _check(driver.cuMemAlloc(_POWER_TABLES_BYTES))
-        stream = self._gpu.core.create_stream()
-        launch_power_tables(stream, self._code, base, int(tables))
-        stream.sync()
-        return tables
-
-    def __del__(self) -> None:
-        for tables in getattr(self, "_buffers", ()):
-            self._free(tables)
-
-    def _launch(self, stream: Any, data: int, blocks: int, message_blocks: int, count: int,
-                tables: Any, partials: int) -> None:
-        from cuda.core import LaunchConfig, launch
-
-        launch(stream, LaunchConfig(grid=min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
-                                    block=_GHASH_ITEMS),
-               self._ghash, np.uint64(data), np.uint32(blocks), np.uint32(message_blocks),
-               np.uint32(count), np.uint64(int(tables)), np.uint64(partials))
-
-    def partial_sum(self, span: CudaBytes) -> int:
-        """The partial sum of the whole blocks of an aligned span, after the work before
-        it on its stream; waits for that stream. The segments' sums are folded on the
-        GPU too (ghash.fold_on_device)."""
-        from cuda.bindings import driver
-        from cuda.core import LaunchConfig, Stream, launch
-
-        blocks, segment = span.nbytes // BLOCK_SIZE, self._segment
-        with self._gpu.lock:
-            self._gpu.core.set_current()
-            stream = Stream.from_handle(span.stream)
-            total = 0
-            for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
-                count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
-                segments = -(-count // segment)
-                memory = StreamMemory(None, span)
-                partials = memory.scratch(16 * (segments + 1))  # then the fold
-                folded = partials.pointer + 16 * segments
-                self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
-                             segments, self._buffers[0], partials.pointer)
-                if segments > 1:  # the sums as blocks, folded by powers of H^segment
-                    launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)),
-                                                block=256),
-                           self._sums_as_blocks, np.uint64(partials.pointer),
-                           np.uint32(segments))
-                    self._launch(stream, partials.pointer, segments - 1, segments - 1, 1,
-                                 self._buffers[1], folded)
-                values = np.zeros(32, np.uint8)  # the last sum, then the fold
-                _check(driver.cuMemcpyDtoHAsync(values, partials.pointer + 16 * (segments - 1),
-                                                32, span.stream))
-                memory.release(partials)
-                stream.sync()
-                last, outer = values[:16], values[16:].view(np.uint64)
-                if segments == 1:  # (still as gcm_ghash left it)
-                    part = (int(last.view(np.uint64)[0]) << 64) | int(last.view(np.uint64)[1])
+    def _piece(self, source: np.ndarray, target: np.ndarray, first: int, final: bool,
+               opening: bool) -> Piece:
+        def work(slot: Slot, device_in: CudaBytes, device_out: CudaBytes) -> None:
+            kernels = CudaChunkKernels(self._key, self._h, self._ordinal, device_in)
+            try:
+                if opening:
+                    device_chunks.open_sealed(kernels, self._base_nonce, device_in, device_out,
+                                              first, final)
                 else:
-                    part = ghash.fold_on_device(
-                        (int(outer[0]) << 64) | int(outer[1]), ghash.block_to_int(last.tobytes()),
-                        segment, count - segment * (segments - 1), self._multipliers)
-                total = self._multipliers.times_power(total, count) ^ part
-            return total
+                    device_chunks.seal(kernels, self._base_nonce, device_in, device_out,
+                                       first, final)
+            finally:
+                kernels.release_all()
 
-    @staticmethod
-    def read(span: CudaBytes) -> bytes:
-        """The bytes of a span, after the work before it on its stream."""
-        from cuda.bindings import driver
+        return Piece(source, target, work)
 
-        host = np.empty(span.nbytes, np.uint8)
-        if span.nbytes:
-            _check(driver.cuMemcpyDtoHAsync(host, span.pointer, span.nbytes, span.stream))
-            _check(driver.cuStreamSynchronize(span.stream))
-        return host.tobytes()
+    def _ranges(self, source: Any, target: Any, first: int, ranges: Ranges,
+                opening: bool) -> None:
+        data, out = input_array(source), input_array(target)
+        size_in, size_out = ((SEALED_CHUNK_SIZE, CHUNK_SIZE) if opening
+                             else (CHUNK_SIZE, SEALED_CHUNK_SIZE))
 
+        def piece(lo: int, hi: int) -> Piece:
+            check_chunk_range(first + lo, hi - lo)
+            return self._piece(data[lo * size_in : hi * size_in],
+                               out[lo * size_out : hi * size_out], first + lo, False, opening)
 
-class CudaChunkKernels:
-    """The chunked format's device operations (device_chunks.ChunkKernels) for one chunk
-    key on one GPU, on one stream: the GCM kernels of ``cl/aes_gcm.cl`` over slots,
-    and ``cl/chunk_layout.cl``'s packing."""
+        pipeline(self._ordinal).run(pieces_of(ranges, SEALED_CHUNK_SIZE, piece))
 
-    def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
-        from cuda.bindings import driver
-        from cuda.core import Stream
+    def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
+        self._ranges(plaintext, sealed, first, ranges, opening=False)
 
-        self._gpu = cuda_device(ordinal)
-        self._gpu.core.set_current()
-        code = module("aes_gcm.cl", cuda_defines(keyschedule.rounds_for_key(key)),
-                      self._gpu.arch)
-        layout = module("chunk_layout.cl", {}, self._gpu.arch)
-        self._kernels = {name: code.get_kernel(name)
-                         for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
-        self._kernels.update({name: layout.get_kernel(name)
-                              for name in ("chunks_pack", "chunks_unpack")})
-        self._like = like
-        self._stream = Stream.from_handle(like.stream)
-        self._memory = StreamMemory(None, like)
-        self._spans: list[CudaBytes] = []
-        # H's nibble tables, made and freed in the stream's order: nothing here waits.
-        self._h_tables = self.scratch(_POWER_TABLES_BYTES)
-        launch_power_tables(self._stream, code, h, self._h_tables.pointer)
-        round_keys = np.ascontiguousarray(
-            keyschedule.kernel_key_material(key, "host", False), dtype="<u4")
-        self._keys = self.scratch(round_keys.nbytes)
-        _check(driver.cuMemcpyHtoDAsync(self._keys.pointer, round_keys, round_keys.nbytes,
-                                        like.stream))
-        self._held = [round_keys]  # host memory a copy still reads, until the stream is done
+    def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
+        self._ranges(sealed, plaintext, first, ranges, opening=True)
 
-    def aligned(self, span: CudaBytes) -> bool:
-        return span.pointer % BLOCK_SIZE == 0
+    def seal(self, plaintext: Any, first: int, final: bool) -> np.ndarray:
+        """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
+        source = input_array(plaintext)
+        full, rest = plaintext_run(source.nbytes, final)
+        check_chunk_range(first, full + int(final))
+        out = np.empty(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0), np.uint8)
+        if full:
+            self.seal_ranges(source, out, first, iter([(0, full)]))
+        if final:
+            pipeline(self._ordinal).run([self._piece(
+                source[full * CHUNK_SIZE :], out[full * SEALED_CHUNK_SIZE :], first + full,
+                True, opening=False)])
+        return out
 
-    def scratch(self, nbytes: int) -> CudaBytes:
-        span = self._memory.scratch(max(BLOCK_SIZE, nbytes))
-        self._spans.append(span)
-        return CudaBytes(span.pointer, nbytes, span.device, span.stream, False)
-
-    def release_all(self) -> None:
-        """Free the scratch memory in the stream's order (after the work that uses it)."""
-        for span in self._spans:
-            self._memory.release(span)
-        self._spans.clear()
-
-    def copy(self, target: CudaBytes, source: CudaBytes) -> None:
-        if source.nbytes:
-            self._memory.copy(target, source)
-
-    def zero(self, span: CudaBytes) -> None:
-        from cuda.bindings import driver
-
-        if span.nbytes:
-            _check(driver.cuMemsetD8Async(span.pointer, 0, span.nbytes, self._like.stream))
-
-    def upload(self, target: CudaBytes, data: bytes) -> None:
-        from cuda.bindings import driver
-
-        host = np.frombuffer(data, np.uint8).copy()
-        self._held.append(host)
-        _check(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
-
-    def download(self, span: CudaBytes) -> bytes:
-        return CudaGhash.read(span)
-
-    def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
-        from cuda.core import LaunchConfig, launch
-
-        launch(self._stream, LaunchConfig(grid=max(1, groups), block=threads),
-               self._kernels[name], *args)
-
-    def _grid(self, items: int) -> int:
-        return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM)
-
-    def crypt(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
-              lengths: CudaBytes) -> None:
-        if blocks:
-            self._launch("gcm_ctr_xor", _THREADS_PER_BLOCK, self._grid(blocks),
-                         np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
-                         np.uint32(1), np.uint64(j0s.pointer), np.uint64(lengths.pointer),
-                         np.uint64(self._keys.pointer))
-
-    def tags(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
-             lengths: CudaBytes, tags: CudaBytes) -> None:
-        partials = self.scratch(16 * count)
-        self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
-                     np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
-                     np.uint32(count), np.uint64(self._h_tables.pointer),
-                     np.uint64(partials.pointer))
-        self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count),
-                     np.uint64(partials.pointer), np.uint32(count), np.uint64(j0s.pointer),
-                     np.uint64(lengths.pointer), np.uint64(self._h_tables.pointer),
-                     np.uint64(tags.pointer), np.uint64(self._keys.pointer))
-
-    def pack(self, slots: CudaBytes, tags: CudaBytes, sealed: CudaBytes, count: int) -> None:
-        self._launch("chunks_pack", _THREADS_PER_BLOCK, self._grid(count * 1025),
-                     np.uint64(slots.pointer), np.uint64(tags.pointer),
-                     np.uint64(sealed.pointer), np.uint32(count))
-
-    def unpack(self, sealed: CudaBytes, out: CudaBytes, tags_block: int, count: int) -> None:
-        self._launch("chunks_unpack", _THREADS_PER_BLOCK, self._grid(count * 1025),
-                     np.uint64(sealed.pointer), np.uint64(out.pointer), np.uint32(tags_block),
-                     np.uint32(count))
+    def open(self, ciphertext: Any, first: int, final: bool) -> np.ndarray:
+        """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
+        run is returned unless every chunk in it passed."""
+        source = input_array(ciphertext)
+        full, rest = sealed_run(source.nbytes, first, final)
+        out = np.empty(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0), np.uint8)
+        try:
+            if full:
+                self.open_ranges(source, out, first, iter([(0, full)]))
+            if final:
+                pipeline(self._ordinal).run([self._piece(
+                    source[full * SEALED_CHUNK_SIZE :], out[full * CHUNK_SIZE :],
+                    first + full, True, opening=True)])
+        except BaseException:
+            out[:] = 0
+            raise
+        return out

@@ -10,6 +10,7 @@ import numpy as np
 from ..._arrays import default_slice_bytes, input_array
 from ...devices import Device
 from ..interface import BlockTransform
+from ..start_up import start_seconds
 from . import measure, tuning
 from .gcm import GcmCipher
 from .pipeline import PIECE_BYTES, is_pinned, pinned_empty, shares_host_memory
@@ -54,7 +55,7 @@ class OpenclEngine:
 
     def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
         return {"build": measure.build_times(self.device),
-                "start_s": measure.start_seconds(self.device),
+                "start_s": start_seconds(self.device),
                 "launch": tuning.describe(self.device),
                 "transfer": measure.transfer_rates(self.device, nbytes, min_seconds)}
 

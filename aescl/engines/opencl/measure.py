@@ -51,38 +51,6 @@ def build_times(device: Device) -> dict[str, Any]:
             "cold_s": round(cold, 4), "warm_s": None if warm is None else round(warm, 4)}
 
 
-_FIRST_BLOCK = """
-import os, sys, time
-os.environ.pop("AESCL_DEVICE", None)
-started = time.perf_counter()
-import aescl
-aescl.new(bytes(16), aescl.MODE_CTR, nonce=b"", initial_value=bytes(16),
-          device=sys.argv[1]).encrypt(bytes(16))
-print(time.perf_counter() - started)
-"""
-
-
-def start_seconds(device: Device, runs: int = 2) -> float | None:
-    """What a job on ``device`` pays in a fresh interpreter before its first byte, over
-    what one on the host engine pays: ``import aescl`` to one CTR block, each in a new
-    process (OpenCL's platforms, a context, the kernel from the binary cache, which
-    this process's runs filled), the least of ``runs``. None where a run failed."""
-    import subprocess
-    import sys
-
-    def first_block(spec: str) -> float | None:
-        done = subprocess.run([sys.executable, "-c", _FIRST_BLOCK, spec], check=False,
-                              capture_output=True, text=True, timeout=300)
-        return float(done.stdout.split()[-1]) if done.returncode == 0 else None
-
-    on_device = [first_block(device.id) for _ in range(runs)]
-    on_host = [first_block("host") for _ in range(runs)]
-    if None in on_device or None in on_host:
-        return None
-    # (At least a millisecond: a stored figure is positive.)
-    return max(0.001, min(on_device) - min(on_host))  # type: ignore[type-var]
-
-
 def transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
     """Copies between a pinned (host-allocated, mapped) buffer and device memory."""
     rt = runtime(device)

@@ -1,0 +1,157 @@
+"""The CUDA engine's own figures for ``aescl bench``: the NVRTC build, the launch shape,
+pinned transfer rates, and a mode's kernels on data already on the GPU (kernel-only by
+CUDA events around the work, and resident: enqueue to completion, by the wall clock)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ... import keyschedule
+from ..._cache import binary_of_entry, cache_root, disk_cache_enabled
+from ...devices import Device
+from ...timing import gb_s, repeat, wall
+from .. import device_chunks
+from ..interface import BlockTransform
+from ..start_up import start_seconds
+from .kernels import TABLE_LANES, _cache_key, compile_cubin, cuda_defines, module
+from .pipeline import pinned_empty
+from .workers import (
+    _GRID_BLOCKS_PER_SM,
+    _THREADS_PER_BLOCK,
+    CudaBlocks,
+    CudaBytes,
+    CudaChunkKernels,
+    _check,
+    cuda_device,
+)
+
+
+def _ordinal(device: Device) -> int:
+    return int(device.id.partition(":")[2])
+
+
+def build_times(device: Device) -> dict[str, Any]:
+    """NVRTC's build of the AES-128 CTR kernel (cold), and its load from the cubin in the
+    disk cache (warm), each with the kernel looked up in the loaded module."""
+    from cuda.core import ObjectCode
+
+    gpu = cuda_device(_ordinal(device))
+    defines = cuda_defines(10)
+    started = time.perf_counter()
+    cubin = compile_cubin("aes_ctr.cl", defines, gpu.arch)
+    ObjectCode.from_cubin(cubin).get_kernel("aes_ctr_xor")
+    cold = time.perf_counter() - started
+    module("aes_ctr.cl", defines, gpu.arch)  # (fills the disk cache)
+    warm = None
+    if disk_cache_enabled():
+        path = cache_root() / "cuda" / f"{_cache_key('aes_ctr.cl', defines, gpu.arch)}.cubin"
+        started = time.perf_counter()
+        ObjectCode.from_cubin(binary_of_entry(path.read_bytes())).get_kernel("aes_ctr_xor")
+        warm = time.perf_counter() - started
+    return {"kernel": f"aes_ctr.cl (AES-128), NVRTC for sm_{gpu.arch}",
+            "cold_s": round(cold, 4), "warm_s": None if warm is None else round(warm, 4)}
+
+
+def _event_seconds(stream: int, work: Callable[[], None]) -> float:
+    """Seconds between CUDA events recorded on ``stream`` before and after ``work``."""
+    from cuda.bindings import driver
+
+    start, end = (_check(driver.cuEventCreate(0)) for _ in range(2))
+    try:
+        _check(driver.cuEventRecord(start, stream))
+        work()
+        _check(driver.cuEventRecord(end, stream))
+        _check(driver.cuEventSynchronize(end))
+        return float(_check(driver.cuEventElapsedTime(start, end))) / 1e3
+    finally:
+        driver.cuEventDestroy(start)
+        driver.cuEventDestroy(end)
+
+
+def transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
+    """Copies between pinned host memory and GPU memory, timed by CUDA events."""
+    from cuda.bindings import driver
+
+    ordinal = _ordinal(device)
+    cuda_device(ordinal).core.set_current()
+    host = pinned_empty(nbytes, ordinal)
+    host[:] = 1
+    memory = _check(driver.cuMemAlloc(nbytes))
+    stream = _check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    try:
+        to_device = repeat(lambda: _event_seconds(stream, lambda: _check(
+            driver.cuMemcpyHtoDAsync(memory, host, nbytes, stream))), min_seconds)
+        to_host = repeat(lambda: _event_seconds(stream, lambda: _check(
+            driver.cuMemcpyDtoHAsync(host, memory, nbytes, stream))), min_seconds)
+    finally:
+        driver.cuStreamSynchronize(stream)
+        driver.cuStreamDestroy(stream)
+        driver.cuMemFree(memory)
+    return {"bytes": nbytes, "pinned_h2d_gb_s": gb_s(nbytes, to_device),
+            "pinned_d2h_gb_s": gb_s(nbytes, to_host)}
+
+
+def device_figures(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
+    sms = device.compute_units
+    return {"build": build_times(device), "start_s": start_seconds(device),
+            "launch": {"work_group_size": _THREADS_PER_BLOCK,
+                       "max_work_groups": sms * _GRID_BLOCKS_PER_SM,
+                       "table_lanes": TABLE_LANES, "tuned": None},
+            "transfer": transfer_rates(device, nbytes, min_seconds)}
+
+
+def resident_seconds(ordinal: int, mode: str, key: bytes, iv: bytes, data: np.ndarray,
+                     output_bytes: int, min_seconds: float) -> tuple[float, float]:
+    """Seconds of the kernel-only and the device-resident figures of ``mode`` over
+    ``data`` (uploaded first), its output ``output_bytes`` long: CTR and ECB one kernel;
+    the chunked format its whole device work (device_chunks.seal: the kernels, and the
+    batches' small uploads and copies), out of place."""
+    from cuda.bindings import driver
+
+    cuda_device(ordinal).core.set_current()
+    stream = int(_check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
+    source = int(_check(driver.cuMemAlloc(max(16, data.nbytes))))
+    target = int(_check(driver.cuMemAlloc(max(16, data.nbytes, output_bytes))))
+    try:
+        _check(driver.cuMemcpyHtoD(source, np.ascontiguousarray(data), data.nbytes))
+        work = _work(ordinal, mode, key, iv, stream, CudaBytes(source, data.nbytes, ordinal,
+                                                               stream, True),
+                     CudaBytes(target, output_bytes, ordinal, stream, False))
+        kernel = repeat(lambda: _event_seconds(stream, work), min_seconds)
+
+        def resident() -> None:
+            work()
+            _check(driver.cuStreamSynchronize(stream))
+
+        return kernel, repeat(lambda: wall(resident), min_seconds)
+    finally:
+        driver.cuStreamSynchronize(stream)
+        driver.cuMemFree(source)
+        driver.cuMemFree(target)
+        driver.cuStreamDestroy(stream)
+
+
+def _work(ordinal: int, mode: str, key: bytes, iv: bytes, stream: int, source: CudaBytes,
+          target: CudaBytes) -> Callable[[], None]:
+    if mode == "gcm-chunked":
+        from Crypto.Cipher import AES
+
+        h = int.from_bytes(AES.new(key, AES.MODE_ECB).encrypt(bytes(16)), "big")
+
+        def seal() -> None:
+            kernels = CudaChunkKernels(key, h, ordinal, source)
+            try:
+                device_chunks.seal(kernels, iv, source, target)
+            finally:
+                kernels.release_all()
+        return seal
+    keyschedule.rounds_for_key(key)
+    blocks = CudaBlocks(BlockTransform(
+        key, decrypt=mode == "ecb-decrypt",
+        counter=int.from_bytes(iv, "big") if mode == "ctr" else None), ordinal)
+    count = source.nbytes // 16
+    return lambda: blocks.launch(stream, source.pointer, target.pointer, count, 0)

@@ -1,0 +1,226 @@
+"""Host data through a GPU for the CUDA engine: pinned memory, and pieces in flight on
+a few streams at once.
+
+A job on host arrays moves through the GPU in pieces of :data:`PIECE_BYTES`. Each of
+:data:`SLOTS` feeding threads owns a slot: a CUDA stream, device memory for a piece in
+and out, and pinned staging for both. A thread takes the next piece, copies it into
+its pinned staging, uploads it, enqueues the piece's device work, downloads the
+result into staging, waits for its stream and copies the result out. The threads run
+at once, so the host copies (numpy, without the GIL), both DMA directions and the
+kernels of different pieces overlap. Memory from :func:`pinned_empty` is pinned
+already: a piece in it skips the staging copy on that side.
+
+The OpenCL engine's pipeline (engines/opencl/pipeline.py) feeds three queues from one
+thread, because an OpenCL wait is per event and its queues are costly to make. Here a
+stream per thread is cheap, and the driver's waits release the GIL, so the simplest
+form serves.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import first_failure
+from .workers import CudaBytes, _check, cuda_device
+
+PIECE_BYTES = 32 << 20  # as the OpenCL engine's pieces: PCIe busy, several in flight
+SLOTS = 4  # feeding threads, each with a piece in flight
+
+# ---- Pinned host memory ------------------------------------------------------------
+
+# id(owner) -> (first address, end address) of live pinned memory
+_pinned_ranges: dict[int, tuple[int, int]] = {}
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+def _free_host(pointer: int, key: int) -> None:
+    _pinned_ranges.pop(key, None)
+    try:
+        from cuda.bindings import driver
+
+        driver.cuMemFreeHost(pointer)
+    except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
+        pass
+
+
+def pinned_empty(nbytes: int, ordinal: int = 0) -> np.ndarray:
+    """A uint8 array of ``nbytes`` of page-locked host memory (cuMemHostAlloc, portable:
+    pinned for every GPU's context). Copies between it and a GPU run at the full PCIe
+    rate; the memory is freed when the last array over it goes."""
+    from cuda.bindings import driver
+
+    cuda_device(ordinal).core.set_current()  # (the allocation needs a context)
+    size = max(1, nbytes)
+    pointer = int(_check(driver.cuMemHostAlloc(size, driver.CU_MEMHOSTALLOC_PORTABLE)))
+    owner = (ctypes.c_uint8 * size).from_address(pointer)
+    _pinned_ranges[id(owner)] = (pointer, pointer + size)
+    weakref.finalize(owner, _free_host, pointer, id(owner))
+    return np.frombuffer(owner, np.uint8)[:nbytes]
+
+
+def is_pinned(array: np.ndarray) -> bool:
+    """Whether all of ``array`` lies in memory :func:`pinned_empty` allocated."""
+    start = _address(array)
+    end = start + array.nbytes
+    return any(lo <= start and end <= hi for lo, hi in list(_pinned_ranges.values()))
+
+
+# ---- Pieces and slots ---------------------------------------------------------------------
+
+# (slot, device input, device output) -> None: a piece's device work, enqueued on the
+# slot's stream (the spans carry it). It may wait for the stream itself (to check tags).
+Work = Callable[["Slot", CudaBytes, CudaBytes], None]
+
+
+@dataclass
+class Piece:
+    """One piece: host bytes in, host bytes out (``target`` may be empty), and the device
+    work between."""
+
+    source: np.ndarray
+    target: np.ndarray
+    work: Work
+
+
+class Slot:
+    """A feeding thread's stream, device memory and pinned staging, grown on demand, and
+    whatever the work keeps per stream (``kept``: e.g. the chunk kernels bound to it)."""
+
+    def __init__(self, ordinal: int) -> None:
+        from cuda.bindings import driver
+
+        self.ordinal = ordinal
+        cuda_device(ordinal).core.set_current()
+        self.stream = int(_check(driver.cuStreamCreate(
+            driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
+        self._device: dict[str, tuple[int, int]] = {}  # which -> (pointer, bytes)
+        self._staging: dict[str, np.ndarray] = {}
+        self.kept: dict[str, Any] = {}
+        self._free = (driver.cuMemFree, driver.cuStreamDestroy)
+
+    def device(self, which: str, nbytes: int) -> CudaBytes:
+        from cuda.bindings import driver
+
+        pointer, size = self._device.get(which, (0, 0))
+        if size < nbytes:
+            if pointer:
+                _check(driver.cuStreamSynchronize(self.stream))
+                _check(driver.cuMemFree(pointer))
+            pointer, size = int(_check(driver.cuMemAlloc(max(16, nbytes)))), max(16, nbytes)
+            self._device[which] = (pointer, size)
+        return CudaBytes(pointer, nbytes, self.ordinal, self.stream, False)
+
+    def staging(self, which: str, nbytes: int) -> np.ndarray:
+        array = self._staging.get(which)
+        if array is None or array.nbytes < nbytes:
+            array = self._staging[which] = pinned_empty(nbytes, self.ordinal)
+        return array[:nbytes]
+
+    def run(self, piece: Piece) -> None:
+        """One piece, start to end: returns when its output is in ``piece.target``."""
+        from cuda.bindings import driver
+
+        cuda_device(self.ordinal).core.set_current()  # (per thread)
+        source, target = piece.source, piece.target
+        device_in = self.device("in", source.nbytes)
+        device_out = self.device("out", target.nbytes)
+        if source.nbytes:
+            upload = source if is_pinned(source) else self.staging("in", source.nbytes)
+            if upload is not source:
+                np.copyto(upload, source)
+            _check(driver.cuMemcpyHtoDAsync(device_in.pointer, upload, source.nbytes,
+                                            self.stream))
+        piece.work(self, device_in, device_out)
+        download = None
+        if target.nbytes:
+            download = target if is_pinned(target) else self.staging("out", target.nbytes)
+            _check(driver.cuMemcpyDtoHAsync(download, device_out.pointer, target.nbytes,
+                                            self.stream))
+        _check(driver.cuStreamSynchronize(self.stream))
+        if download is not None and download is not target:
+            np.copyto(target, download)
+
+    def __del__(self) -> None:
+        free, destroy = getattr(self, "_free", (None, None))
+        if free is None:
+            return
+        try:
+            for pointer, _ in self._device.values():
+                free(pointer)
+            destroy(self.stream)
+        except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
+            pass
+
+
+class Pipeline:
+    """The feeding threads of one GPU and their slots: one run at a time (a run holds
+    the lock; its slots serve it alone)."""
+
+    def __init__(self, ordinal: int) -> None:
+        self._ordinal = ordinal
+        self._slots: list[Slot] = []
+        self._pool = ThreadPoolExecutor(SLOTS, thread_name_prefix=f"aescl-cuda{ordinal}")
+        self._lock = threading.Lock()
+
+    def run(self, pieces: Iterable[Piece]) -> None:
+        """Every piece through the GPU; returns when every output is stored. A failure
+        stops the run: no thread takes another piece, and the first failure is raised
+        once every thread has stopped."""
+        with self._lock:
+            while len(self._slots) < SLOTS:
+                self._slots.append(Slot(self._ordinal))
+            source: Iterator[Piece] = iter(pieces)
+            taking = threading.Lock()
+            stopped = threading.Event()
+
+            def feed(slot: Slot) -> None:
+                while not stopped.is_set():
+                    with taking:
+                        piece = next(source, None)
+                    if piece is None:
+                        return
+                    try:
+                        slot.run(piece)
+                    except BaseException:
+                        stopped.set()
+                        raise
+
+            futures = [self._pool.submit(feed, slot) for slot in self._slots]
+            failures = [e for e in (future.exception() for future in futures) if e is not None]
+            if failures:
+                raise first_failure(failures)
+
+
+_pipelines: dict[int, Pipeline] = {}
+_pipelines_lock = threading.Lock()
+
+
+def pipeline(ordinal: int) -> Pipeline:
+    with _pipelines_lock:
+        if ordinal not in _pipelines:
+            _pipelines[ordinal] = Pipeline(ordinal)
+        return _pipelines[ordinal]
+
+
+def pieces_of(ranges: Iterable[tuple[int, int]], unit_bytes: int,
+              make: Callable[[int, int], Piece]) -> Iterator[Piece]:
+    """The pieces of some ranges of units (blocks, chunks): each range cut into runs of
+    at most :data:`PIECE_BYTES`, ``make(lo, hi)`` making each run's piece."""
+    step = max(1, PIECE_BYTES // unit_bytes)
+    for start, stop in ranges:
+        for lo in itertools.count(start, step):
+            if lo >= stop:
+                break
+            yield make(lo, min(stop, lo + step))

@@ -1,0 +1,407 @@
+"""The CUDA engine's block worker: ECB and CTR over CUDA device arrays, in place or
+into another array, ordered on the stream the data's producer works on.
+
+Memory is the caller's: a torch tensor, a CuPy array or any object with
+``__cuda_array_interface__``; no byte of it passes through host memory. What
+crosses to the device is the key's round keys (once per worker). Partial blocks
+and misaligned arrays go through scratch memory on the device
+(aescl/engines/device_runs.py), allocated in the stream's order.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ... import ghash, keyschedule
+from ..device_runs import run_blocks
+from ..interface import BLOCK_SIZE, BlockTransform
+from .kernels import cuda_defines, module
+
+# Launch shape of the block kernels. Swept on the H100 (2026-11-24, 1 GiB torch tensor,
+# CTR through the public API; docs/benchmarks): 1024 threads × 4 blocks per SM gave
+# 541 GB/s for AES-128 and 396 for AES-256, 256 × 8 gave 513 and 377.
+_THREADS_PER_BLOCK = 1024
+_GRID_BLOCKS_PER_SM = 4  # thread blocks a launch asks for, per SM (the kernels stride)
+
+
+def _check(result: Any) -> Any:
+    """The values of a cuda.bindings call; raises on an error code."""
+    from cuda.bindings import driver
+
+    error, *values = result if isinstance(result, tuple) else (result,)
+    if error != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(error)
+        raise RuntimeError(f"CUDA: {name.decode() if name else error}")
+    return values[0] if len(values) == 1 else values
+
+
+@dataclass(frozen=True)
+class CudaBytes:
+    """The bytes of a CUDA device array: where they are and the stream to order on."""
+
+    pointer: int
+    nbytes: int
+    device: int  # CUDA device ordinal
+    stream: int  # handle of the stream the array's producer works on (0: legacy default)
+    readonly: bool
+
+    def at(self, offset: int, nbytes: int) -> CudaBytes:
+        return CudaBytes(self.pointer + offset, nbytes, self.device, self.stream, self.readonly)
+
+
+class _Device:
+    """One GPU as the engine uses it: its primary context, SM count and architecture."""
+
+    def __init__(self, ordinal: int) -> None:
+        from cuda.core import Device
+
+        self.core = Device(ordinal)
+        self.core.set_current()
+        self.arch = self.core.arch
+        self.sms = self.core.properties.multiprocessor_count
+        self.lock = threading.RLock()
+
+
+_devices: dict[int, _Device] = {}
+_devices_lock = threading.Lock()
+
+
+def cuda_device(ordinal: int) -> _Device:
+    with _devices_lock:
+        if ordinal not in _devices:
+            _devices[ordinal] = _Device(ordinal)
+        return _devices[ordinal]
+
+
+class CudaBlocks:
+    """One key's ECB or CTR kernel on one GPU, over device arrays."""
+
+    def __init__(self, transform: BlockTransform, ordinal: int) -> None:
+        from cuda.bindings import driver
+
+        self._transform = transform
+        self._gpu = cuda_device(ordinal)
+        self._gpu.core.set_current()
+        rounds = keyschedule.rounds_for_key(transform.key)
+        if transform.is_ctr:
+            filename, name, decrypt = "aes_ctr.cl", "aes_ctr_xor", False
+        else:
+            filename, decrypt = "aes_ecb.cl", transform.decrypt
+            name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
+        kernel = module(filename, cuda_defines(rounds), self._gpu.arch).get_kernel(name)
+        round_keys = np.ascontiguousarray(
+            keyschedule.kernel_key_material(transform.key, "host", decrypt), dtype="<u4")
+        # Allocated outside any stream's order: freeing it waits for the GPU, so a
+        # worker dropped while its launches run cannot pull the keys from under them.
+        self._free = driver.cuMemFree  # (held: at interpreter exit imports fail)
+        self._keys = _check(driver.cuMemAlloc(round_keys.nbytes))
+        _check(driver.cuMemcpyHtoD(self._keys, round_keys, round_keys.nbytes))
+        self._keys_bytes = round_keys.nbytes
+        self._keys_int = int(self._keys)
+        self._kernel = kernel  # (its module stays loaded while this launches it)
+        handle = kernel.handle  # a library's kernel: its function in this GPU's context
+        self._function = handle if isinstance(handle, driver.CUfunction) else \
+            _check(driver.cuKernelGetFunction(handle))
+        self._arguments = np.zeros(8, np.uint64)  # the kernel's arguments, then their
+        self._pointers = self._arguments.ctypes.data + 8 * np.arange(8, dtype=np.uint64)
+        self._argument_addresses = int(self._pointers.ctypes.data)  # addresses, as void**
+
+    def __del__(self) -> None:
+        keys = getattr(self, "_keys", None)
+        if keys is not None:
+            self._free(keys)
+
+    @property
+    def ordinal(self) -> int:
+        return self._gpu.core.device_id
+
+    def _kernel_args(self, first_block: int) -> tuple[int, ...]:
+        if not self._transform.is_ctr:
+            return ()
+        block = self._transform.counter_at(first_block)
+        mask = (1 << self._transform.counter_bits) - 1
+        return block >> 64, block & (2**64 - 1), mask >> 64, mask & (2**64 - 1)
+
+    def launch(self, stream: int, source: int, target: int, blocks: int,
+               first_block: int) -> None:
+        """Enqueue the kernel over ``blocks`` blocks on the stream with handle ``stream``
+        (under the GPU's lock: the arguments' memory is this object's).
+
+        Through cuLaunchKernel with the arguments written into memory set up once
+        (every argument is 64 bits): a small call's time is mostly Python, and packing
+        them anew through cuda.core cost a third of it on the H100 host."""
+        from cuda.bindings import driver
+
+        grid = max(1, min(-(-blocks // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM))
+        values = (source, target, blocks, *self._kernel_args(first_block), self._keys_int)
+        with self._gpu.lock:  # (the engine's feeding threads launch at once)
+            self._arguments[: len(values)] = values
+            _check(driver.cuLaunchKernel(self._function, grid, 1, 1, _THREADS_PER_BLOCK, 1, 1,
+                                         0, driver.CUstream(stream), self._argument_addresses,
+                                         0))
+
+    def run(self, source: CudaBytes, target: CudaBytes, first_block: int, skip: int = 0) -> None:
+        """``source`` into ``target`` (the same length; may be the same memory) on the
+        source's stream. The data starts ``skip`` bytes into block ``first_block`` of the
+        keystream (CTR; ECB takes whole blocks from 0). Returns once it is enqueued."""
+        with self._gpu.lock:
+            self._gpu.core.set_current()
+            run_blocks(StreamMemory(self, source), source, target, first_block, skip)
+
+
+class StreamMemory:
+    """The memory operations of one call (device_runs.DeviceMemory), on its stream."""
+
+    def __init__(self, blocks: CudaBlocks | None, like: CudaBytes) -> None:
+        self._blocks, self._like = blocks, like  # (the stream: like's)
+
+    def aligned(self, span: CudaBytes) -> bool:
+        return span.pointer % BLOCK_SIZE == 0
+
+    def launch(self, source: CudaBytes, target: CudaBytes, blocks: int,
+               first_block: int) -> None:
+        assert self._blocks is not None
+        self._blocks.launch(self._like.stream, source.pointer, target.pointer, blocks,
+                            first_block)
+
+    def scratch(self, nbytes: int) -> CudaBytes:
+        from cuda.bindings import driver
+
+        handle = self._like.stream
+        pointer = int(_check(driver.cuMemAllocAsync(nbytes, handle)))
+        _check(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
+        return CudaBytes(pointer, nbytes, self._like.device, handle, False)
+
+    def copy(self, target: CudaBytes, source: CudaBytes) -> None:
+        from cuda.bindings import driver
+
+        _check(driver.cuMemcpyDtoDAsync(target.pointer, source.pointer, source.nbytes,
+                                        self._like.stream))
+
+    def release(self, span: CudaBytes) -> None:
+        from cuda.bindings import driver
+
+        _check(driver.cuMemFreeAsync(span.pointer, self._like.stream))
+
+
+_GHASH_ITEMS = 256  # threads per GHASH block: GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
+_GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
+_GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
+
+
+_POWER_TABLES_BYTES = _GHASH_ITEMS * 16 * BLOCK_SIZE  # nibble tables of H^1..H^256
+
+
+def launch_power_tables(stream: Any, code: Any, base: int, tables: int) -> None:
+    """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``."""
+    from cuda.core import LaunchConfig, launch
+
+    launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
+           code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
+           np.uint64(base & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(tables))
+
+
+class CudaGhash:
+    """GHASH partial sums of whole blocks in device memory, for one H on one GPU: the
+    GHASH half of GCM on device arrays (the host keeps the running hash)."""
+
+    def __init__(self, multipliers: Any, ordinal: int) -> None:
+        from cuda.bindings import driver
+
+        self._multipliers = multipliers
+        self._gpu = cuda_device(ordinal)
+        self._gpu.core.set_current()
+        self._code = module("aes_gcm.cl", cuda_defines(10), self._gpu.arch)  # (no AES here)
+        self._ghash = self._code.get_kernel("gcm_ghash")
+        self._sums_as_blocks = self._code.get_kernel("ghash_sums_as_blocks")
+        self._free = driver.cuMemFree
+        self._segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
+        # The nibble tables (ghash.cl) of H^1..H^256, and of the powers of H^segment that
+        # fold the segments' sums (ghash.fold_on_device), made on the GPU once.
+        self._buffers = [self._power_tables(multipliers.h),
+                         self._power_tables(multipliers.power(self._segment))]
+
+    def _power_tables(self, base: int) -> Any:
+        from cuda.bindings import driver
+
+        tables = _check(driver.cuMemAlloc(_POWER_TABLES_BYTES))
+        stream = self._gpu.core.create_stream()
+        launch_power_tables(stream, self._code, base, int(tables))
+        stream.sync()
+        return tables
+
+    def __del__(self) -> None:
+        for tables in getattr(self, "_buffers", ()):
+            self._free(tables)
+
+    def _launch(self, stream: Any, data: int, blocks: int, message_blocks: int, count: int,
+                tables: Any, partials: int) -> None:
+        from cuda.core import LaunchConfig, launch
+
+        launch(stream, LaunchConfig(grid=min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
+                                    block=_GHASH_ITEMS),
+               self._ghash, np.uint64(data), np.uint32(blocks), np.uint32(message_blocks),
+               np.uint32(count), np.uint64(int(tables)), np.uint64(partials))
+
+    def partial_sum(self, span: CudaBytes) -> int:
+        """The partial sum of the whole blocks of an aligned span, after the work before
+        it on its stream; waits for that stream. The segments' sums are folded on the
+        GPU too (ghash.fold_on_device)."""
+        from cuda.bindings import driver
+        from cuda.core import LaunchConfig, Stream, launch
+
+        blocks, segment = span.nbytes // BLOCK_SIZE, self._segment
+        with self._gpu.lock:
+            self._gpu.core.set_current()
+            stream = Stream.from_handle(span.stream)
+            total = 0
+            for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
+                count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
+                segments = -(-count // segment)
+                memory = StreamMemory(None, span)
+                partials = memory.scratch(16 * (segments + 1))  # then the fold
+                folded = partials.pointer + 16 * segments
+                self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
+                             segments, self._buffers[0], partials.pointer)
+                if segments > 1:  # the sums as blocks, folded by powers of H^segment
+                    launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)),
+                                                block=256),
+                           self._sums_as_blocks, np.uint64(partials.pointer),
+                           np.uint32(segments))
+                    self._launch(stream, partials.pointer, segments - 1, segments - 1, 1,
+                                 self._buffers[1], folded)
+                values = np.zeros(32, np.uint8)  # the last sum, then the fold
+                _check(driver.cuMemcpyDtoHAsync(values, partials.pointer + 16 * (segments - 1),
+                                                32, span.stream))
+                memory.release(partials)
+                stream.sync()
+                last, outer = values[:16], values[16:].view(np.uint64)
+                if segments == 1:  # (still as gcm_ghash left it)
+                    part = (int(last.view(np.uint64)[0]) << 64) | int(last.view(np.uint64)[1])
+                else:
+                    part = ghash.fold_on_device(
+                        (int(outer[0]) << 64) | int(outer[1]), ghash.block_to_int(last.tobytes()),
+                        segment, count - segment * (segments - 1), self._multipliers)
+                total = self._multipliers.times_power(total, count) ^ part
+            return total
+
+    @staticmethod
+    def read(span: CudaBytes) -> bytes:
+        """The bytes of a span, after the work before it on its stream."""
+        from cuda.bindings import driver
+
+        host = np.empty(span.nbytes, np.uint8)
+        if span.nbytes:
+            _check(driver.cuMemcpyDtoHAsync(host, span.pointer, span.nbytes, span.stream))
+            _check(driver.cuStreamSynchronize(span.stream))
+        return host.tobytes()
+
+
+class CudaChunkKernels:
+    """The chunked format's device operations (device_chunks.ChunkKernels) for one chunk
+    key on one GPU, on one stream: the GCM kernels of ``cl/aes_gcm.cl`` over slots,
+    and ``cl/chunk_layout.cl``'s packing."""
+
+    def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
+        from cuda.bindings import driver
+        from cuda.core import Stream
+
+        self._gpu = cuda_device(ordinal)
+        self._gpu.core.set_current()
+        code = module("aes_gcm.cl", cuda_defines(keyschedule.rounds_for_key(key)),
+                      self._gpu.arch)
+        layout = module("chunk_layout.cl", {}, self._gpu.arch)
+        self._kernels = {name: code.get_kernel(name)
+                         for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
+        self._kernels.update({name: layout.get_kernel(name)
+                              for name in ("chunks_pack", "chunks_unpack")})
+        self._like = like
+        self._stream = Stream.from_handle(like.stream)
+        self._memory = StreamMemory(None, like)
+        self._spans: list[CudaBytes] = []
+        # H's nibble tables, made and freed in the stream's order: nothing here waits.
+        self._h_tables = self.scratch(_POWER_TABLES_BYTES)
+        launch_power_tables(self._stream, code, h, self._h_tables.pointer)
+        round_keys = np.ascontiguousarray(
+            keyschedule.kernel_key_material(key, "host", False), dtype="<u4")
+        self._keys = self.scratch(round_keys.nbytes)
+        _check(driver.cuMemcpyHtoDAsync(self._keys.pointer, round_keys, round_keys.nbytes,
+                                        like.stream))
+        self._held = [round_keys]  # host memory a copy still reads, until the stream is done
+
+    def aligned(self, span: CudaBytes) -> bool:
+        return span.pointer % BLOCK_SIZE == 0
+
+    def scratch(self, nbytes: int) -> CudaBytes:
+        span = self._memory.scratch(max(BLOCK_SIZE, nbytes))
+        self._spans.append(span)
+        return CudaBytes(span.pointer, nbytes, span.device, span.stream, False)
+
+    def release_all(self) -> None:
+        """Free the scratch memory in the stream's order (after the work that uses it)."""
+        for span in self._spans:
+            self._memory.release(span)
+        self._spans.clear()
+
+    def copy(self, target: CudaBytes, source: CudaBytes) -> None:
+        if source.nbytes:
+            self._memory.copy(target, source)
+
+    def zero(self, span: CudaBytes) -> None:
+        from cuda.bindings import driver
+
+        if span.nbytes:
+            _check(driver.cuMemsetD8Async(span.pointer, 0, span.nbytes, self._like.stream))
+
+    def upload(self, target: CudaBytes, data: bytes) -> None:
+        from cuda.bindings import driver
+
+        host = np.frombuffer(data, np.uint8).copy()
+        self._held.append(host)
+        _check(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
+
+    def download(self, span: CudaBytes) -> bytes:
+        return CudaGhash.read(span)
+
+    def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
+        from cuda.core import LaunchConfig, launch
+
+        launch(self._stream, LaunchConfig(grid=max(1, groups), block=threads),
+               self._kernels[name], *args)
+
+    def _grid(self, items: int) -> int:
+        return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM)
+
+    def crypt(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
+              lengths: CudaBytes) -> None:
+        if blocks:
+            self._launch("gcm_ctr_xor", _THREADS_PER_BLOCK, self._grid(blocks),
+                         np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
+                         np.uint32(1), np.uint64(j0s.pointer), np.uint64(lengths.pointer),
+                         np.uint64(self._keys.pointer))
+
+    def tags(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
+             lengths: CudaBytes, tags: CudaBytes) -> None:
+        partials = self.scratch(16 * count)
+        self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
+                     np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
+                     np.uint32(count), np.uint64(self._h_tables.pointer),
+                     np.uint64(partials.pointer))
+        self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count),
+                     np.uint64(partials.pointer), np.uint32(count), np.uint64(j0s.pointer),
+                     np.uint64(lengths.pointer), np.uint64(self._h_tables.pointer),
+                     np.uint64(tags.pointer), np.uint64(self._keys.pointer))
+
+    def pack(self, slots: CudaBytes, tags: CudaBytes, sealed: CudaBytes, count: int) -> None:
+        self._launch("chunks_pack", _THREADS_PER_BLOCK, self._grid(count * 1025),
+                     np.uint64(slots.pointer), np.uint64(tags.pointer),
+                     np.uint64(sealed.pointer), np.uint32(count))
+
+    def unpack(self, sealed: CudaBytes, out: CudaBytes, tags_block: int, count: int) -> None:
+        self._launch("chunks_unpack", _THREADS_PER_BLOCK, self._grid(count * 1025),
+                     np.uint64(sealed.pointer), np.uint64(out.pointer), np.uint32(tags_block),
+                     np.uint32(count))

@@ -1,0 +1,128 @@
+"""One GCM message whose text lies in device memory, fed in calls of any size: the CTR
+kernel over the text (the 32-bit counter from inc32(J0)), the GHASH kernel's partial
+sums of its whole blocks, folded on the host with the AAD, the bytes of a block split
+between calls (read back: ciphertext only) and the length block.
+
+Every engine's GCM on device memory is this, with its own kernels: CUDA and pyopencl
+arrays (aescl.modes.ArrayGcmCipher), and the CUDA engine's stream on host data, which
+stages each call's text on the GPU (engines/cuda/gcm.py). The subclass gives
+:meth:`DeviceGcm.crypt`, :meth:`DeviceGcm.partial_sum` and :meth:`DeviceGcm.read`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from .. import ghash
+from .._arrays import BytesLike, byte_view
+from ..errors import CounterOverflowError
+from .interface import BLOCK_SIZE, MODE_GCM
+
+
+class DeviceGcm(ghash.GcmTagCalls, ABC):
+    """pycryptodome's GCM calls over text in device memory (see the module docstring).
+    ``decrypt_and_verify`` authenticates before it decrypts, so a wrong tag leaves
+    ``output`` as it was."""
+
+    mode = MODE_GCM
+    block_size = BLOCK_SIZE
+
+    def __init__(self, nonce: bytes, mac_len: int, multipliers: ghash.PowerMultipliers,
+                 tag_mask: bytes, nbytes: Callable[[Any], int]) -> None:
+        self.nonce, self._mac_len, self._tag_mask = nonce, mac_len, tag_mask
+        self._nbytes = nbytes
+        j0 = int.from_bytes(ghash.initial_counter(multipliers.h, nonce), "big")
+        # inc32(J0): the first text block's counter
+        self.first_counter = j0 - j0 % 2**32 + (j0 + 1) % 2**32
+        self._ghash = ghash.RunningGhash(multipliers)
+        self._phase = "aad"
+
+    # ---- the engine's kernels ------------------------------------------------------------
+
+    @abstractmethod
+    def crypt(self, data: Any, output: Any, first_block: int, skip: int) -> Any:
+        """CTR over ``data`` into ``output`` (None: a new array like ``data``, returned),
+        from byte ``skip`` of text block ``first_block``."""
+
+    @abstractmethod
+    def partial_sum(self, data: Any, offset: int, nbytes: int) -> int:
+        """The GHASH partial sum of whole blocks ``offset .. offset + nbytes`` of ``data``."""
+
+    @abstractmethod
+    def read(self, data: Any, offset: int, nbytes: int) -> bytes:
+        """A few bytes of ``data`` (of a block split between calls)."""
+
+    # ---- the calls ----------------------------------------------------------------------
+
+    def update(self, assoc_data: BytesLike) -> DeviceGcm:
+        """Add associated data (host bytes). Only before encrypt/decrypt."""
+        if self._phase != "aad":
+            raise TypeError("update() can only be called immediately after initialization")
+        data = bytes(byte_view(assoc_data))
+        self._ghash.aad_bytes += len(data)
+        rest = self._ghash.absorb_pending(data)
+        whole = len(rest) - len(rest) % BLOCK_SIZE
+        for start in range(0, whole, BLOCK_SIZE):
+            self._ghash.absorb_block(ghash.block_to_int(rest[start : start + BLOCK_SIZE]))
+        self._ghash.pending += rest[whole:]
+        return self
+
+    def _start_text(self, direction: str, length: int) -> int:
+        if self._phase == "aad":
+            self._ghash.close_pending()  # AAD is zero-padded to a whole block
+            self._phase = direction
+        elif self._phase != direction:
+            if self._phase == "done":
+                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
+            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
+        start = self._ghash.text_bytes
+        if start + length > ghash.MAX_TEXT_BYTES:
+            raise CounterOverflowError("Plaintext exceeds maximum length")
+        return start
+
+    def hash_text(self, ciphertext: Any, length: int) -> None:
+        """Add ``length`` bytes of ciphertext in device memory to the GHASH."""
+        done = 0
+        if self._ghash.pending:  # finish the block an earlier call began
+            done = min(length, BLOCK_SIZE - len(self._ghash.pending))
+            self._ghash.absorb_pending(self.read(ciphertext, 0, done))
+        whole = (length - done) // BLOCK_SIZE * BLOCK_SIZE
+        if whole:
+            self._ghash.absorb_partial_sum(self.partial_sum(ciphertext, done, whole),
+                                           whole // BLOCK_SIZE)
+            done += whole
+        if done < length:
+            self._ghash.pending += self.read(ciphertext, done, length - done)
+        self._ghash.text_bytes += length
+
+    def _crypt_at(self, data: Any, output: Any, start: int) -> Any:
+        return self.crypt(data, output, start // BLOCK_SIZE, start % BLOCK_SIZE)
+
+    def encrypt(self, plaintext: Any, output: Any = None) -> Any:
+        """Encrypt the next piece: a new array like ``plaintext``, or None into ``output``."""
+        length = self._nbytes(plaintext)
+        start = self._start_text("encrypt", length)
+        result = self._crypt_at(plaintext, output, start)
+        self.hash_text(result if output is None else output, length)
+        return result
+
+    def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
+        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
+        length = self._nbytes(ciphertext)
+        start = self._start_text("decrypt", length)
+        self.hash_text(ciphertext, length)  # (before: in place)
+        return self._crypt_at(ciphertext, output, start)
+
+    def encrypt_and_digest(self, plaintext: Any, output: Any = None) -> tuple[Any, bytes]:
+        return self.encrypt(plaintext, output=output), self.digest()
+
+    def decrypt_and_verify(self, ciphertext: Any, received_mac_tag: bytes,
+                           output: Any = None) -> Any:
+        """Authenticate the whole message, and only then decrypt the (last) piece."""
+        length = self._nbytes(ciphertext)
+        start = self._start_text("decrypt", length)
+        self.hash_text(ciphertext, length)
+        self.verify(received_mac_tag)
+        return self._crypt_at(ciphertext, output, start)
