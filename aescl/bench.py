@@ -279,11 +279,11 @@ def run(devices: list[Device], settings: Settings | None = None,
     baselines = host_baselines() if settings.host_baselines else []
     engines_only = [d for d in devices if d.type == "host"]  # the host engine
     devices = [d for d in devices if d.type != "host"]  # OpenCL devices and CUDA GPUs
-    # The split job: every benched device, as `all` has them (GPUs and accelerators, the
-    # host engine, OpenCL CPUs). It runs as `all` where it is every device `all` names;
-    # a part of them runs as a list of devices.
-    team = ([d for d in devices if d.type in ("gpu", "accelerator")] + engines_only
-            + [d for d in devices if d.type == "cpu"])
+    # The split job: every benched device, as `all` has them (GPUs and accelerators, a GPU
+    # that two engines see once, the host engine, OpenCL CPUs). It runs as `all` where it
+    # is every device `all` names; a part of them runs as a list of devices.
+    team = (teams.one_engine_per_gpu([d for d in devices if d.type in ("gpu", "accelerator")])
+            + engines_only + [d for d in devices if d.type == "cpu"])
     team_spec: DevicesSpec = team
     if {d.id for d in team} == {d.id for d in teams.resolve_devices("all")}:
         team_spec = "all"

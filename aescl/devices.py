@@ -215,7 +215,7 @@ def cuda_devices() -> tuple[Device, ...]:
         error, *values = result
         if error != driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(error)
-        return values[0]
+        return values[0] if values else None
 
     attribute = driver.CUdevice_attribute
     try:

@@ -103,41 +103,52 @@ class _Batch:
 
 
 def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
-         run_first: int = 0, run_final: bool = True) -> None:
+         run_first: int = 0, run_final: bool = True, input_as_slots: bool = False) -> None:
     """Seal the chunks in ``plaintext`` into ``sealed`` (``sealed_size(n, raw=True)`` bytes
     for a whole message). They are chunks ``run_first, ...`` of the message; the run ends
     in the final chunk (always shorter, possibly empty) where ``run_final`` says so, and
-    is whole chunks otherwise (a part of a message, as the scheduler hands engines)."""
+    is whole chunks otherwise (a part of a message, as the scheduler hands engines).
+
+    ``input_as_slots``: ``plaintext`` is the engine's own staging, which the sealing may
+    overwrite. Whole chunks lie in it as in slots, so where it is aligned they are
+    encrypted there, without a copy into scratch slots."""
     full, final_bytes = plaintext_run(plaintext.nbytes, run_final)
     chunks = full + int(run_final)
     if not chunks:
         return
     room = min(BATCH_CHUNKS, chunks)
-    slots = kernels.scratch(room * CHUNK_SIZE)
+    # (A final chunk needs its slot's zero padding, which the input has no room for.)
+    in_place = input_as_slots and not run_final and kernels.aligned(plaintext)
+    slots = None if in_place else kernels.scratch(room * CHUNK_SIZE)
     tags = kernels.scratch(room * TAG_SIZE)
     packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
     for first, count in _batches(chunks):
         final = run_final and first + count == chunks
         batch = _Batch(kernels, base_nonce, run_first + first,
                        [CHUNK_SIZE] * (count - 1) + [final_bytes if final else CHUNK_SIZE])
+        if slots is None:
+            batch_slots = plaintext.at(first * CHUNK_SIZE, count * CHUNK_SIZE)
+        else:
+            batch_slots = slots
+            if batch.text_bytes:
+                kernels.copy(slots.at(0, batch.text_bytes),
+                             plaintext.at(first * CHUNK_SIZE, batch.text_bytes))
         if batch.text_bytes:
-            kernels.copy(slots.at(0, batch.text_bytes),
-                         plaintext.at(first * CHUNK_SIZE, batch.text_bytes))
-            kernels.crypt(slots, count, batch.blocks, batch.j0s, batch.sizes)
-        kernels.tags(slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
+            kernels.crypt(batch_slots, count, batch.blocks, batch.j0s, batch.sizes)
+        kernels.tags(batch_slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
         whole = count - int(final)  # chunks that fill their slot
         if whole:
             target = sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE)
             if kernels.aligned(target):  # (a result the engine made lies aligned)
-                kernels.pack(slots, tags, target, whole)
+                kernels.pack(batch_slots, tags, target, whole)
             else:
-                kernels.pack(slots, tags, packed.span, whole)
+                kernels.pack(batch_slots, tags, packed.span, whole)
                 kernels.copy(target, packed.span.at(0, whole * SEALED_CHUNK_SIZE))
         if final:
             at = full * SEALED_CHUNK_SIZE
             if final_bytes:
                 kernels.copy(sealed.at(at, final_bytes),
-                             slots.at(whole * CHUNK_SIZE, final_bytes))
+                             batch_slots.at(whole * CHUNK_SIZE, final_bytes))
             kernels.copy(sealed.at(at + final_bytes, TAG_SIZE),
                          tags.at(whole * TAG_SIZE, TAG_SIZE))
 
