@@ -88,7 +88,7 @@ def _crypt_command(decrypt: bool):
                   help="Raw CTR: the initial 16-byte counter block, 32 hex digits (openssl -iv).")
     @click.option("--no-pad", is_flag=True, help="Raw ECB: no PKCS#7 padding (openssl -nopad).")
     @click.option("--device", "device", metavar="SPEC", multiple=True, callback=device_specs,
-                  help="Device spec (gpu, cpu, nvidia, 0:1, host, ...); repeat it, or say all "
+                  help="Device spec (gpu, nvidia, 0:1, cuda, host, ...); repeat it, or say all "
                        "(every GPU and the host's cores), to split the job over several "
                        "devices. Default: $AESCL_DEVICE, else chosen per job: the host "
                        "engine for small inputs, else the device measured fastest. With "
