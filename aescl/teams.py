@@ -105,13 +105,14 @@ class DefaultTeam(Team):
     * A job below :data:`scheduler.SPLIT_MIN_BYTES` runs on the host engine: a device
       call's fixed costs outweigh it.
     * A larger job's expected time on a device is its start-up in this process (none
-      on the host engine or once OpenCL runs here; else as ``aescl bench`` timed it in
-      a fresh process, or guessed) and its bytes at the device's rate for the kind of
-      work (:func:`aescl.rates.expected_seconds`: stored by ``aescl bench``, else
-      guessed), the rate capped at the files' own for a job between files. While
-      OpenCL has not started, a job the host engine finishes before any device could
-      (the least start-up timed, then the bytes at no more than the files' rate, for
-      a file job) runs there without looking for OpenCL devices at all.
+      on the host engine or once the device's engine, OpenCL or CUDA, runs here; else
+      as ``aescl bench`` timed it in a fresh process, or guessed) and its bytes at the
+      device's rate for the kind of work (:func:`aescl.rates.expected_seconds`: stored
+      by ``aescl bench``, else guessed), the rate capped at the files' own for a job
+      between files. While neither OpenCL nor CUDA has started, a job the host engine
+      finishes before any device could (the least start-up timed, then the bytes at no
+      more than the files' rate, for a file job) runs there without looking for
+      devices at all.
 
     Small pieces of a job (CTR's partial blocks, the format's final chunk) run on the
     host engine. A GCM stream, whose length is unknown when it starts, runs on the
@@ -127,9 +128,11 @@ class DefaultTeam(Team):
         """The real device expected to finish ``nbytes`` of ``kind`` of work soonest
         (``nbytes=None``: the fastest at it, start-up aside)."""
         host = host_device()
-        started = opencl_started()
-        if nbytes is not None and (nbytes < scheduler.SPLIT_MIN_BYTES or not started and (
-                expected_seconds(host, kind, nbytes, started, file_job)
+        # (Whether each engine had started before this look: looking starts it.)
+        started = {"opencl": opencl_started(), "cuda": cuda_started(), "host": True}
+        cold = not (started["opencl"] or started["cuda"])
+        if nbytes is not None and (nbytes < scheduler.SPLIT_MIN_BYTES or cold and (
+                expected_seconds(host, kind, nbytes, True, file_job)
                 <= least_start_seconds() + fastest_seconds(nbytes, file_job))):
             return host
         found = [d for d in opencl_devices() if not d.is_simulator]
@@ -137,7 +140,7 @@ class DefaultTeam(Team):
         if nbytes is None:
             scores = {d.id: -expected_rate(d, kind, stored_first=True) for d in candidates}
         else:
-            scores = {d.id: expected_seconds(d, kind, nbytes, _started(d), file_job)
+            scores = {d.id: expected_seconds(d, kind, nbytes, started[d.engine], file_job)
                       for d in candidates}
         least = min(scores.values())
         # Ties go as get_device ranks devices.
@@ -148,11 +151,6 @@ class DefaultTeam(Team):
 
     def stream_engine(self) -> Engine:
         return team(self.best_device("chunks")).lead
-
-
-def _started(device: Device) -> bool:
-    """Whether this process has started the engine of ``device`` (its start-up is paid)."""
-    return cuda_started() if device.is_cuda else opencl_started()
 
 
 class CudaTeam(Team):
