@@ -17,6 +17,7 @@ from ...timing import gb_s, repeat, wall
 from .. import device_chunks
 from ..interface import BlockTransform
 from ..start_up import start_seconds
+from .engine import ordinal_of
 from .kernels import TABLE_LANES, _cache_key, compile_cubin, cuda_defines, module
 from .pipeline import pinned_empty
 from .workers import (
@@ -30,16 +31,12 @@ from .workers import (
 )
 
 
-def _ordinal(device: Device) -> int:
-    return int(device.id.partition(":")[2])
-
-
 def build_times(device: Device) -> dict[str, Any]:
     """NVRTC's build of the AES-128 CTR kernel (cold), and its load from the cubin in the
     disk cache (warm), each with the kernel looked up in the loaded module."""
     from cuda.core import ObjectCode
 
-    gpu = cuda_device(_ordinal(device))
+    gpu = cuda_device(ordinal_of(device))
     defines = cuda_defines(10)
     started = time.perf_counter()
     cubin = compile_cubin("aes_ctr.cl", defines, gpu.arch)
@@ -76,7 +73,7 @@ def transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str,
     """Copies between pinned host memory and GPU memory, timed by CUDA events."""
     from cuda.bindings import driver
 
-    ordinal = _ordinal(device)
+    ordinal = ordinal_of(device)
     cuda_device(ordinal).core.set_current()
     host = pinned_empty(nbytes, ordinal)
     host[:] = 1
