@@ -17,7 +17,7 @@ import hmac
 from collections.abc import Callable
 from functools import lru_cache
 
-from .errors import AuthenticationError
+from .errors import AuthenticationError, CounterOverflowError
 
 BLOCK_SIZE = 16
 _REDUCTION = 0xE1 << 120  # x^128 = x^7 + x^2 + x + 1, in GCM's bit order
@@ -224,8 +224,9 @@ MAX_TEXT_BYTES = (2**32 - 2) * BLOCK_SIZE  # SP 800-38D: 2^39 - 256 bits of text
 
 
 class GcmTagCalls:
-    """The tag end of pycryptodome's GCM calls, over a :class:`RunningGhash`: ``digest``,
-    ``verify`` and their hex forms. A cipher object sets ``_ghash``, ``_tag_mask`` (E(J0)),
+    """The phases and the tag end of pycryptodome's GCM calls, over a
+    :class:`RunningGhash`: the text phase's checks, ``digest``, ``verify`` and their hex
+    forms. A cipher object sets ``_ghash``, ``_tag_mask`` (E(J0)),
     ``_mac_len`` and ``_phase`` ("aad", "encrypt", "decrypt" -> "done")."""
 
     _ghash: RunningGhash
@@ -233,6 +234,21 @@ class GcmTagCalls:
     _mac_len: int
     _phase: str
     _tag: bytes | None = None
+
+    def _start_text(self, direction: str, length: int) -> int:
+        """Enter (or stay in) the ``direction`` phase for ``length`` more bytes of text;
+        returns the bytes of text before them. The AAD's last block is closed first."""
+        if self._phase == "aad":
+            self._ghash.close_pending()  # AAD is zero-padded to a whole block
+            self._phase = direction
+        elif self._phase != direction:
+            if self._phase == "done":
+                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
+            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
+        start = self._ghash.text_bytes
+        if start + length > MAX_TEXT_BYTES:
+            raise CounterOverflowError("Plaintext exceeds maximum length")
+        return start
 
     def _compute_tag(self) -> bytes:
         if self._tag is None:

@@ -17,7 +17,6 @@ from typing import Any
 
 from .. import ghash
 from .._arrays import BytesLike, byte_view
-from ..errors import CounterOverflowError
 from .interface import BLOCK_SIZE, MODE_GCM
 
 
@@ -68,19 +67,6 @@ class DeviceGcm(ghash.GcmTagCalls, ABC):
             self._ghash.absorb_block(ghash.block_to_int(rest[start : start + BLOCK_SIZE]))
         self._ghash.pending += rest[whole:]
         return self
-
-    def _start_text(self, direction: str, length: int) -> int:
-        if self._phase == "aad":
-            self._ghash.close_pending()  # AAD is zero-padded to a whole block
-            self._phase = direction
-        elif self._phase != direction:
-            if self._phase == "done":
-                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
-            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
-        start = self._ghash.text_bytes
-        if start + length > ghash.MAX_TEXT_BYTES:
-            raise CounterOverflowError("Plaintext exceeds maximum length")
-        return start
 
     def hash_text(self, ciphertext: Any, length: int) -> None:
         """Add ``length`` bytes of ciphertext in device memory to the GHASH."""

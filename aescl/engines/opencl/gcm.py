@@ -26,7 +26,6 @@ import pyopencl as cl
 from ... import ghash, keyschedule
 from ..._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from ...devices import Device
-from ...errors import CounterOverflowError
 from ..interface import MODE_GCM, gcm_nonce
 from .kernels import aes_options, kernel, one_job_per_device, runtime
 from .tuning import launch_config
@@ -441,15 +440,6 @@ class GcmCipher(ghash.GcmTagCalls):
         self._ghash.pending += rest[whole:].tobytes()
         return self
 
-    def _start_text(self, direction: str) -> None:
-        if self._phase == "aad":
-            self._ghash.close_pending()  # AAD is zero-padded to a whole block
-            self._phase = direction
-        elif self._phase != direction:
-            if self._phase == "done":
-                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
-            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
-
     def _keystream_block(self, index: int) -> bytes:
         if self._partial_keystream is None or self._partial_keystream[0] != index:
             block = self._engine.keystream([self._j0], first_step=1 + index)[0]
@@ -457,13 +447,10 @@ class GcmCipher(ghash.GcmTagCalls):
         return self._partial_keystream[1]
 
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
-        self._start_text(direction)
         decrypt = direction == "decrypt"
         source = input_array(data)
         length = source.nbytes
-        start = self._ghash.text_bytes
-        if start + length > ghash.MAX_TEXT_BYTES:
-            raise CounterOverflowError("Plaintext exceeds maximum length")
+        start = self._start_text(direction, length)
         target = np.empty_like(source) if output is None else output_array(output, length)
 
         done = 0
@@ -513,10 +500,8 @@ class GcmCipher(ghash.GcmTagCalls):
         plaintext: neither a return value nor a byte of ``output``.
         """
         if self._phase in ("aad", "decrypt") and not self._ghash.text_bytes % BLOCK_SIZE:
-            self._start_text("decrypt")
             source = input_array(ciphertext)
-            if self._ghash.text_bytes + source.nbytes > ghash.MAX_TEXT_BYTES:
-                raise CounterOverflowError("Plaintext exceeds maximum length")
+            self._start_text("decrypt", source.nbytes)
             first_block = self._ghash.text_bytes // BLOCK_SIZE
             whole = source.nbytes - source.nbytes % BLOCK_SIZE
             # Pass 1: GHASH only, then the tag check.
