@@ -1,8 +1,12 @@
 /* aes_gcm.cl: AES-GCM for many independent messages per launch (one key).
  *
- * Buffer layout: `data` holds the messages one after another, each in a slot of
+ * Buffer layout: the messages lie one after another, each in a slot of
  * `message_blocks` 16-byte blocks in memory order; the last message may end
- * early (block_count need not fill its slot). message_bytes[m] is message m's
+ * early (block_count need not fill its slot). A stride (in blocks) may set the
+ * slots further apart than their length: then message m starts at block
+ * m * stride. That is how the chunked format is sealed from its plaintext layout
+ * straight into its sealed one (a tag after each chunk, stride message_blocks + 1)
+ * and opened back, without copies through slots. message_bytes[m] is message m's
  * length within this launch: bytes past it are padding. j0s[m] is message m's
  * pre-counter block J0 (SP 800-38D), as 16 bytes in memory order.
  *
@@ -52,9 +56,13 @@ inline uint4 gcm_keep_bytes(uint4 v, uint count)
  * uses J0 + 1); 0 yields E(J0) itself, which is how the host gets H = E(0^128) and
  * the tag mask. Bytes past the message end come out zero, so that GHASH over the
  * ciphertext sees the zero padding SP 800-38D prescribes. Runs of
- * AES_BLOCKS_PER_ITEM blocks, mapped as aes_core.cl's AES_CONTIGUOUS_RUNS says. */
-AES_CPU_TARGET __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_count,
-                          const uint message_blocks, const uint first_step,
+ * AES_BLOCKS_PER_ITEM blocks, mapped as aes_core.cl's AES_CONTIGUOUS_RUNS says.
+ * Reads the messages from `input` at `input_stride` and writes them to `output` at
+ * `output_stride` (in place: the same buffer, both strides message_blocks). */
+AES_CPU_TARGET __kernel void gcm_ctr_xor(__global const uint4 *input, __global uint4 *output,
+                          const uint block_count, const uint message_blocks,
+                          const uint input_stride, const uint output_stride,
+                          const uint first_step,
                           __global const uint4 *j0s, __global const ulong *message_bytes,
                           __constant const uint *key_material)
 {
@@ -76,19 +84,20 @@ AES_CPU_TARGET __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_
             if (i >= block_count)
                 break;
             const uint m = i / message_blocks;
-            const ulong offset = 16ul * (i - m * message_blocks);
-            uint4 block = aes_load(data[i]) ^ s[b];
+            const uint j = i - m * message_blocks;
+            const ulong offset = 16ul * j;
+            uint4 block = aes_load(input[m * input_stride + j]) ^ s[b];
             if (message_bytes[m] < offset + 16ul)
                 block = gcm_keep_bytes(block, message_bytes[m] > offset
                                                   ? (uint)(message_bytes[m] - offset) : 0u);
-            data[i] = aes_store(block);
+            output[m * output_stride + j] = aes_store(block);
         }
     }
 }
 
 /* GHASH half. Work-group g takes messages g, g + groups, ... and returns for each
  * the sum over its blocks X_0..X_{k-1} of X_i·H^(k-i), i.e. GHASH of the message
- * without the length block.
+ * without the length block. Message m is read from block m * message_stride.
  *
  * With T work-items (a power of two), the message is aligned to the end of
  * ceil(k/T)·T virtual blocks (zero blocks in front change nothing), item t takes
@@ -106,7 +115,8 @@ AES_CPU_TARGET __kernel void gcm_ctr_xor(__global uint4 *data, const uint block_
  * builds at least GCM_CARRYLESS_RUN tables (aescl/gcm.py). */
 #define GCM_CARRYLESS_RUN 8
 AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
-                        const uint message_blocks, const uint message_count,
+                        const uint message_blocks, const uint message_stride,
+                        const uint message_count,
                         __global const ulong2 *h_tables, __global ulong2 *partials)
 {
     ulong2 powers[GCM_CARRYLESS_RUN];   /* powers[k] = H^(k+1) */
@@ -115,7 +125,7 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
     for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {
         const uint first = m * message_blocks;
         const uint length = first < block_count ? min(message_blocks, block_count - first) : 0u;
-        __global const uint4 *x = data + first;
+        __global const uint4 *x = data + (ulong)m * message_stride;
         ulong2 sum = AES_ULONG2(0ul, 0ul);
         uint i = 0;
         for (; i < length % GCM_CARRYLESS_RUN; ++i)
@@ -134,7 +144,8 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
 }
 #else
 AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
-                        const uint message_blocks, const uint message_count,
+                        const uint message_blocks, const uint message_stride,
+                        const uint message_count,
                         __global const ulong2 *h_tables, __global ulong2 *partials)
 {
     const uint t = get_local_id(0);
@@ -154,7 +165,7 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
         ulong2 sum = AES_ULONG2(0ul, 0ul);
         for (uint s = 0; s < steps; ++s) {
             const uint v = t + s * items;
-            const ulong2 x = v >= lead ? ghash_load(data[first + v - lead])
+            const ulong2 x = v >= lead ? ghash_load(data[m * message_stride + v - lead])
                                        : AES_ULONG2(0ul, 0ul);
             sum = (s ? ghash_multiply_local(sum, stride_table) : sum) ^ x;
         }
@@ -204,11 +215,12 @@ AES_CPU_TARGET __kernel void ghash_power_tables(const ulong h_hi, const ulong h_
 
 /* Tags of messages with empty AAD: tag_m = E(J0_m) ^ (partial_m ^ L_m)·H, where
  * L_m is the length block (0 bits of AAD, 8·message_bytes[m] bits of text) and
- * h_tables starts with the table of H. One work-item per message. */
+ * h_tables starts with the table of H. One work-item per message; tag m goes to
+ * tags[m * tag_stride] (1: side by side; the sealed layout's stride: after each chunk). */
 AES_CPU_TARGET __kernel void gcm_tags(__global const ulong2 *partials, const uint message_count,
                        __global const uint4 *j0s, __global const ulong *message_bytes,
                        __global const ulong2 *h_tables, __global uint4 *tags,
-                       __constant const uint *key_material)
+                       const uint tag_stride, __constant const uint *key_material)
 {
     AES_ENCRYPT_SETUP(key_material);
     for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {
@@ -218,7 +230,7 @@ AES_CPU_TARGET __kernel void gcm_tags(__global const ulong2 *partials, const uin
 #else
         const ulong2 hash = ghash_multiply_global(partials[m] ^ length_block, h_tables);
 #endif
-        tags[m] = ghash_store(hash) ^ aes_store(aes_encrypt_block(aes_load(j0s[m]), rk, te));
+        tags[m * tag_stride] = ghash_store(hash) ^ aes_store(aes_encrypt_block(aes_load(j0s[m]), rk, te));
     }
 }
 

@@ -1,6 +1,6 @@
 /* chunk_layout.cl: full chunks of the chunked format between its sealed layout and
  * the GCM kernels' slot layout, on the device, so that the host moves each byte
- * once (aescl/chunked.py).
+ * once (aescl/chunked.py); and the pieces of a batch that device arrays need.
  *
  * Layouts, in 16-byte blocks (a chunk is 1024 blocks, its tag one):
  *   sealed: chunk k at block 1025k: its 1024 blocks, then its tag;
@@ -36,6 +36,15 @@ __kernel void chunks_unpack(__global const uint4 *sealed, __global uint4 *out,
         const uint j = i - k * SEALED_CHUNK_BLOCKS;
         out[j < CHUNK_BLOCKS ? k * CHUNK_BLOCKS + j : tags_block + k] = sealed[i];
     }
+}
+
+/* The tags of sealed full chunks side by side: tag k (block 1025k + 1024) to tags[k].
+ * Opening compares them with the tags made from the chunks. */
+__kernel void chunks_tags(__global const uint4 *sealed, __global uint4 *tags,
+                          const uint chunk_count)
+{
+    for (uint k = get_global_id(0); k < chunk_count; k += get_global_size(0))
+        tags[k] = sealed[k * SEALED_CHUNK_BLOCKS + CHUNK_BLOCKS];
 }
 
 /* The GCM batch arguments of full chunks first .. first + count - 1: J0 (16 bytes

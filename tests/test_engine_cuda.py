@@ -311,20 +311,27 @@ CHUNK_SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]
 @needs_gpu
 @pytest.mark.parametrize("library", _libraries())
 @pytest.mark.parametrize("batch", [2, 4096], ids=["batches-of-2", "one-batch"])
-def test_chunked_on_cuda_arrays_is_byte_identical_to_the_host_path(library, batch,
+@pytest.mark.parametrize("offset", [0, 3], ids=["aligned", "at-an-odd-offset"])
+def test_chunked_on_cuda_arrays_is_byte_identical_to_the_host_path(library, batch, offset,
                                                                    monkeypatch):
+    """Aligned arrays are sealed and opened straight between the layouts; an array at an
+    offset no allocation starts at goes through scratch memory (device_chunks._Staging)."""
     from aescl.engines import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", batch)
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", batch)
     key, salt = os.urandom(32), os.urandom(24)
     for size in CHUNK_SIZES:
-        data = os.urandom(size + 3)
-        message = _to_gpu(library, data)[3:]  # (at an offset no allocation starts at)
+        data = os.urandom(size + offset)
+        message = _to_gpu(library, data)[offset:]
         sealed = aescl.chunked.encrypt(key, message, b"ctx", salt=salt)
         assert type(sealed) is type(message)
-        assert _to_host(sealed) == aescl.chunked.encrypt(key, data[3:], b"ctx", salt=salt,
-                                                         device="host")
-        assert _to_host(aescl.chunked.decrypt(key, sealed, b"ctx")) == data[3:]
+        expected = aescl.chunked.encrypt(key, data[offset:], b"ctx", salt=salt, device="host")
+        assert _to_host(sealed) == expected
+        assert _to_host(aescl.chunked.decrypt(key, sealed, b"ctx")) == data[offset:]
+        # Uploaded as it is, its chunks lie after a 56-byte header (not 16-aligned).
+        assert _to_host(aescl.chunked.decrypt(key, _to_gpu(library, expected), b"ctx")) \
+            == data[offset:]
 
 
 @needs_gpu
@@ -333,13 +340,18 @@ def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monk
     from aescl.engines import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)
     key = os.urandom(32)
     sealed = aescl.chunked.encrypt(key, os.urandom(4 * 16384 + 7), device="host")
-    tampered = bytearray(sealed)
-    tampered[56 + 3 * 16400 + 5] ^= 1  # chunk 3, in the second batch
-    with pytest.raises(aescl.AuthenticationError, match="chunk 3") as caught:
-        aescl.chunked.decrypt(key, _to_gpu(library, bytes(tampered)))
-    assert caught.value.chunk == 3
+    for where, lead in (("chunk", 5), ("tag", 16384)):  # of chunk 3, in the second batch
+        tampered = bytearray(sealed)
+        tampered[56 + 3 * 16400 + lead] ^= 1
+        # As uploaded (chunks after the 56-byte header), and 8 bytes on: chunks aligned.
+        for arrays in (_to_gpu(library, bytes(tampered)),
+                       _to_gpu(library, bytes(8) + bytes(tampered))[8:]):
+            with pytest.raises(aescl.AuthenticationError, match="chunk 3") as caught:
+                aescl.chunked.decrypt(key, arrays)
+            assert caught.value.chunk == 3, where
     with pytest.raises(aescl.TruncatedError):
         aescl.chunked.decrypt(key, _to_gpu(library, sealed[: 56 + 4 * 16400]))
     with pytest.raises(aescl.WrongKeyError):

@@ -198,33 +198,52 @@ SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]
 
 
 @pytest.mark.parametrize("batch", [2, 4096], ids=["batches-of-2", "one-batch"])
-def test_chunked_on_arrays_is_byte_identical_to_the_host_path(queue, monkeypatch, batch):
+@pytest.mark.parametrize("offset", [0, 3], ids=["aligned", "at-an-odd-offset"])
+def test_chunked_on_arrays_is_byte_identical_to_the_host_path(queue, monkeypatch, batch,
+                                                              offset):
+    """Aligned arrays are sealed and opened straight between the layouts; an array at an
+    offset no buffer starts at goes through scratch memory (device_chunks._Staging)."""
     from aescl.engines import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", batch)
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", batch)
     key, salt = bytes(range(32)), bytes(range(24))
     for size in SIZES:
-        data = _random(size + 3, seed=size)
-        message = cl_array.to_device(queue, data)[3:]  # (at an offset no buffer starts at)
+        data = _random(size + offset, seed=size)
+        message = cl_array.to_device(queue, data)[offset:]
         sealed = aescl.chunked.encrypt(key, message, b"ctx", salt=salt)
         assert isinstance(sealed, cl_array.Array)
-        assert sealed.get().tobytes() == aescl.chunked.encrypt(
-            key, data[3:].tobytes(), b"ctx", salt=salt, device="host")
+        expected = aescl.chunked.encrypt(key, data[offset:].tobytes(), b"ctx", salt=salt,
+                                         device="host")
+        assert sealed.get().tobytes() == expected
         opened = aescl.chunked.decrypt(key, sealed, b"ctx")
-        assert opened.get().tobytes() == data[3:].tobytes()
+        assert opened.get().tobytes() == data[offset:].tobytes()
+        # A sealed message uploaded as it is: its chunks lie after a 56-byte header.
+        uploaded = cl_array.to_device(queue, np.frombuffer(expected, np.uint8))
+        assert aescl.chunked.decrypt(key, uploaded, b"ctx").get().tobytes() == \
+            data[offset:].tobytes()
 
 
 def test_chunked_on_arrays_rejects_what_the_host_path_rejects(queue, monkeypatch):
     from aescl.engines import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)
     key = bytes(range(32))
     sealed = aescl.chunked.encrypt(key, _random(4 * 16384 + 7).tobytes(), device="host")
-    tampered = bytearray(sealed)
-    tampered[56 + 3 * 16400 + 5] ^= 1  # chunk 3, in the second batch
-    with pytest.raises(aescl.AuthenticationError, match="chunk 3") as caught:
-        aescl.chunked.decrypt(key, cl_array.to_device(queue, np.frombuffer(tampered, np.uint8)))
-    assert caught.value.chunk == 3
+    align = queue.device.mem_base_addr_align // 8
+    for where, lead in (("chunk", 5), ("tag", 16384)):  # of chunk 3, in the second batch
+        tampered = bytearray(sealed)
+        tampered[56 + 3 * 16400 + lead] ^= 1
+        # As uploaded (chunks after the 56-byte header), and with the chunks placed
+        # where a buffer may start (opened straight from the sealed layout).
+        placed = bytes(align - 56 % align) + bytes(tampered)
+        for arrays in (cl_array.to_device(queue, np.frombuffer(tampered, np.uint8)),
+                       cl_array.to_device(queue, np.frombuffer(placed, np.uint8))[
+                           align - 56 % align:]):
+            with pytest.raises(aescl.AuthenticationError, match="chunk 3") as caught:
+                aescl.chunked.decrypt(key, arrays)
+            assert caught.value.chunk == 3, where
     with pytest.raises(aescl.TruncatedError):
         aescl.chunked.decrypt(key, cl_array.to_device(
             queue, np.frombuffer(sealed[: 56 + 4 * 16400], np.uint8)))

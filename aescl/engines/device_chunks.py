@@ -1,16 +1,17 @@
 """The chunked format between device arrays: a message in device memory sealed into its
 sealed chunks in device memory, and opened back, a batch of chunks at a time.
 
-The GCM kernels (``cl/aes_gcm.cl``) work on slots: chunk k at block 1024k of an aligned
-buffer, its tag apart. A caller's arrays hold the format's layouts instead, at any
-alignment: the plaintext's chunk k at byte 16384k, the sealed chunk k at 16400k after
-the header. So a batch is copied into aligned scratch slots, sealed or opened there,
-and copied out; full chunks pass through ``chunk_layout.cl``'s packing (straight into
-the sealed layout where it lies aligned: the engines place a result they make so that
-its chunks do), the final short chunk and its tag are placed by copies. Every step
-is device work on one queue or stream, in order. Opening compares the tags
-on the host (16 bytes a chunk) once all are made, and on a mismatch zeroes all the
-plaintext written before raising.
+The GCM kernels (``cl/aes_gcm.cl``) take messages at a stride: the plaintext's chunk k
+at block 1024k, the sealed chunk k at block 1025k (its tag in the block after it). So a
+batch of full chunks is sealed in one pass from the plaintext's layout straight into
+the sealed one (CTR from the one into the other, then GHASH and the tags over the
+sealed chunks, each tag written after its chunk), and opened the same way back, with
+no copies through slots. Only a side that lies where a kernel cannot take it (an
+array at an odd offset) goes through aligned scratch memory by a copy; the final,
+shorter chunk goes through a zero-padded slot of its own (GHASH pads it with zeros).
+Every step is device work on one queue or stream, in order. Opening compares the
+tags on the host (16 bytes a chunk) once all are made, and on a mismatch zeroes all
+the plaintext written before raising.
 
 The engines supply the operations (:class:`ChunkKernels`) over their spans of memory
 (anything with ``nbytes`` and ``at(offset, nbytes)``, as in device_runs.py).
@@ -34,8 +35,13 @@ from ..chunkformat import (
 from ..errors import AuthenticationError
 from .interface import BLOCK_SIZE
 
-BATCH_CHUNKS = 4096  # chunks per batch: 64 MiB of slots in scratch memory
-_CHUNK_BLOCKS = CHUNK_SIZE // BLOCK_SIZE
+# Chunks per batch when a side goes through scratch memory: 64 MiB of it.
+BATCH_CHUNKS = 4096
+# Chunks per batch straight between the caller's arrays: 1 GiB of text per launch (the
+# kernels index blocks in 32 bits), so that a launch's tail is rare.
+DIRECT_BATCH_CHUNKS = 65536
+SLOT_BLOCKS = CHUNK_SIZE // BLOCK_SIZE  # from one plaintext chunk to the next
+SEALED_BLOCKS = SEALED_CHUNK_SIZE // BLOCK_SIZE  # from one sealed chunk to the next
 
 
 class ChunkKernels(Protocol):
@@ -56,101 +62,113 @@ class ChunkKernels(Protocol):
     def download(self, span: Any) -> bytes:
         """The bytes of a span, once the work before is done."""
 
-    def crypt(self, slots: Any, count: int, blocks: int, j0s: Any, lengths: Any) -> None:
-        """CTR over ``blocks`` blocks of ``count`` messages in slots, in place."""
+    def crypt(self, source: Any, target: Any, count: int, blocks: int, j0s: Any,
+              lengths: Any, strides: tuple[int, int]) -> None:
+        """CTR over ``blocks`` blocks (``SLOT_BLOCKS`` a message but the last) of ``count``
+        messages: message m from block ``m * strides[0]`` of ``source`` to block
+        ``m * strides[1]`` of ``target`` (which may be the same memory)."""
 
-    def tags(self, slots: Any, count: int, blocks: int, j0s: Any, lengths: Any,
-             tags: Any) -> None:
-        """The tags of the messages in slots (GHASH over them as they are now)."""
+    def tags(self, text: Any, stride: int, count: int, blocks: int, j0s: Any,
+             lengths: Any, tags: Any, tag_stride: int) -> None:
+        """The tags of the messages in ``text`` (message m at block ``m * stride``; GHASH
+        over them as they are then), tag m to block ``m * tag_stride`` of ``tags``."""
 
-    def pack(self, slots: Any, tags: Any, sealed: Any, count: int) -> None: ...
-
-    def unpack(self, sealed: Any, out: Any, tags_block: int, count: int) -> None: ...
-
-
-def _batches(chunks: int) -> list[tuple[int, int]]:
-    return [(first, min(BATCH_CHUNKS, chunks - first)) for first in range(0, chunks,
-                                                                             BATCH_CHUNKS)]
+    def gather_tags(self, sealed: Any, tags: Any, count: int) -> None:
+        """The tags of ``count`` sealed full chunks, side by side into ``tags``."""
 
 
-class _Scratch:
-    """Scratch memory made when first used."""
-
-    def __init__(self, kernels: ChunkKernels, nbytes: int) -> None:
-        self._kernels, self._nbytes, self._span = kernels, nbytes, None
-
-    @property
-    def span(self) -> Any:
-        if self._span is None:
-            self._span = self._kernels.scratch(self._nbytes)
-        return self._span
+def _batches(chunks: int, per_batch: int) -> list[tuple[int, int]]:
+    return [(first, min(per_batch, chunks - first)) for first in range(0, chunks, per_batch)]
 
 
 class _Batch:
-    """One batch's GCM arguments, uploaded: J0 and length of each message."""
+    """One batch's GCM arguments, uploaded: J0 and length of each of ``count`` chunks
+    from chunk ``first``, all full but the last, which holds ``last_bytes``."""
 
-    def __init__(self, kernels: ChunkKernels, base_nonce: bytes, first: int,
-                 lengths: list[int]) -> None:
-        count = len(lengths)
-        self.count, self.lengths = count, lengths
-        self.text_bytes = sum(lengths)
-        self.blocks = (count - 1) * _CHUNK_BLOCKS + -(-lengths[-1] // BLOCK_SIZE)
+    def __init__(self, kernels: ChunkKernels, base_nonce: bytes, first: int, count: int,
+                 last_bytes: int = CHUNK_SIZE) -> None:
+        self.blocks = (count - 1) * SLOT_BLOCKS + -(-last_bytes // BLOCK_SIZE)
         self.j0s = kernels.scratch(count * BLOCK_SIZE)
         kernels.upload(self.j0s, chunk_j0s(base_nonce, first, count).tobytes())
-        self.sizes = kernels.scratch(count * 8)
-        kernels.upload(self.sizes, CHUNK_SIZE.to_bytes(8, "little") * (count - 1)
-                       + lengths[-1].to_bytes(8, "little"))
+        sizes = np.full(count, CHUNK_SIZE, "<u8")
+        sizes[-1] = last_bytes
+        self.sizes = kernels.scratch(sizes.nbytes)
+        kernels.upload(self.sizes, sizes.tobytes())
+
+
+class _Staging:
+    """Where one side of a run of full chunks is taken by the kernels, a batch at a time:
+    the caller's span where it is aligned, else aligned scratch memory (made when first
+    needed), copied through."""
+
+    def __init__(self, kernels: ChunkKernels, span: Any, chunk_bytes: int,
+                 per_batch: int) -> None:
+        self._kernels, self._span, self._chunk_bytes = kernels, span, chunk_bytes
+        self._room = min(per_batch, span.nbytes // chunk_bytes) * chunk_bytes
+        self._scratch: Any = None
+
+    def batch(self, first: int, count: int) -> tuple[Any, Any]:
+        """(the caller's span of the batch, where the kernels take it)."""
+        mine = self._span.at(first * self._chunk_bytes, count * self._chunk_bytes)
+        if self._kernels.aligned(mine):
+            return mine, mine
+        if self._scratch is None:
+            self._scratch = self._kernels.scratch(self._room)
+        return mine, self._scratch.at(0, count * self._chunk_bytes)
+
+
+def _per_batch(kernels: ChunkKernels, *spans: Any) -> int:
+    return DIRECT_BATCH_CHUNKS if all(kernels.aligned(span) for span in spans) else BATCH_CHUNKS
 
 
 def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
-         run_first: int = 0, run_final: bool = True, input_as_slots: bool = False) -> None:
+         run_first: int = 0, run_final: bool = True) -> None:
     """Seal the chunks in ``plaintext`` into ``sealed`` (``sealed_size(n, raw=True)`` bytes
     for a whole message). They are chunks ``run_first, ...`` of the message; the run ends
     in the final chunk (always shorter, possibly empty) where ``run_final`` says so, and
-    is whole chunks otherwise (a part of a message, as the scheduler hands engines).
-
-    ``input_as_slots``: ``plaintext`` is the engine's own staging, which the sealing may
-    overwrite. Whole chunks lie in it as in slots, so where it is aligned they are
-    encrypted there, without a copy into scratch slots."""
+    is whole chunks otherwise (a part of a message, as the scheduler hands engines)."""
     full, final_bytes = plaintext_run(plaintext.nbytes, run_final)
-    chunks = full + int(run_final)
-    if not chunks:
-        return
-    room = min(BATCH_CHUNKS, chunks)
-    # (A final chunk needs its slot's zero padding, which the input has no room for.)
-    in_place = input_as_slots and not run_final and kernels.aligned(plaintext)
-    slots = None if in_place else kernels.scratch(room * CHUNK_SIZE)
-    tags = kernels.scratch(room * TAG_SIZE)
-    packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
-    for first, count in _batches(chunks):
-        final = run_final and first + count == chunks
-        batch = _Batch(kernels, base_nonce, run_first + first,
-                       [CHUNK_SIZE] * (count - 1) + [final_bytes if final else CHUNK_SIZE])
-        if slots is None:
-            batch_slots = plaintext.at(first * CHUNK_SIZE, count * CHUNK_SIZE)
-        else:
-            batch_slots = slots
-            if batch.text_bytes:
-                kernels.copy(slots.at(0, batch.text_bytes),
-                             plaintext.at(first * CHUNK_SIZE, batch.text_bytes))
-        if batch.text_bytes:
-            kernels.crypt(batch_slots, count, batch.blocks, batch.j0s, batch.sizes)
-        kernels.tags(batch_slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
-        whole = count - int(final)  # chunks that fill their slot
-        if whole:
-            target = sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE)
-            if kernels.aligned(target):  # (a result the engine made lies aligned)
-                kernels.pack(batch_slots, tags, target, whole)
-            else:
-                kernels.pack(batch_slots, tags, packed.span, whole)
-                kernels.copy(target, packed.span.at(0, whole * SEALED_CHUNK_SIZE))
-        if final:
-            at = full * SEALED_CHUNK_SIZE
-            if final_bytes:
-                kernels.copy(sealed.at(at, final_bytes),
-                             batch_slots.at(whole * CHUNK_SIZE, final_bytes))
-            kernels.copy(sealed.at(at + final_bytes, TAG_SIZE),
-                         tags.at(whole * TAG_SIZE, TAG_SIZE))
+    if full:
+        text = plaintext.at(0, full * CHUNK_SIZE)
+        out = sealed.at(0, full * SEALED_CHUNK_SIZE)
+        per_batch = _per_batch(kernels, text, out)
+        sources = _Staging(kernels, text, CHUNK_SIZE, per_batch)
+        targets = _Staging(kernels, out, SEALED_CHUNK_SIZE, per_batch)
+        for first, count in _batches(full, per_batch):
+            batch = _Batch(kernels, base_nonce, run_first + first, count)
+            given, source = sources.batch(first, count)
+            if source is not given:
+                kernels.copy(source, given)
+            result, target = targets.batch(first, count)
+            kernels.crypt(source, target, count, batch.blocks, batch.j0s, batch.sizes,
+                          (SLOT_BLOCKS, SEALED_BLOCKS))
+            kernels.tags(target, SEALED_BLOCKS, count, batch.blocks, batch.j0s, batch.sizes,
+                         target.at(CHUNK_SIZE, target.nbytes - CHUNK_SIZE), SEALED_BLOCKS)
+            if target is not result:
+                kernels.copy(result, target)
+    if run_final:
+        at = full * SEALED_CHUNK_SIZE
+        slot, tag = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
+                                 plaintext.at(full * CHUNK_SIZE, final_bytes), decrypt=False)
+        kernels.copy(sealed.at(at, final_bytes), slot.at(0, final_bytes))
+        kernels.copy(sealed.at(at + final_bytes, TAG_SIZE), tag)
+
+
+def _final_chunk(kernels: ChunkKernels, base_nonce: bytes, index: int, nbytes: int,
+                 text: Any, decrypt: bool) -> tuple[Any, Any]:
+    """The final chunk (``nbytes`` of plaintext or ciphertext in ``text``) through a slot
+    of its own, whose zero padding GHASH reads: (the slot, processed; its tag)."""
+    slot, tag = kernels.scratch(CHUNK_SIZE), kernels.scratch(TAG_SIZE)
+    batch = _Batch(kernels, base_nonce, index, 1, nbytes)
+    kernels.copy(slot.at(0, nbytes), text)
+    if decrypt:
+        kernels.tags(slot, SLOT_BLOCKS, 1, batch.blocks, batch.j0s, batch.sizes, tag, 1)
+    if batch.blocks:
+        kernels.crypt(slot, slot, 1, batch.blocks, batch.j0s, batch.sizes,
+                      (SLOT_BLOCKS, SLOT_BLOCKS))
+    if not decrypt:
+        kernels.tags(slot, SLOT_BLOCKS, 1, batch.blocks, batch.j0s, batch.sizes, tag, 1)
+    return slot, tag
 
 
 def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
@@ -162,53 +180,53 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
     zeros.
 
     The batches run one after another with no wait between them: each batch's computed
-    and received tags are gathered on the device, and compared on the host once, at the
-    end. Until then the plaintext written lies only in ``plaintext``, which this call
-    has not returned; on a mismatch it is zeroed before the error is raised."""
+    tags (made from the ciphertext before it is decrypted) and received ones are
+    gathered on the device, and compared on the host once, at the end. Until then the
+    plaintext written lies only in ``plaintext``, which this call has not returned; on a
+    mismatch it is zeroed before the error is raised."""
     full, rest = sealed_run(sealed.nbytes, run_first, run_final)
     final_bytes = rest - TAG_SIZE
     chunks = full + int(run_final)
     if not chunks:
         return
-    room = min(BATCH_CHUNKS, chunks)
-    slots = kernels.scratch(room * (CHUNK_SIZE + TAG_SIZE))  # slots, then received tags
-    tags = kernels.scratch(room * TAG_SIZE)
-    packed = _Scratch(kernels, room * SEALED_CHUNK_SIZE)
-    every_tag = kernels.scratch(2 * chunks * TAG_SIZE)  # all computed, then all received
-    for first, count in _batches(chunks):
-        final = run_final and first + count == chunks
-        batch = _Batch(kernels, base_nonce, run_first + first,
-                       [CHUNK_SIZE] * (count - 1) + [final_bytes if final else CHUNK_SIZE])
-        received = slots.at(count * CHUNK_SIZE, count * TAG_SIZE)
-        whole = count - int(final)
-        if whole:
-            source = sealed.at(first * SEALED_CHUNK_SIZE, whole * SEALED_CHUNK_SIZE)
-            if not kernels.aligned(source):  # the kernel needs the sealed chunks aligned
-                kernels.copy(packed.span.at(0, whole * SEALED_CHUNK_SIZE), source)
-                source = packed.span
-            kernels.unpack(source, slots, count * _CHUNK_BLOCKS, whole)
-        if final:
-            at, slot = full * SEALED_CHUNK_SIZE, whole * CHUNK_SIZE
-            if final_bytes:
-                kernels.copy(slots.at(slot, final_bytes), sealed.at(at, final_bytes))
-            padding = -final_bytes % BLOCK_SIZE  # GHASH pads the last block with zeros
-            if padding:
-                kernels.zero(slots.at(slot + final_bytes, padding))
-            kernels.copy(received.at(whole * TAG_SIZE, TAG_SIZE),
-                         sealed.at(at + final_bytes, TAG_SIZE))
-        kernels.tags(slots, count, batch.blocks, batch.j0s, batch.sizes, tags)
-        kernels.copy(every_tag.at(first * TAG_SIZE, count * TAG_SIZE),
-                     tags.at(0, count * TAG_SIZE))
-        kernels.copy(every_tag.at((chunks + first) * TAG_SIZE, count * TAG_SIZE), received)
-        if batch.text_bytes:
-            kernels.crypt(slots, count, batch.blocks, batch.j0s, batch.sizes)
-            kernels.copy(plaintext.at(first * CHUNK_SIZE, batch.text_bytes),
-                         slots.at(0, batch.text_bytes))
-    both = kernels.download(every_tag)
-    computed, expected = both[: chunks * TAG_SIZE], both[chunks * TAG_SIZE :]
-    if not hmac.compare_digest(computed, expected):
+    computed, received = (kernels.scratch(chunks * TAG_SIZE) for _ in range(2))
+    if full:
+        given_sealed = sealed.at(0, full * SEALED_CHUNK_SIZE)
+        text = plaintext.at(0, full * CHUNK_SIZE)
+        per_batch = _per_batch(kernels, given_sealed, text)
+        # (a batch's tags are made in scratch of their own, which a kernel can take
+        # wherever the batch is, and copied into place)
+        batch_tags = [kernels.scratch(min(full, per_batch) * TAG_SIZE) for _ in range(2)]
+        sources = _Staging(kernels, given_sealed, SEALED_CHUNK_SIZE, per_batch)
+        targets = _Staging(kernels, text, CHUNK_SIZE, per_batch)
+        for first, count in _batches(full, per_batch):
+            batch = _Batch(kernels, base_nonce, run_first + first, count)
+            given, source = sources.batch(first, count)
+            if source is not given:
+                kernels.copy(source, given)
+            made, found = (tags.at(0, count * TAG_SIZE) for tags in batch_tags)
+            kernels.tags(source, SEALED_BLOCKS, count, batch.blocks, batch.j0s, batch.sizes,
+                         made, 1)
+            kernels.gather_tags(source, found, count)
+            kernels.copy(computed.at(first * TAG_SIZE, count * TAG_SIZE), made)
+            kernels.copy(received.at(first * TAG_SIZE, count * TAG_SIZE), found)
+            result, target = targets.batch(first, count)
+            kernels.crypt(source, target, count, batch.blocks, batch.j0s, batch.sizes,
+                          (SEALED_BLOCKS, SLOT_BLOCKS))
+            if target is not result:
+                kernels.copy(result, target)
+    if run_final:
+        at = full * SEALED_CHUNK_SIZE
+        slot, tag = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
+                                 sealed.at(at, final_bytes), decrypt=True)
+        kernels.copy(computed.at(full * TAG_SIZE, TAG_SIZE), tag)
+        kernels.copy(received.at(full * TAG_SIZE, TAG_SIZE),
+                     sealed.at(at + final_bytes, TAG_SIZE))
+        kernels.copy(plaintext.at(full * CHUNK_SIZE, final_bytes), slot.at(0, final_bytes))
+    made, expected = kernels.download(computed), kernels.download(received)
+    if not hmac.compare_digest(made, expected):
         kernels.zero(plaintext)
-        index = _first_mismatch(computed, expected)
+        index = _first_mismatch(made, expected)
         cause = "truncated or modified" if run_final and index == full else "modified"
         raise AuthenticationError(f"chunk {run_first + index} failed authentication: the "
                                   f"data was {cause}", chunk=run_first + index)

@@ -133,7 +133,7 @@ class CudaHostChunks:
                                               first, final)
                 else:
                     device_chunks.seal(kernels, self._base_nonce, device_in, device_out,
-                                       first, final, input_as_slots=True)
+                                       first, final)
             finally:
                 kernels.release_all()
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ... import ghash, keyschedule
+from ..device_chunks import SLOT_BLOCKS
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import cuda_defines, module
@@ -189,6 +190,10 @@ class StreamMemory:
 
 
 _GHASH_ITEMS = 256  # threads per GHASH block: GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
+# GHASH blocks a launch asks for, per SM: 8 × 256 threads fill an SM (2,048 threads).
+# ncu on the H100 (2026-11-24): at 4 per SM the GHASH of the chunked format reached
+# 35% occupancy and took longer than the AES-256 beside it.
+_GHASH_BLOCKS_PER_SM = 8
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
@@ -242,10 +247,11 @@ class CudaGhash:
                 tables: Any, partials: int) -> None:
         from cuda.core import LaunchConfig, launch
 
-        launch(stream, LaunchConfig(grid=min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
+        launch(stream, LaunchConfig(grid=min(count, self._gpu.sms * _GHASH_BLOCKS_PER_SM),
                                     block=_GHASH_ITEMS),
                self._ghash, np.uint64(data), np.uint32(blocks), np.uint32(message_blocks),
-               np.uint32(count), np.uint64(int(tables)), np.uint64(partials))
+               np.uint32(message_blocks), np.uint32(count), np.uint64(int(tables)),
+               np.uint64(partials))
 
     def partial_sum(self, span: CudaBytes) -> int:
         """The partial sum of the whole blocks of an aligned span, after the work before
@@ -317,8 +323,7 @@ class CudaChunkKernels:
         layout = module("chunk_layout.cl", {}, self._gpu.arch)
         self._kernels = {name: code.get_kernel(name)
                          for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
-        self._kernels.update({name: layout.get_kernel(name)
-                              for name in ("chunks_pack", "chunks_unpack")})
+        self._kernels["chunks_tags"] = layout.get_kernel("chunks_tags")
         self._like = like
         self._stream = Stream.from_handle(like.stream)
         self._memory = StreamMemory(None, like)
@@ -376,32 +381,28 @@ class CudaChunkKernels:
     def _grid(self, items: int) -> int:
         return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM)
 
-    def crypt(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
-              lengths: CudaBytes) -> None:
+    def crypt(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
+              j0s: CudaBytes, lengths: CudaBytes, strides: tuple[int, int]) -> None:
         if blocks:
             self._launch("gcm_ctr_xor", _THREADS_PER_BLOCK, self._grid(blocks),
-                         np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
-                         np.uint32(1), np.uint64(j0s.pointer), np.uint64(lengths.pointer),
-                         np.uint64(self._keys.pointer))
+                         np.uint64(source.pointer), np.uint64(target.pointer),
+                         np.uint32(blocks), np.uint32(SLOT_BLOCKS), np.uint32(strides[0]),
+                         np.uint32(strides[1]), np.uint32(1), np.uint64(j0s.pointer),
+                         np.uint64(lengths.pointer), np.uint64(self._keys.pointer))
 
-    def tags(self, slots: CudaBytes, count: int, blocks: int, j0s: CudaBytes,
-             lengths: CudaBytes, tags: CudaBytes) -> None:
+    def tags(self, text: CudaBytes, stride: int, count: int, blocks: int, j0s: CudaBytes,
+             lengths: CudaBytes, tags: CudaBytes, tag_stride: int) -> None:
         partials = self.scratch(16 * count)
-        self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GRID_BLOCKS_PER_SM),
-                     np.uint64(slots.pointer), np.uint32(blocks), np.uint32(1024),
-                     np.uint32(count), np.uint64(self._h_tables.pointer),
+        self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GHASH_BLOCKS_PER_SM),
+                     np.uint64(text.pointer), np.uint32(blocks), np.uint32(SLOT_BLOCKS),
+                     np.uint32(stride), np.uint32(count), np.uint64(self._h_tables.pointer),
                      np.uint64(partials.pointer))
         self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count),
                      np.uint64(partials.pointer), np.uint32(count), np.uint64(j0s.pointer),
                      np.uint64(lengths.pointer), np.uint64(self._h_tables.pointer),
-                     np.uint64(tags.pointer), np.uint64(self._keys.pointer))
+                     np.uint64(tags.pointer), np.uint32(tag_stride),
+                     np.uint64(self._keys.pointer))
 
-    def pack(self, slots: CudaBytes, tags: CudaBytes, sealed: CudaBytes, count: int) -> None:
-        self._launch("chunks_pack", _THREADS_PER_BLOCK, self._grid(count * 1025),
-                     np.uint64(slots.pointer), np.uint64(tags.pointer),
-                     np.uint64(sealed.pointer), np.uint32(count))
-
-    def unpack(self, sealed: CudaBytes, out: CudaBytes, tags_block: int, count: int) -> None:
-        self._launch("chunks_unpack", _THREADS_PER_BLOCK, self._grid(count * 1025),
-                     np.uint64(sealed.pointer), np.uint64(out.pointer), np.uint32(tags_block),
-                     np.uint32(count))
+    def gather_tags(self, sealed: CudaBytes, tags: CudaBytes, count: int) -> None:
+        self._launch("chunks_tags", _THREADS_PER_BLOCK, self._grid(count),
+                     np.uint64(sealed.pointer), np.uint64(tags.pointer), np.uint32(count))

@@ -29,8 +29,6 @@ from .kernels import kernel, runtime
 from .tuning import launch_config
 from .workers import OpenclBlocks
 
-CHUNK_BLOCKS = 1024  # blocks of a full chunk (the chunk kernels' slot)
-
 
 def is_opencl_array(obj: Any) -> bool:
     """Whether ``obj`` is a pyopencl array (told without importing pyopencl.array)."""
@@ -220,8 +218,7 @@ class _QueueChunkKernels:
         self._align = device.cl_device.mem_base_addr_align // 8
         config = launch_config(device)
         self._group, self._groups = config.work_group_size, config.max_work_groups
-        self._layout = {name: kernel(device, "chunk_layout.cl", "", name, context)
-                        for name in ("chunks_pack", "chunks_unpack")}
+        self._gather_tags = kernel(device, "chunk_layout.cl", "", "chunks_tags", context)
         self._held: list[np.ndarray] = []  # host memory that copies still read
 
     def aligned(self, span: BufferSpan) -> bool:
@@ -263,31 +260,26 @@ class _QueueChunkKernels:
                         is_blocking=True)
         return host.tobytes()
 
-    def crypt(self, slots: BufferSpan, count: int, blocks: int, j0s: BufferSpan,
-              lengths: BufferSpan) -> None:
+    def crypt(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
+              j0s: BufferSpan, lengths: BufferSpan, strides: tuple[int, int]) -> None:
         if blocks:
-            self._engine._enqueue_ctr(slots.buffer, blocks, CHUNK_BLOCKS, 1, j0s.buffer,
-                                      lengths.buffer)
+            self._engine._enqueue_ctr(self._buffer(source), blocks, device_chunks.SLOT_BLOCKS, 1,
+                                      j0s.buffer, lengths.buffer, self._buffer(target),
+                                      strides)
 
-    def tags(self, slots: BufferSpan, count: int, blocks: int, j0s: BufferSpan,
-             lengths: BufferSpan, tags: BufferSpan) -> None:
+    def tags(self, text: BufferSpan, stride: int, count: int, blocks: int, j0s: BufferSpan,
+             lengths: BufferSpan, tags: BufferSpan, tag_stride: int) -> None:
         partials = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, 16 * count)
-        self._engine._enqueue_ghash(slots.buffer, blocks, CHUNK_BLOCKS, count, partials)
-        self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer, tags.buffer)
+        self._engine._enqueue_ghash(self._buffer(text), blocks, device_chunks.SLOT_BLOCKS,
+                                    count, partials, stride=stride)
+        self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
+                                   self._buffer(tags), tag_stride)
 
-    def _layout_launch(self, name: str, args: tuple[Any, ...], count: int) -> None:
-        layout = self._layout[name]
-        groups = min(self._groups, -(-count * (CHUNK_BLOCKS + 1) // self._group))
-        layout.set_args(*args, np.uint32(count))
-        cl.enqueue_nd_range_kernel(self._queue, layout, (groups * self._group,), (self._group,))
-
-    def pack(self, slots: BufferSpan, tags: BufferSpan, sealed: BufferSpan, count: int) -> None:
-        self._layout_launch("chunks_pack", (slots.buffer, tags.buffer, self._buffer(sealed)),
-                            count)
-
-    def unpack(self, sealed: BufferSpan, out: BufferSpan, tags_block: int, count: int) -> None:
-        self._layout_launch("chunks_unpack",
-                            (self._buffer(sealed), out.buffer, np.uint32(tags_block)), count)
+    def gather_tags(self, sealed: BufferSpan, tags: BufferSpan, count: int) -> None:
+        gather = self._gather_tags
+        groups = min(self._groups, -(-count // self._group))
+        gather.set_args(self._buffer(sealed), self._buffer(tags), np.uint32(count))
+        cl.enqueue_nd_range_kernel(self._queue, gather, (groups * self._group,), (self._group,))
 
 
 class OpenclArrayChunks:

@@ -112,11 +112,17 @@ class GcmEngine:
 
     def _enqueue_ctr(
         self, buffer: Any, blocks: int, message_blocks: int, first_step: int,
-        j0s: Any, message_bytes: Any,
+        j0s: Any, message_bytes: Any, target: Any = None,
+        strides: tuple[int, int] | None = None,
     ) -> Any:
+        """CTR over the messages in ``buffer``, in place, or into ``target``; ``strides``:
+        the blocks from one message to the next in each (both ``message_blocks``
+        unless given)."""
         groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
+        source_stride, target_stride = strides or (message_blocks, message_blocks)
         self._ctr.set_args(
-            buffer, np.uint32(blocks), np.uint32(message_blocks),
+            buffer, buffer if target is None else target, np.uint32(blocks),
+            np.uint32(message_blocks), np.uint32(source_stride), np.uint32(target_stride),
             np.uint32(first_step % 2**32), j0s, message_bytes, self.key_buffer,
         )
         return cl.enqueue_nd_range_kernel(
@@ -126,13 +132,15 @@ class GcmEngine:
 
     def _enqueue_ghash(
         self, buffer: Any, blocks: int, message_blocks: int, message_count: int, partials: Any,
-        base: int | None = None,
+        base: int | None = None, stride: int | None = None,
     ) -> Any:
-        """GHASH partial sums of messages in slots, by powers of H (or of ``base``)."""
+        """GHASH partial sums of messages in slots, by powers of H (or of ``base``);
+        ``stride``: blocks from one message to the next (``message_blocks`` unless given)."""
         items = min(self._ghash_items, _ceil_power_of_two(min(message_blocks, blocks)))
         groups = min(self._max_work_groups, message_count)
         self._ghash.set_args(
-            buffer, np.uint32(blocks), np.uint32(message_blocks), np.uint32(message_count),
+            buffer, np.uint32(blocks), np.uint32(message_blocks),
+            np.uint32(stride or message_blocks), np.uint32(message_count),
             # The carry-less GHASH (CPUs) reads H^1..H^8 whatever the group size.
             self._power_tables_of(self.h if base is None else base,
                                   max(items, _CARRYLESS_RUN)), partials,
@@ -249,11 +257,14 @@ class GcmEngine:
         return self._constant(j0s), self._constant(message_bytes.astype(np.uint64))
 
     def _enqueue_tags(
-        self, partials: Any, count: int, j0s: Any, lengths: Any, tags: Any
+        self, partials: Any, count: int, j0s: Any, lengths: Any, tags: Any, tag_stride: int = 1
     ) -> Any:
+        """The tags of messages from their partial sums, tag m at block
+        ``m * tag_stride`` of ``tags``."""
         groups = min(self._max_work_groups, -(-count // self._tags_group_size))
         self._tags.set_args(
-            partials, np.uint32(count), j0s, lengths, self.h_tables(1), tags, self.key_buffer
+            partials, np.uint32(count), j0s, lengths, self.h_tables(1), tags,
+            np.uint32(tag_stride), self.key_buffer,
         )
         return cl.enqueue_nd_range_kernel(
             self.runtime.queue, self._tags,
