@@ -76,24 +76,33 @@ class ChunkKernels(Protocol):
     def gather_tags(self, sealed: Any, tags: Any, count: int) -> None:
         """The tags of ``count`` sealed full chunks, side by side into ``tags``."""
 
+    def counters(self, base_nonce: bytes, first: int, count: int, j0s: Any,
+                 lengths: Any) -> None:
+        """J0 and length of full chunks ``first .. first + count - 1`` into ``j0s`` and
+        ``lengths``, made on the device (chunk_layout.cl's chunks_counters)."""
+
 
 def _batches(chunks: int, per_batch: int) -> list[tuple[int, int]]:
     return [(first, min(per_batch, chunks - first)) for first in range(0, chunks, per_batch)]
 
 
 class _Batch:
-    """One batch's GCM arguments, uploaded: J0 and length of each of ``count`` chunks
-    from chunk ``first``, all full but the last, which holds ``last_bytes``."""
+    """One batch's GCM arguments on the device: J0 and length of each of ``count`` chunks
+    from chunk ``first``, all full but the last, which holds ``last_bytes``. Full chunks'
+    are made on the device: on the host they took milliseconds a batch, and the GPU
+    waited for them."""
 
     def __init__(self, kernels: ChunkKernels, base_nonce: bytes, first: int, count: int,
                  last_bytes: int = CHUNK_SIZE) -> None:
         self.blocks = (count - 1) * SLOT_BLOCKS + -(-last_bytes // BLOCK_SIZE)
         self.j0s = kernels.scratch(count * BLOCK_SIZE)
-        kernels.upload(self.j0s, chunk_j0s(base_nonce, first, count).tobytes())
-        sizes = np.full(count, CHUNK_SIZE, "<u8")
-        sizes[-1] = last_bytes
-        self.sizes = kernels.scratch(sizes.nbytes)
-        kernels.upload(self.sizes, sizes.tobytes())
+        self.sizes = kernels.scratch(count * 8)
+        if last_bytes == CHUNK_SIZE:
+            kernels.counters(base_nonce, first, count, self.j0s, self.sizes)
+        else:  # (one chunk: the final one)
+            assert count == 1
+            kernels.upload(self.j0s, chunk_j0s(base_nonce, first, 1).tobytes())
+            kernels.upload(self.sizes, last_bytes.to_bytes(8, "little"))
 
 
 class _Staging:

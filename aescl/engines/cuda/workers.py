@@ -40,6 +40,16 @@ def _check(result: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def _function(kernel: Any) -> Any:
+    """The driver's function of a cuda.core kernel, for cuLaunchKernel: a library's
+    kernel is looked up as its function in the current context."""
+    from cuda.bindings import driver
+
+    handle = kernel.handle
+    return handle if isinstance(handle, driver.CUfunction) else \
+        _check(driver.cuKernelGetFunction(handle))
+
+
 @dataclass(frozen=True)
 class CudaBytes:
     """The bytes of a CUDA device array: where they are and the stream to order on."""
@@ -104,9 +114,7 @@ class CudaBlocks:
         self._keys_bytes = round_keys.nbytes
         self._keys_int = int(self._keys)
         self._kernel = kernel  # (its module stays loaded while this launches it)
-        handle = kernel.handle  # a library's kernel: its function in this GPU's context
-        self._function = handle if isinstance(handle, driver.CUfunction) else \
-            _check(driver.cuKernelGetFunction(handle))
+        self._function = _function(kernel)
         self._arguments = np.zeros(8, np.uint64)  # the kernel's arguments, then their
         self._pointers = self._arguments.ctypes.data + 8 * np.arange(8, dtype=np.uint64)
         self._argument_addresses = int(self._pointers.ctypes.data)  # addresses, as void**
@@ -324,6 +332,8 @@ class CudaChunkKernels:
         self._kernels = {name: code.get_kernel(name)
                          for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
         self._kernels["chunks_tags"] = layout.get_kernel("chunks_tags")
+        self._kernels["chunks_counters"] = layout.get_kernel("chunks_counters")
+        self._counters = _function(self._kernels["chunks_counters"])
         self._like = like
         self._stream = Stream.from_handle(like.stream)
         self._memory = StreamMemory(None, like)
@@ -402,6 +412,22 @@ class CudaChunkKernels:
                      np.uint64(lengths.pointer), np.uint64(self._h_tables.pointer),
                      np.uint64(tags.pointer), np.uint32(tag_stride),
                      np.uint64(self._keys.pointer))
+
+    def counters(self, base_nonce: bytes, first: int, count: int, j0s: CudaBytes,
+                 lengths: CudaBytes) -> None:
+        from cuda.bindings import driver
+
+        # Through cuLaunchKernel: the base J0 is a uint4 passed by value (its 16 bytes in
+        # memory order are the core's columns), which cuda.core's launch does not take.
+        values = [np.frombuffer(base_nonce + b"\x00\x00\x00\x01", np.uint8).copy(),
+                  np.array([first], np.uint64), np.array([count], np.uint32),
+                  np.array([j0s.pointer, lengths.pointer], np.uint64)]
+        pointers = np.array([values[0].ctypes.data, values[1].ctypes.data,
+                             values[2].ctypes.data, values[3].ctypes.data,
+                             values[3].ctypes.data + 8], np.uint64)
+        _check(driver.cuLaunchKernel(self._counters, self._grid(count), 1, 1,
+                                     _THREADS_PER_BLOCK, 1, 1, 0,
+                                     driver.CUstream(self._like.stream), pointers.ctypes.data, 0))
 
     def gather_tags(self, sealed: CudaBytes, tags: CudaBytes, count: int) -> None:
         self._launch("chunks_tags", _THREADS_PER_BLOCK, self._grid(count),

@@ -219,6 +219,7 @@ class _QueueChunkKernels:
         config = launch_config(device)
         self._group, self._groups = config.work_group_size, config.max_work_groups
         self._gather_tags = kernel(device, "chunk_layout.cl", "", "chunks_tags", context)
+        self._counters = kernel(device, "chunk_layout.cl", "", "chunks_counters", context)
         self._held: list[np.ndarray] = []  # host memory that copies still read
 
     def aligned(self, span: BufferSpan) -> bool:
@@ -275,10 +276,22 @@ class _QueueChunkKernels:
         self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
                                    self._buffer(tags), tag_stride)
 
+    def counters(self, base_nonce: bytes, first: int, count: int, j0s: BufferSpan,
+                 lengths: BufferSpan) -> None:
+        base_j0 = np.frombuffer(base_nonce + b"\x00\x00\x00\x01", "<u4").view(cl.cltypes.uint4)
+        self._counters.set_args(base_j0[0], np.uint64(first), np.uint32(count), j0s.buffer,
+                                lengths.buffer)
+        groups = min(self._groups, -(-count // self._group))
+        cl.enqueue_nd_range_kernel(self._queue, self._counters, (groups * self._group,),
+                                   (self._group,))
+
     def gather_tags(self, sealed: BufferSpan, tags: BufferSpan, count: int) -> None:
         gather = self._gather_tags
         groups = min(self._groups, -(-count // self._group))
-        gather.set_args(self._buffer(sealed), self._buffer(tags), np.uint32(count))
+        # The sub-buffers are held until the launch is enqueued: one released after
+        # set_args leaves NVIDIA's driver an argument it refuses (INVALID_KERNEL_ARGS).
+        buffers = self._buffer(sealed), self._buffer(tags)
+        gather.set_args(*buffers, np.uint32(count))
         cl.enqueue_nd_range_kernel(self._queue, gather, (groups * self._group,), (self._group,))
 
 
