@@ -74,6 +74,9 @@ __device__ __forceinline__ size_t_aes get_global_size(int)
 #define CLK_LOCAL_MEM_FENCE 1
 #define barrier(flags) __syncthreads()
 
+/* OpenCL's 32-bit atomics on __global memory. */
+__device__ __forceinline__ uint atomic_min(uint *p, uint v) { return atomicMin(p, v); }
+
 /* OpenCL's rotate: left by n bits (n below the width). */
 __device__ __forceinline__ uint rotate(uint x, uint n) { return __funnelshift_l(x, x, n); }
 __device__ __forceinline__ ulong rotate(ulong x, ulong n)

@@ -47,6 +47,20 @@ __kernel void chunks_tags(__global const uint4 *sealed, __global uint4 *tags,
         tags[k] = sealed[k * SEALED_CHUNK_BLOCKS + CHUNK_BLOCKS];
 }
 
+/* The first of `count` chunks whose computed and received tags differ, into
+ * *first_mismatch, which the host sets to `count` first (it stays so when all match).
+ * Every tag is compared, with no early exit; only that index comes back to the host. */
+__kernel void chunks_first_mismatch(__global const uint4 *computed,
+                                    __global const uint4 *received, const uint count,
+                                    __global uint *first_mismatch)
+{
+    for (uint k = get_global_id(0); k < count; k += get_global_size(0)) {
+        const uint4 d = computed[k] ^ received[k];
+        if (d.x | d.y | d.z | d.w)
+            atomic_min(first_mismatch, k);
+    }
+}
+
 /* The GCM batch arguments of full chunks first .. first + count - 1: J0 (16 bytes
  * in memory order) and length. J0 of chunk k is base_j0, the base nonce and the
  * 32-bit counter 1, with k XORed big-endian into nonce bytes 4..11; base_j0 holds

@@ -352,6 +352,12 @@ def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monk
             with pytest.raises(aescl.AuthenticationError, match="chunk 3") as caught:
                 aescl.chunked.decrypt(key, arrays)
             assert caught.value.chunk == 3, where
+    tampered = bytearray(sealed)
+    for chunk in (3, 1):  # (compared on the device: the first of them is named)
+        tampered[56 + chunk * 16400 + 9] ^= 1
+    with pytest.raises(aescl.AuthenticationError, match="chunk 1") as caught:
+        aescl.chunked.decrypt(key, _to_gpu(library, bytes(tampered)))
+    assert caught.value.chunk == 1
     with pytest.raises(aescl.TruncatedError):
         aescl.chunked.decrypt(key, _to_gpu(library, sealed[: 56 + 4 * 16400]))
     with pytest.raises(aescl.WrongKeyError):

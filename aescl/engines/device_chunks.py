@@ -10,8 +10,8 @@ no copies through slots. Only a side that lies where a kernel cannot take it (an
 array at an odd offset) goes through aligned scratch memory by a copy; the final,
 shorter chunk goes through a zero-padded slot of its own (GHASH pads it with zeros).
 Every step is device work on one queue or stream, in order. Opening compares the
-tags on the host (16 bytes a chunk) once all are made, and on a mismatch zeroes all
-the plaintext written before raising.
+tags on the device once all are made (only the first mismatch's index comes back),
+and on a mismatch zeroes all the plaintext written before raising.
 
 The engines supply the operations (:class:`ChunkKernels`) over their spans of memory
 (anything with ``nbytes`` and ``at(offset, nbytes)``, as in device_runs.py).
@@ -19,10 +19,7 @@ The engines supply the operations (:class:`ChunkKernels`) over their spans of me
 
 from __future__ import annotations
 
-import hmac
 from typing import Any, Protocol
-
-import numpy as np
 
 from ..chunkformat import (
     CHUNK_SIZE,
@@ -59,8 +56,9 @@ class ChunkKernels(Protocol):
 
     def upload(self, target: Any, data: bytes) -> None: ...
 
-    def download(self, span: Any) -> bytes:
-        """The bytes of a span, once the work before is done."""
+    def first_mismatch(self, computed: Any, received: Any, count: int) -> int:
+        """The first of ``count`` tags that differ between the two spans, ``count`` where
+        none does, once the work before is done (compared on the device, every tag)."""
 
     def crypt(self, source: Any, target: Any, count: int, blocks: int, j0s: Any,
               lengths: Any, strides: tuple[int, int]) -> None:
@@ -190,7 +188,7 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
 
     The batches run one after another with no wait between them: each batch's computed
     tags (made from the ciphertext before it is decrypted) and received ones are
-    gathered on the device, and compared on the host once, at the end. Until then the
+    gathered on the device, and compared there once, at the end. Until then the
     plaintext written lies only in ``plaintext``, which this call has not returned; on a
     mismatch it is zeroed before the error is raised."""
     full, rest = sealed_run(sealed.nbytes, run_first, run_final)
@@ -232,17 +230,9 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
         kernels.copy(received.at(full * TAG_SIZE, TAG_SIZE),
                      sealed.at(at + final_bytes, TAG_SIZE))
         kernels.copy(plaintext.at(full * CHUNK_SIZE, final_bytes), slot.at(0, final_bytes))
-    made, expected = kernels.download(computed), kernels.download(received)
-    if not hmac.compare_digest(made, expected):
+    index = kernels.first_mismatch(computed, received, chunks)
+    if index < chunks:
         kernels.zero(plaintext)
-        index = _first_mismatch(made, expected)
         cause = "truncated or modified" if run_final and index == full else "modified"
         raise AuthenticationError(f"chunk {run_first + index} failed authentication: the "
                                   f"data was {cause}", chunk=run_first + index)
-
-
-def _first_mismatch(computed: bytes, expected: bytes) -> int:
-    """The first chunk whose tags differ (once the whole comparison has failed)."""
-    differs = (np.frombuffer(computed, np.uint8).reshape(-1, TAG_SIZE)
-               != np.frombuffer(expected, np.uint8).reshape(-1, TAG_SIZE)).any(axis=1)
-    return int(np.argmax(differs))

@@ -27,7 +27,7 @@ KERNELS: dict[str, tuple[str, ...]] = {
     "aes_ctr.cl": ("aes_ctr_xor",),
     "aes_gcm.cl": ("gcm_ctr_xor", "gcm_ghash", "ghash_power_tables", "gcm_tags",
                    "ghash_sums_as_blocks"),
-    "chunk_layout.cl": ("chunks_tags", "chunks_counters"),
+    "chunk_layout.cl": ("chunks_tags", "chunks_counters", "chunks_first_mismatch"),
 }
 
 # Copies of the round table in shared memory: one per bank, as the OpenCL engine

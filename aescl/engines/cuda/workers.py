@@ -331,7 +331,8 @@ class CudaChunkKernels:
         layout = module("chunk_layout.cl", {}, self._gpu.arch)
         self._kernels = {name: code.get_kernel(name)
                          for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
-        self._kernels["chunks_tags"] = layout.get_kernel("chunks_tags")
+        self._kernels.update({name: layout.get_kernel(name)
+                              for name in ("chunks_tags", "chunks_first_mismatch")})
         self._kernels["chunks_counters"] = layout.get_kernel("chunks_counters")
         self._counters = _function(self._kernels["chunks_counters"])
         self._like = like
@@ -379,8 +380,15 @@ class CudaChunkKernels:
         self._held.append(host)
         _check(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
 
-    def download(self, span: CudaBytes) -> bytes:
-        return CudaGhash.read(span)
+    def first_mismatch(self, computed: CudaBytes, received: CudaBytes, count: int) -> int:
+        from cuda.bindings import driver
+
+        index = self.scratch(4)
+        _check(driver.cuMemsetD32Async(index.pointer, count, 1, self._like.stream))
+        self._launch("chunks_first_mismatch", _THREADS_PER_BLOCK, self._grid(count),
+                     np.uint64(computed.pointer), np.uint64(received.pointer),
+                     np.uint32(count), np.uint64(index.pointer))
+        return int(np.frombuffer(CudaGhash.read(index), np.uint32)[0])
 
     def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
         from cuda.core import LaunchConfig, launch

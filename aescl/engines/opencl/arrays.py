@@ -220,6 +220,8 @@ class _QueueChunkKernels:
         self._group, self._groups = config.work_group_size, config.max_work_groups
         self._gather_tags = kernel(device, "chunk_layout.cl", "", "chunks_tags", context)
         self._counters = kernel(device, "chunk_layout.cl", "", "chunks_counters", context)
+        self._first_mismatch = kernel(device, "chunk_layout.cl", "", "chunks_first_mismatch",
+                                      context)
         self._held: list[np.ndarray] = []  # host memory that copies still read
 
     def aligned(self, span: BufferSpan) -> bool:
@@ -255,11 +257,17 @@ class _QueueChunkKernels:
         cl.enqueue_copy(self._queue, target.buffer, host, dst_offset=target.offset,
                         is_blocking=False)
 
-    def download(self, span: BufferSpan) -> bytes:
-        host = np.empty(span.nbytes, np.uint8)
-        cl.enqueue_copy(self._queue, host, span.buffer, src_offset=span.offset,
-                        is_blocking=True)
-        return host.tobytes()
+    def first_mismatch(self, computed: BufferSpan, received: BufferSpan, count: int) -> int:
+        found = np.array([count], np.uint32)
+        index = cl.Buffer(self._context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                          hostbuf=found)
+        buffers = self._buffer(computed), self._buffer(received)  # (held: gather_tags)
+        self._first_mismatch.set_args(*buffers, np.uint32(count), index)
+        groups = min(self._groups, -(-count // self._group))
+        cl.enqueue_nd_range_kernel(self._queue, self._first_mismatch, (groups * self._group,),
+                                   (self._group,))
+        cl.enqueue_copy(self._queue, found, index, is_blocking=True)
+        return int(found[0])
 
     def crypt(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
               j0s: BufferSpan, lengths: BufferSpan, strides: tuple[int, int]) -> None:
