@@ -61,8 +61,8 @@ __kernel void chunks_first_mismatch(__global const uint4 *computed,
     }
 }
 
-/* The GCM batch arguments of full chunks first .. first + count - 1: J0 (16 bytes
- * in memory order) and length. J0 of chunk k is base_j0, the base nonce and the
+/* The GCM batch arguments of chunks first .. first + count - 1: J0 (16 bytes
+ * in memory order) and length (full but the last, of last_length bytes). J0 of chunk k is base_j0, the base nonce and the
  * 32-bit counter 1, with k XORed big-endian into nonce bytes 4..11; base_j0 holds
  * those 16 bytes as the AES core's columns. Computing them here keeps the
  * pipeline free of small uploads, which would queue behind the bulk ones.
@@ -76,10 +76,11 @@ inline uint4 chunk_j0(const uint4 base_j0, const ulong index)
 }
 
 __kernel void chunks_counters(const uint4 base_j0, const ulong first, const uint count,
-                              __global uint4 *j0s, __global ulong *lengths)
+                              const ulong last_length, __global uint4 *j0s,
+                              __global ulong *lengths)
 {
     for (uint i = get_global_id(0); i < count; i += get_global_size(0)) {
         j0s[i] = aes_store(chunk_j0(base_j0, first + i));
-        lengths[i] = 16ul * CHUNK_BLOCKS;
+        lengths[i] = i + 1u < count ? 16ul * CHUNK_BLOCKS : last_length;
     }
 }

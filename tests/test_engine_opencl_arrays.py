@@ -224,6 +224,20 @@ def test_chunked_on_arrays_is_byte_identical_to_the_host_path(queue, monkeypatch
             data[offset:].tobytes()
 
 
+def test_chunked_sealing_is_ordered_after_the_producer_and_before_what_follows(queue):
+    """Sealing returns once enqueued: it runs after the work queued on the input's queue
+    (a fill not yet waited for), and pyopencl work on the input queued after it (another
+    fill) waits for it, through the event it adds to both arrays."""
+    key, salt = bytes(range(32)), bytes(range(24))
+    message = cl_array.empty(queue, 3 * 16384 + 9, np.uint8)
+    message.fill(np.uint8(7))
+    sealed = aescl.chunked.encrypt(key, message, salt=salt)
+    message.fill(np.uint8(1))
+    assert sealed.get().tobytes() == aescl.chunked.encrypt(
+        key, bytes([7]) * (3 * 16384 + 9), salt=salt, device="host")
+    assert message.get().tobytes() == bytes([1]) * (3 * 16384 + 9)
+
+
 def test_chunked_on_arrays_rejects_what_the_host_path_rejects(queue, monkeypatch):
     from aescl.engines import device_chunks
 

@@ -25,7 +25,6 @@ from ..chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
     TAG_SIZE,
-    chunk_j0s,
     plaintext_run,
     sealed_run,
 )
@@ -74,10 +73,11 @@ class ChunkKernels(Protocol):
     def gather_tags(self, sealed: Any, tags: Any, count: int) -> None:
         """The tags of ``count`` sealed full chunks, side by side into ``tags``."""
 
-    def counters(self, base_nonce: bytes, first: int, count: int, j0s: Any,
-                 lengths: Any) -> None:
-        """J0 and length of full chunks ``first .. first + count - 1`` into ``j0s`` and
-        ``lengths``, made on the device (chunk_layout.cl's chunks_counters)."""
+    def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
+                 j0s: Any, lengths: Any) -> None:
+        """J0 and length of chunks ``first .. first + count - 1`` (full but the last, of
+        ``last_bytes``) into ``j0s`` and ``lengths``, made on the device
+        (chunk_layout.cl's chunks_counters)."""
 
 
 def _batches(chunks: int, per_batch: int) -> list[tuple[int, int]]:
@@ -85,22 +85,17 @@ def _batches(chunks: int, per_batch: int) -> list[tuple[int, int]]:
 
 
 class _Batch:
-    """One batch's GCM arguments on the device: J0 and length of each of ``count`` chunks
-    from chunk ``first``, all full but the last, which holds ``last_bytes``. Full chunks'
-    are made on the device: on the host they took milliseconds a batch, and the GPU
-    waited for them."""
+    """One batch's GCM arguments, made on the device: J0 and length of each of ``count``
+    chunks from chunk ``first``, all full but the last, which holds ``last_bytes``.
+    (Made on the host they took milliseconds a 1 GiB batch, with the GPU waiting; and an
+    upload from ordinary memory waits on NVIDIA's OpenCL for all the work before it.)"""
 
     def __init__(self, kernels: ChunkKernels, base_nonce: bytes, first: int, count: int,
                  last_bytes: int = CHUNK_SIZE) -> None:
         self.blocks = (count - 1) * SLOT_BLOCKS + -(-last_bytes // BLOCK_SIZE)
         self.j0s = kernels.scratch(count * BLOCK_SIZE)
         self.sizes = kernels.scratch(count * 8)
-        if last_bytes == CHUNK_SIZE:
-            kernels.counters(base_nonce, first, count, self.j0s, self.sizes)
-        else:  # (one chunk: the final one)
-            assert count == 1
-            kernels.upload(self.j0s, chunk_j0s(base_nonce, first, 1).tobytes())
-            kernels.upload(self.sizes, last_bytes.to_bytes(8, "little"))
+        kernels.counters(base_nonce, first, count, last_bytes, self.j0s, self.sizes)
 
 
 class _Staging:

@@ -421,18 +421,18 @@ class CudaChunkKernels:
                      np.uint64(tags.pointer), np.uint32(tag_stride),
                      np.uint64(self._keys.pointer))
 
-    def counters(self, base_nonce: bytes, first: int, count: int, j0s: CudaBytes,
-                 lengths: CudaBytes) -> None:
+    def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
+                 j0s: CudaBytes, lengths: CudaBytes) -> None:
         from cuda.bindings import driver
 
         # Through cuLaunchKernel: the base J0 is a uint4 passed by value (its 16 bytes in
         # memory order are the core's columns), which cuda.core's launch does not take.
-        values = [np.frombuffer(base_nonce + b"\x00\x00\x00\x01", np.uint8).copy(),
-                  np.array([first], np.uint64), np.array([count], np.uint32),
-                  np.array([j0s.pointer, lengths.pointer], np.uint64)]
-        pointers = np.array([values[0].ctypes.data, values[1].ctypes.data,
-                             values[2].ctypes.data, values[3].ctypes.data,
-                             values[3].ctypes.data + 8], np.uint64)
+        base_j0 = np.frombuffer(base_nonce + b"\x00\x00\x00\x01", np.uint8).copy()
+        count_value = np.array([count], np.uint32)
+        others = np.array([first, last_bytes, j0s.pointer, lengths.pointer], np.uint64)
+        at = others.ctypes.data
+        pointers = np.array([base_j0.ctypes.data, at, count_value.ctypes.data, at + 8,
+                             at + 16, at + 24], np.uint64)
         _check(driver.cuLaunchKernel(self._counters, self._grid(count), 1, 1,
                                      _THREADS_PER_BLOCK, 1, 1, 0,
                                      driver.CUstream(self._like.stream), pointers.ctypes.data, 0))

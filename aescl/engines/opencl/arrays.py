@@ -222,7 +222,6 @@ class _QueueChunkKernels:
         self._counters = kernel(device, "chunk_layout.cl", "", "chunks_counters", context)
         self._first_mismatch = kernel(device, "chunk_layout.cl", "", "chunks_first_mismatch",
                                       context)
-        self._held: list[np.ndarray] = []  # host memory that copies still read
 
     def aligned(self, span: BufferSpan) -> bool:
         return span.offset % self._align == 0
@@ -249,13 +248,13 @@ class _QueueChunkKernels:
                                    span.nbytes)
 
     def upload(self, target: BufferSpan, data: bytes) -> None:
-        # Not blocking: on an in-order queue a blocking write waits for all the work
-        # before it (a wait per batch). The host bytes are kept until the call's queue
-        # is finished (OpenclArrayChunks._run).
-        host = np.frombuffer(data, np.uint8)
-        self._held.append(host)
-        cl.enqueue_copy(self._queue, target.buffer, host, dst_offset=target.offset,
-                        is_blocking=False)
+        # Into a buffer of its own as it is made, then copied on the device: a write from
+        # ordinary memory waits (on NVIDIA's OpenCL) for all the work queued before it,
+        # and a call that returns before its work is done must hold no host memory.
+        staged = cl.Buffer(self._context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                           hostbuf=np.frombuffer(data, np.uint8))
+        cl.enqueue_copy(self._queue, target.buffer, staged, byte_count=len(data),
+                        dst_offset=target.offset)
 
     def first_mismatch(self, computed: BufferSpan, received: BufferSpan, count: int) -> int:
         found = np.array([count], np.uint32)
@@ -284,11 +283,11 @@ class _QueueChunkKernels:
         self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
                                    self._buffer(tags), tag_stride)
 
-    def counters(self, base_nonce: bytes, first: int, count: int, j0s: BufferSpan,
-                 lengths: BufferSpan) -> None:
+    def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
+                 j0s: BufferSpan, lengths: BufferSpan) -> None:
         base_j0 = np.frombuffer(base_nonce + b"\x00\x00\x00\x01", "<u4").view(cl.cltypes.uint4)
-        self._counters.set_args(base_j0[0], np.uint64(first), np.uint32(count), j0s.buffer,
-                                lengths.buffer)
+        self._counters.set_args(base_j0[0], np.uint64(first), np.uint32(count),
+                                np.uint64(last_bytes), j0s.buffer, lengths.buffer)
         groups = min(self._groups, -(-count // self._group))
         cl.enqueue_nd_range_kernel(self._queue, self._counters, (groups * self._group,),
                                    (self._group,))
@@ -305,9 +304,11 @@ class _QueueChunkKernels:
 
 class OpenclArrayChunks:
     """The chunked format's chunks (one chunk key and base nonce) between pyopencl
-    arrays: a message array sealed into a new array, and opened back. A call waits for
-    the work on the input's queue, runs on aescl's queue in the array's context, and
-    returns once its result is complete."""
+    arrays: a message array sealed into a new array, and opened back. A call runs on
+    aescl's queue in the array's context, after the work before on the input's queue;
+    sealing returns once its work is enqueued, with its event added to both arrays
+    (pyopencl's ``Array.events``, which later pyopencl work on them waits for); opening
+    returns once its result is complete and checked."""
 
     def __init__(self, key: bytes, base_nonce: bytes, devices: list[Device] | None = None
                  ) -> None:
@@ -327,13 +328,18 @@ class OpenclArrayChunks:
         # Placed so that what follows the header starts where a sub-buffer may.
         lead = -header_bytes % (data.queue.device.mem_base_addr_align // 8)
         result = cl_array.empty(data.queue, lead + out_bytes, np.uint8)[lead:]
-        data.finish()
-        data.queue.finish()
         with rt.lock:
+            # After the work before on the input's queue (its events, then a marker
+            # there), without waiting for it here.
+            cl.enqueue_barrier(rt.queue, wait_for=[*data.events, cl.enqueue_marker(data.queue)])
             try:
                 work(kernels, source, BufferSpan(result.base_data, result.offset, out_bytes))
-            finally:  # (a failed opening's zeroing, too, is done before the error leaves)
+            except BaseException:  # (a failed opening's zeroing is done before it leaves)
                 rt.queue.finish()
+                raise
+            done = cl.enqueue_marker(rt.queue)
+        for array in (data, result):  # (what pyopencl orders later work on them after)
+            array.add_event(done)
         return result
 
     def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:

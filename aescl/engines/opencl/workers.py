@@ -228,7 +228,8 @@ class ChunkCipher:
         counters = self._engine.scratch_buffer(scratch, "j0s", 16 * count)
         lengths = self._engine.scratch_buffer(scratch, "lengths", 8 * count)
         make = kernel(self._device, "chunk_layout.cl", "", "chunks_counters")
-        make.set_args(self._base_j0, np.uint64(first), np.uint32(count), counters, lengths)
+        make.set_args(self._base_j0, np.uint64(first), np.uint32(count),
+                      np.uint64(CHUNK_SIZE), counters, lengths)
         group = self._launch_config.work_group_size
         cl.enqueue_nd_range_kernel(queue, make, (-(-count // group) * group,), (group,))
         return self._engine.full_slots_batch(buffer, CHUNK_SIZE, count, counters, lengths,
