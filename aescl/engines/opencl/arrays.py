@@ -14,6 +14,7 @@ enqueued. No data byte passes through host memory.
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,6 +220,9 @@ class _QueueChunkKernels:
         config = launch_config(device)
         self._group, self._groups = config.work_group_size, config.max_work_groups
         self._gather_tags = kernel(device, "chunk_layout.cl", "", "chunks_tags", context)
+        # Every buffer and sub-buffer the call's work uses, let go once that work is done
+        # (see _park).
+        self.held: list[Any] = []
         self._counters = kernel(device, "chunk_layout.cl", "", "chunks_counters", context)
         self._first_mismatch = kernel(device, "chunk_layout.cl", "", "chunks_first_mismatch",
                                       context)
@@ -226,15 +230,17 @@ class _QueueChunkKernels:
     def aligned(self, span: BufferSpan) -> bool:
         return span.offset % self._align == 0
 
-    @staticmethod
-    def _buffer(span: BufferSpan) -> Any:
+    def _buffer(self, span: BufferSpan) -> Any:
         if span.offset == 0:
             return span.buffer
-        return span.buffer.get_sub_region(span.offset, span.nbytes)
+        buffer = span.buffer.get_sub_region(span.offset, span.nbytes)
+        self.held.append(buffer)
+        return buffer
 
     def scratch(self, nbytes: int) -> BufferSpan:
         buffer = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, max(16, nbytes))
         cl.enqueue_fill_buffer(self._queue, buffer, np.uint8(0), 0, buffer.size)
+        self.held.append(buffer)
         return BufferSpan(buffer, 0, nbytes)
 
     def copy(self, target: BufferSpan, source: BufferSpan) -> None:
@@ -253,6 +259,7 @@ class _QueueChunkKernels:
         # and a call that returns before its work is done must hold no host memory.
         staged = cl.Buffer(self._context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                            hostbuf=np.frombuffer(data, np.uint8))
+        self.held.append(staged)
         cl.enqueue_copy(self._queue, target.buffer, staged, byte_count=len(data),
                         dst_offset=target.offset)
 
@@ -260,7 +267,8 @@ class _QueueChunkKernels:
         found = np.array([count], np.uint32)
         index = cl.Buffer(self._context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                           hostbuf=found)
-        buffers = self._buffer(computed), self._buffer(received)  # (held: gather_tags)
+        self.held.append(index)
+        buffers = self._buffer(computed), self._buffer(received)
         self._first_mismatch.set_args(*buffers, np.uint32(count), index)
         groups = min(self._groups, -(-count // self._group))
         cl.enqueue_nd_range_kernel(self._queue, self._first_mismatch, (groups * self._group,),
@@ -278,6 +286,7 @@ class _QueueChunkKernels:
     def tags(self, text: BufferSpan, stride: int, count: int, blocks: int, j0s: BufferSpan,
              lengths: BufferSpan, tags: BufferSpan, tag_stride: int) -> None:
         partials = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, 16 * count)
+        self.held.append(partials)
         self._engine._enqueue_ghash(self._buffer(text), blocks, device_chunks.SLOT_BLOCKS,
                                     count, partials, stride=stride)
         self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
@@ -295,11 +304,27 @@ class _QueueChunkKernels:
     def gather_tags(self, sealed: BufferSpan, tags: BufferSpan, count: int) -> None:
         gather = self._gather_tags
         groups = min(self._groups, -(-count // self._group))
-        # The sub-buffers are held until the launch is enqueued: one released after
-        # set_args leaves NVIDIA's driver an argument it refuses (INVALID_KERNEL_ARGS).
+        # (held by self.held: a sub-buffer released between set_args and the launch is
+        # an argument NVIDIA's driver refuses, INVALID_KERNEL_ARGS)
         buffers = self._buffer(sealed), self._buffer(tags)
         gather.set_args(*buffers, np.uint32(count))
         cl.enqueue_nd_range_kernel(self._queue, gather, (groups * self._group,), (self._group,))
+
+
+_parked: list[tuple[Any, list[Any]]] = []
+_parked_lock = threading.Lock()
+
+
+def _park(done: Any, buffers: list[Any]) -> None:
+    """Hold a call's buffers until the event ``done`` completes; let go of those of
+    earlier calls whose work is done. A call may return before its work is done, and
+    releasing a buffer that queued work still uses blocked in NVIDIA's OpenCL until that
+    work finished (a 1 GiB seal then took as long as a blocking one)."""
+    complete = cl.command_execution_status.COMPLETE
+    with _parked_lock:
+        _parked[:] = [(event, held) for event, held in _parked
+                      if event.command_execution_status != complete]
+        _parked.append((done, buffers))
 
 
 class OpenclArrayChunks:
@@ -340,6 +365,7 @@ class OpenclArrayChunks:
             done = cl.enqueue_marker(rt.queue)
         for array in (data, result):  # (what pyopencl orders later work on them after)
             array.add_event(done)
+        _park(done, kernels.held)
         return result
 
     def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
