@@ -311,20 +311,34 @@ class _QueueChunkKernels:
         cl.enqueue_nd_range_kernel(self._queue, gather, (groups * self._group,), (self._group,))
 
 
-_parked: list[tuple[Any, list[Any]]] = []
+# Calls that returned before their work was done, with what that work uses: (the
+# event of its end, the call's kernels object, which holds its engine and buffers).
+_parked: list[tuple[Any, Any]] = []
 _parked_lock = threading.Lock()
+_PARKED_MOST = 4  # calls held at most before those done are let go regardless
 
 
-def _park(done: Any, buffers: list[Any]) -> None:
-    """Hold a call's buffers until the event ``done`` completes; let go of those of
-    earlier calls whose work is done. A call may return before its work is done, and
-    releasing a buffer that queued work still uses blocked in NVIDIA's OpenCL until that
-    work finished (a 1 GiB seal then took as long as a blocking one)."""
+def _park(done: Any, holder: Any) -> None:
+    """Hold what a call's work uses until that work is done. Freeing device memory in
+    NVIDIA's OpenCL waits for all the work on the device (as cuMemFree does): freed as
+    the call returned, it made a 1 GiB seal as slow as a blocking one."""
+    with _parked_lock:
+        _parked.append((done, holder))
+
+
+def _let_go_of_parked() -> None:
+    """At the start of a call, before its work: let go of what earlier calls held once
+    all of their work is done (then freeing waits for nothing of aescl's), or, past
+    _PARKED_MOST calls, of those that are done."""
     complete = cl.command_execution_status.COMPLETE
     with _parked_lock:
-        _parked[:] = [(event, held) for event, held in _parked
-                      if event.command_execution_status != complete]
-        _parked.append((done, buffers))
+        if not _parked:
+            return
+        if _parked[-1][0].command_execution_status == complete:
+            _parked.clear()
+        elif len(_parked) > _PARKED_MOST:
+            _parked[:] = [(event, holder) for event, holder in _parked
+                          if event.command_execution_status != complete]
 
 
 class OpenclArrayChunks:
@@ -349,6 +363,7 @@ class OpenclArrayChunks:
         import pyopencl.array as cl_array
 
         source = _span(data, "the input")
+        _let_go_of_parked()
         kernels, rt = self._kernels(data)
         # Placed so that what follows the header starts where a sub-buffer may.
         lead = -header_bytes % (data.queue.device.mem_base_addr_align // 8)
@@ -365,7 +380,7 @@ class OpenclArrayChunks:
             done = cl.enqueue_marker(rt.queue)
         for array in (data, result):  # (what pyopencl orders later work on them after)
             array.add_event(done)
-        _park(done, kernels.held)
+        _park(done, kernels)
         return result
 
     def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
