@@ -367,7 +367,9 @@ class OpenclArrayChunks:
         kernels, rt = self._kernels(data)
         # Placed so that what follows the header starts where a sub-buffer may.
         lead = -header_bytes % (data.queue.device.mem_base_addr_align // 8)
-        result = cl_array.empty(data.queue, lead + out_bytes, np.uint8)[lead:]
+        # (with the input's allocator: a caller's memory pool serves the result too)
+        result = cl_array.empty(data.queue, lead + out_bytes, np.uint8,
+                                allocator=data.allocator)[lead:]
         with rt.lock:
             # After the work before on the input's queue (its events, then a marker
             # there), without waiting for it here.
