@@ -364,6 +364,94 @@ def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monk
         aescl.chunked.decrypt(os.urandom(32), _to_gpu(library, sealed))
 
 
+# ---- JAX arrays: read in place, results made in CuPy and handed to JAX by DLPack -------
+
+
+@pytest.fixture
+def jax_gpu():
+    """JAX on a CUDA GPU, with CuPy beside it (skipped, visibly, without them). JAX is
+    told not to take most of the GPU's memory up front, as it does by default."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    pytest.importorskip("cupy", reason="CuPy is not installed (results for JAX go through it)")
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX has no GPU here")
+    return jax, gpu
+
+
+def _to_jax(jax, gpu, data: bytes):
+    import numpy as np
+
+    return jax.device_put(np.frombuffer(data, np.uint8).copy(), gpu)
+
+
+@needs_gpu
+@pytest.mark.parametrize("bits", KEY_BITS)
+def test_jax_arrays_through_ecb_and_ctr_match_pycryptodome(jax_gpu, bits):
+    import numpy as np
+
+    jax, gpu = jax_gpu
+    key, nonce, data = os.urandom(bits // 8), os.urandom(8), os.urandom((1 << 20) + 48)
+    array = _to_jax(jax, gpu, data)
+    sealed = aescl.new(key, aescl.MODE_ECB).encrypt(array)
+    assert isinstance(sealed, jax.Array) and sealed.devices() == {gpu}
+    assert np.asarray(sealed).tobytes() == Reference.new(key, Reference.MODE_ECB).encrypt(data)
+    assert np.asarray(aescl.new(key, aescl.MODE_ECB).decrypt(sealed)).tobytes() == data
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce)
+    parts = [cipher.encrypt(_to_jax(jax, gpu, data[a:b]))
+             for a, b in ((0, 5), (5, 70000), (70000, len(data)))]  # (inside blocks)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    assert b"".join(np.asarray(part).tobytes() for part in parts) == expected
+
+
+@needs_gpu
+def test_jax_arrays_through_gcm_and_the_chunked_format(jax_gpu):
+    import numpy as np
+
+    jax, gpu = jax_gpu
+    key, nonce, data = os.urandom(32), os.urandom(12), os.urandom(3 * 16384 + 100)
+    sealed, tag = aescl.new(key, aescl.MODE_GCM, nonce=nonce).encrypt_and_digest(
+        _to_jax(jax, gpu, data))
+    expected, expected_tag = Reference.new(key, Reference.MODE_GCM, nonce=nonce) \
+        .encrypt_and_digest(data)
+    assert isinstance(sealed, jax.Array)
+    assert (np.asarray(sealed).tobytes(), tag) == (expected, expected_tag)
+    opened = aescl.new(key, aescl.MODE_GCM, nonce=nonce).decrypt_and_verify(sealed, tag)
+    assert np.asarray(opened).tobytes() == data
+    salt = os.urandom(24)
+    message = aescl.chunked.encrypt(key, _to_jax(jax, gpu, data), b"ctx", salt=salt)
+    assert isinstance(message, jax.Array)
+    assert np.asarray(message).tobytes() == aescl.chunked.encrypt(key, data, b"ctx", salt=salt,
+                                                                  device="host")
+    assert np.asarray(aescl.chunked.decrypt(key, message, b"ctx")).tobytes() == data
+    tampered = bytearray(np.asarray(message).tobytes())
+    tampered[56 + 16400 + 7] ^= 1
+    with pytest.raises(aescl.AuthenticationError, match="chunk 1"):
+        aescl.chunked.decrypt(key, _to_jax(jax, gpu, bytes(tampered)), b"ctx")
+
+
+@needs_gpu
+def test_jax_input_is_read_after_the_jax_work_that_makes_it(jax_gpu):
+    """The input comes from a JAX computation not yet waited for; JAX arrays are
+    immutable, so output= one is refused before any work."""
+    import numpy as np
+
+    jax, gpu = jax_gpu
+    import jax.numpy as jnp
+
+    key, nonce = os.urandom(16), os.urandom(8)
+    with jax.default_device(gpu):
+        made = (jnp.arange(1 << 22, dtype=jnp.uint32) * 2654435761 >> 24).astype(jnp.uint8)
+    sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(made)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(
+        np.asarray(made).tobytes())
+    assert np.asarray(sealed).tobytes() == expected
+    with pytest.raises(TypeError, match="JAX array, which is immutable"):
+        aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(made, output=sealed)
+
+
 # ---- Host data on the CUDA engine (cuda:N as a device like any other) ----------------
 
 

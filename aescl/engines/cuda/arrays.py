@@ -1,5 +1,7 @@
 """CUDA device arrays as the CUDA engine takes them: any object with
-``__cuda_array_interface__`` (PyTorch, CuPy, JAX, Numba), its bytes in C order.
+``__cuda_array_interface__`` (PyTorch, CuPy, JAX, Numba), its bytes in C order. A
+result for a JAX array is made in CuPy and handed to JAX by DLPack (JAX arrays are
+immutable: no ``output=``).
 
 Any dtype is taken as its bytes: a float32 tensor of n elements is 4n bytes, and
 the result has the input's dtype and shape. Arrays must be C-contiguous, and an
@@ -21,7 +23,34 @@ from .workers import CudaBlocks, CudaBytes, CudaChunkKernels, CudaGhash, StreamM
 
 
 def _library(obj: Any) -> str:
-    return type(obj).__module__.split(".")[0]
+    return "jax" if _is_jax(obj) else type(obj).__module__.split(".")[0]
+
+
+def _is_jax(obj: Any) -> bool:
+    """Whether ``obj`` is a JAX array, told without importing JAX."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(obj, jax.Array)
+
+
+def _cupy_for_jax() -> Any:
+    """CuPy, which makes the results of calls on JAX arrays (JAX arrays are immutable:
+    a result is written in CuPy's memory, then handed to JAX by DLPack, zero-copy)."""
+    try:
+        import cupy
+    except ImportError:
+        raise TypeError("a call on JAX arrays needs CuPy beside JAX (aescl writes the "
+                        "result there and hands it to JAX by DLPack): pip install "
+                        "cupy-cuda12x or cupy-cuda13x") from None
+    return cupy
+
+
+def as_kind_of(like: Any, result: Any) -> Any:
+    """``result`` (a new array aescl made) as an array of ``like``'s library: a JAX array
+    for a JAX input, by DLPack (JAX waits, on its own stream, for the work aescl queued
+    on CuPy's current stream); others are already of their input's library."""
+    if result is None or not _is_jax(like):
+        return result
+    return sys.modules["jax"].dlpack.from_dlpack(result)
 
 
 def is_cuda_array(obj: Any) -> bool:
@@ -44,8 +73,8 @@ def _producer_stream(obj: Any, device: int, interface: dict[str, Any]) -> int:
     library = _library(obj)
     if library == "torch":
         return _torch_stream(device)
-    if library == "cupy":
-        cupy = sys.modules["cupy"]
+    if library in ("cupy", "jax"):  # (JAX: the results are CuPy's until handed back)
+        cupy = sys.modules["cupy"] if library == "cupy" else _cupy_for_jax()
         with cupy.cuda.Device(device):
             return int(cupy.cuda.get_current_stream().ptr)
     # The interface's stream (version 3): 1 and 2 are the legacy and per-thread default
@@ -64,6 +93,13 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False, stream: int | None =
         return obj
     if is_torch_tensor(obj):
         return _torch_bytes(obj, what, stream)
+    if _is_jax(obj):
+        if writable:
+            raise TypeError(f"{what} is a JAX array, which is immutable: leave output= "
+                            "out (the result is a new JAX array)")
+        # JAX's interface names no stream: its work that makes the array is waited for
+        # here, on the host (block_until_ready), before aescl's work is queued.
+        obj.block_until_ready()
     interface = obj.__cuda_array_interface__
     pointer, readonly = interface["data"]
     shape = tuple(interface["shape"])
@@ -117,10 +153,10 @@ def empty_like(obj: Any, device: int) -> Any:
     library = _library(obj)
     if library == "torch":
         return sys.modules["torch"].empty_like(obj)
-    if library == "cupy":
-        cupy = sys.modules["cupy"]
+    if library in ("cupy", "jax"):
+        cupy = sys.modules["cupy"] if library == "cupy" else _cupy_for_jax()
         with cupy.cuda.Device(device):
-            return cupy.empty_like(obj)
+            return cupy.empty(obj.shape, obj.dtype)
     raise TypeError(f"aescl cannot make a {type(obj).__module__}.{type(obj).__name__} "
                     "for the result: pass output= (a writable CUDA array of the same size)")
 
@@ -131,8 +167,8 @@ def empty_bytes(obj: Any, device: int, nbytes: int) -> Any:
     if library == "torch":
         torch = sys.modules["torch"]
         return torch.empty(nbytes, dtype=torch.uint8, device=obj.device)
-    if library == "cupy":
-        cupy = sys.modules["cupy"]
+    if library in ("cupy", "jax"):
+        cupy = sys.modules["cupy"] if library == "cupy" else _cupy_for_jax()
         with cupy.cuda.Device(device):
             return cupy.empty(nbytes, cupy.uint8)
     raise TypeError(f"aescl cannot make a {type(obj).__module__}.{type(obj).__name__} "
@@ -180,7 +216,7 @@ class CudaArrayBlocks:
                 worker = self._workers[source.device] = CudaBlocks(self._transform,
                                                                    source.device)
             worker.run(source, target, first_block, skip)
-        return result
+        return as_kind_of(data, result)
 
 
 class CudaArrayGhash:
@@ -237,14 +273,16 @@ class CudaArrayChunks:
 
     def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0) -> Any:
         source = _on_gpu(cuda_bytes(data, "the input"), self._device)
-        lead = -header_bytes % 16  # (so that the chunks after a header lie aligned)
+        # So that the chunks after a header lie aligned; not for JAX, which takes in
+        # only memory that starts where an allocation may.
+        lead = 0 if _is_jax(data) else -header_bytes % 16
         result = empty_bytes(data, source.device, lead + out_bytes)[lead:]
         kernels = self._kernels(source)
         try:
             work(kernels, source, cuda_bytes(result, "the result", writable=True))
         finally:
             kernels.release_all()
-        return result
+        return as_kind_of(data, result)
 
     def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
         """A new uint8 array: ``header`` and then the sealed chunks of ``message``."""
