@@ -443,7 +443,8 @@ def test_jax_input_is_read_after_the_jax_work_that_makes_it(jax_gpu):
 
     key, nonce = os.urandom(16), os.urandom(8)
     with jax.default_device(gpu):
-        made = (jnp.arange(1 << 22, dtype=jnp.uint32) * 2654435761 >> 24).astype(jnp.uint8)
+        made = (jnp.arange(1 << 22, dtype=jnp.uint32) * jnp.uint32(2654435761) >> 24).astype(
+            jnp.uint8)
     sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(made)
     expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(
         np.asarray(made).tobytes())
