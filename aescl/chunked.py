@@ -200,7 +200,8 @@ def decrypt(
         header = _array_chunks_class(kind).read(ciphertext, 0, min(nbytes, HEADER_SIZE))
         chunk_key, base_nonce = _open_header(key, header, context)
         return _array_chunks(kind, chunk_key, base_nonce, device).open(
-            ciphertext, HEADER_SIZE, _opened_size(nbytes - HEADER_SIZE))
+            ciphertext, HEADER_SIZE, nbytes - HEADER_SIZE, 0, True,
+            _opened_size(nbytes - HEADER_SIZE))
     data = byte_view(ciphertext)
     chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)
     plaintext = decrypt_raw(
@@ -477,27 +478,61 @@ def decrypt_range(
     check. The message length comes from the ciphertext size; whenever the
     range reaches the end of the message, the final chunk is authenticated too,
     so a truncated ciphertext cannot pass for a shorter message.
+
+    A device array (``_arrays.device_array_kind``) is opened on its own device: only
+    the chunks that hold the range, into a new array of the same kind, of which the
+    range is returned (a view; empty for ``length`` 0).
     """
     check_whole_number("offset", offset, 0)
     check_whole_number("length", length, 0)
+    kind = device_array_kind(source)
+    if kind is not None:
+        return _array_range(kind, key, source, offset, length, context, device)
     total_bytes, read_at = _random_access(source)
     chunk_key, base_nonce = _open_header(key, read_at(0, HEADER_SIZE), context)
-    final_index, final_sealed = divmod(total_bytes - HEADER_SIZE, SEALED_CHUNK_SIZE)
-    if final_sealed < TAG_SIZE:
-        raise TruncatedError("truncated: the ciphertext has no valid final chunk")
-    message_bytes = final_index * CHUNK_SIZE + final_sealed - TAG_SIZE
+    first, last, final_index, message_bytes = _range_chunks(total_bytes, offset, length)
     if length == 0 and offset < message_bytes:
         return b""
-    if offset + length >= message_bytes:
-        first, last = min(offset // CHUNK_SIZE, final_index), final_index
-    else:
-        first, last = offset // CHUNK_SIZE, (offset + length - 1) // CHUNK_SIZE
     sealed = read_at(chunk_offset(first), chunk_offset(last + 1) - chunk_offset(first))
     plaintext = _chunks(chunk_key, base_nonce, device, DEFAULT_BATCH_CHUNKS).open(
         sealed, first, final=last == final_index
     )
     start = offset - first * CHUNK_SIZE
     return plaintext[start : start + length].tobytes()
+
+
+def _range_chunks(total_bytes: int, offset: int, length: int) -> tuple[int, int, int, int]:
+    """(first chunk, last chunk, final chunk's index, message bytes) of the chunks that
+    hold a range of a message sealed in ``total_bytes`` (its header included)."""
+    final_index, final_sealed = divmod(total_bytes - HEADER_SIZE, SEALED_CHUNK_SIZE)
+    if final_sealed < TAG_SIZE:
+        raise TruncatedError("truncated: the ciphertext has no valid final chunk")
+    message_bytes = final_index * CHUNK_SIZE + final_sealed - TAG_SIZE
+    if offset + length >= message_bytes:
+        return min(offset // CHUNK_SIZE, final_index), final_index, final_index, message_bytes
+    return (offset // CHUNK_SIZE, (offset + length - 1) // CHUNK_SIZE, final_index,
+            message_bytes)
+
+
+def _array_range(kind: str, key: bytes, source: Any, offset: int, length: int,
+                 context: bytes, device: DevicesSpec) -> Any:
+    """:func:`decrypt_range` of a device array."""
+    total_bytes = device_nbytes(source)
+    if total_bytes < HEADER_SIZE:
+        raise TruncatedError("truncated: the ciphertext is shorter than its header")
+    header = _array_chunks_class(kind).read(source, 0, HEADER_SIZE)
+    chunk_key, base_nonce = _open_header(key, header, context)
+    first, last, final_index, message_bytes = _range_chunks(total_bytes, offset,
+                                                            max(length, 1))
+    final = last == final_index
+    start = chunk_offset(first)
+    nbytes = min(total_bytes, chunk_offset(last + 1)) - start
+    out_bytes = (last - first) * CHUNK_SIZE + (
+        message_bytes - final_index * CHUNK_SIZE if final else CHUNK_SIZE)
+    opened = _array_chunks(kind, chunk_key, base_nonce, device).open(
+        source, start, nbytes, first, final, out_bytes)
+    skip = min(offset - first * CHUNK_SIZE, out_bytes)
+    return opened[skip : skip + length]
 
 
 def _random_access(source: BinaryIO | BytesLike) -> tuple[int, Any]:

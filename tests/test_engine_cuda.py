@@ -364,6 +364,24 @@ def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monk
         aescl.chunked.decrypt(os.urandom(32), _to_gpu(library, sealed))
 
 
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+def test_decrypt_range_on_cuda_arrays_matches_the_host(library):
+    key = os.urandom(32)
+    message = os.urandom(4 * 16384 + 1234)
+    sealed = aescl.chunked.encrypt(key, message, device="host")
+    on_gpu = _to_gpu(library, sealed)
+    for offset, length in [(0, 0), (0, 1), (16383, 2), (16384, 16384), (3 * 16384 + 5, 10**6),
+                           (len(message), 5), (len(message) - 1, 1), (777, 40000)]:
+        got = aescl.chunked.decrypt_range(key, on_gpu, offset, length)
+        assert type(got) is type(on_gpu)
+        assert _to_host(got) == message[offset : offset + length], (offset, length)
+    damaged = bytearray(sealed)
+    damaged[56 + 2 * 16400 + 1] ^= 1
+    with pytest.raises(aescl.AuthenticationError, match="chunk 2"):
+        aescl.chunked.decrypt_range(key, _to_gpu(library, bytes(damaged)), 2 * 16384, 1)
+
+
 # ---- JAX arrays: read in place, results made in CuPy and handed to JAX by DLPack -------
 
 

@@ -238,6 +238,35 @@ def test_chunked_sealing_is_ordered_after_the_producer_and_before_what_follows(q
     assert message.get().tobytes() == bytes([1]) * (3 * 16384 + 9)
 
 
+def test_decrypt_range_on_arrays_opens_only_the_range_and_matches_the_host(queue):
+    """Only the chunks that hold the range are opened (a damaged chunk outside it goes
+    unnoticed, one inside raises), the end is always checked, and every range gives
+    what the host path gives."""
+    import random
+
+    key = bytes(range(32))
+    message = _random(4 * 16384 + 1234, seed=9).tobytes()
+    sealed = aescl.chunked.encrypt(key, message, device="host")
+    on_device = cl_array.to_device(queue, np.frombuffer(sealed, np.uint8))
+    rng = random.Random(3)
+    ranges = [(0, 0), (0, 1), (16383, 2), (16384, 16384), (3 * 16384 + 5, 10**6),
+              (len(message), 5), (len(message) + 100, 5), (len(message) - 1, 1)]
+    ranges += [(rng.randrange(len(message)), rng.randrange(3 * 16384)) for _ in range(6)]
+    for offset, length in ranges:
+        got = aescl.chunked.decrypt_range(key, on_device, offset, length)
+        assert isinstance(got, cl_array.Array)
+        assert got.get().tobytes() == message[offset : offset + length], (offset, length)
+    damaged = bytearray(sealed)
+    damaged[56 + 2 * 16400 + 1] ^= 1
+    damaged_array = cl_array.to_device(queue, np.frombuffer(damaged, np.uint8))
+    assert aescl.chunked.decrypt_range(key, damaged_array, 0, 16384).get().tobytes() == \
+        message[:16384]
+    with pytest.raises(aescl.AuthenticationError, match="chunk 2"):
+        aescl.chunked.decrypt_range(key, damaged_array, 2 * 16384, 1)
+    with pytest.raises(aescl.TruncatedError):
+        aescl.chunked.decrypt_range(key, on_device[: 56 + 4 * 16400], 0, 1)
+
+
 def test_chunked_on_arrays_rejects_what_the_host_path_rejects(queue, monkeypatch):
     from aescl.engines import device_chunks
 

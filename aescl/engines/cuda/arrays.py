@@ -292,13 +292,15 @@ class CudaArrayChunks:
                                target.at(len(header), sealed_bytes - len(header)))
         return self._run(message, sealed_bytes, work, len(header))
 
-    def open(self, sealed: Any, header_bytes: int, message_bytes: int) -> Any:
-        """A new uint8 array: the message of the sealed chunks after ``header_bytes``."""
+    def open(self, sealed: Any, at: int, nbytes: int, first: int, final: bool,
+             out_bytes: int) -> Any:
+        """A new uint8 array of ``out_bytes``: the plaintext of the sealed chunks in bytes
+        ``at .. at + nbytes`` of ``sealed``, chunks ``first, ...`` of the message (the
+        last of them the final one where ``final`` says so)."""
         def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
-            device_chunks.open_sealed(kernels, self._base_nonce,
-                                      source.at(header_bytes, source.nbytes - header_bytes),
-                                      target)
-        return self._run(sealed, message_bytes, work)
+            device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
+                                      target, first, final)
+        return self._run(sealed, out_bytes, work)
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:

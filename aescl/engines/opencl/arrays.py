@@ -393,13 +393,15 @@ class OpenclArrayChunks:
                                target.at(len(header), sealed_bytes - len(header)))
         return self._run(message, len(header), sealed_bytes, work)
 
-    def open(self, sealed: Any, header_bytes: int, message_bytes: int) -> Any:
-        """A new uint8 array: the message of the sealed chunks after ``header_bytes``."""
+    def open(self, sealed: Any, at: int, nbytes: int, first: int, final: bool,
+             out_bytes: int) -> Any:
+        """A new uint8 array of ``out_bytes``: the plaintext of the sealed chunks in bytes
+        ``at .. at + nbytes`` of ``sealed``, chunks ``first, ...`` of the message (the
+        last of them the final one where ``final`` says so)."""
         def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
-            device_chunks.open_sealed(kernels, self._base_nonce,
-                                      source.at(header_bytes, source.nbytes - header_bytes),
-                                      target)
-        return self._run(sealed, 0, message_bytes, work)
+            device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
+                                      target, first, final)
+        return self._run(sealed, 0, out_bytes, work)
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:
