@@ -238,6 +238,16 @@ def no_device_named(monkeypatch, tmp_path):
     return teams.team(None)
 
 
+@pytest.fixture
+def without_a_gpu():
+    """For tests of how the default team weighs the host engine against an OpenCL CPU
+    alone: a GPU (OpenCL or CUDA) would be weighed too."""
+    gpus = [d.id for d in aescl.list_devices() if d.type == "gpu"]
+    if gpus:
+        pytest.skip(f"this machine has GPUs ({', '.join(gpus)}), which the default team "
+                    "weighs beside the host engine and the OpenCL CPU")
+
+
 def test_no_device_named_gives_the_default_team(no_device_named, monkeypatch):
     assert isinstance(no_device_named, teams.DefaultTeam)
     monkeypatch.setenv("AESCL_DEVICE", "host")  # a device named in the environment
@@ -290,7 +300,7 @@ def test_a_fresh_process_weighs_a_devices_start_up_against_the_job(no_device_nam
                                        "8G": opencl_cpu.id}
 
 
-def test_a_file_job_keeps_the_device_chosen_for_it(no_device_named, opencl_cpu):
+def test_a_file_job_keeps_the_device_chosen_for_it(without_a_gpu, no_device_named, opencl_cpu):
     # OpenCL runs here. Between files the two tie at the files' rate (the host engine
     # ranks first); a window alone, 2 MiB in memory, would go to the faster device.
     assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
@@ -316,7 +326,8 @@ def test_once_opencl_runs_a_job_goes_by_rate_alone(no_device_named, opencl_cpu):
     assert no_device_named.for_job(64 << 20, "chunks").devices == [opencl_cpu]
 
 
-def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(no_device_named,
+def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(without_a_gpu,
+                                                                      no_device_named,
                                                                       opencl_cpu):
     # The guesses alone: on the same cores OpenSSL ran 6-20x PoCL (docs/benchmarks).
     for kind in ("blocks", "chunks"):
