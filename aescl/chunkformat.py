@@ -100,6 +100,12 @@ def chunk_nonce(base_nonce: bytes | int, index: int) -> bytes:
     return (base ^ index).to_bytes(NONCE_SIZE, "big")
 
 
+def base_j0(base_nonce: bytes) -> bytes:
+    """J0 of chunk 0 (the base nonce, then the 32-bit counter 1), from which the device
+    makes every chunk's (cl/chunk_layout.cl, chunk_j0): 16 bytes in memory order."""
+    return bytes(chunk_j0s(base_nonce, 0, 1).tobytes())
+
+
 def chunk_j0s(base_nonce: bytes, first: int, count: int) -> Any:
     """J0 of chunks ``first .. first + count - 1`` (each chunk's nonce, then the 32-bit
     counter 1) as a (count, 16) uint8 numpy array: the GCM kernels' batch argument."""

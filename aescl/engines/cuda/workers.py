@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ... import ghash, keyschedule
+from ...chunkformat import base_j0
 from ..device_chunks import SLOT_BLOCKS
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
@@ -331,9 +332,8 @@ class CudaChunkKernels:
         layout = module("chunk_layout.cl", {}, self._gpu.arch)
         self._kernels = {name: code.get_kernel(name)
                          for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
-        self._kernels.update({name: layout.get_kernel(name)
-                              for name in ("chunks_tags", "chunks_first_mismatch")})
-        self._kernels["chunks_counters"] = layout.get_kernel("chunks_counters")
+        self._kernels.update({name: layout.get_kernel(name) for name in
+                              ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
         self._counters = _function(self._kernels["chunks_counters"])
         self._like = like
         self._stream = Stream.from_handle(like.stream)
@@ -427,11 +427,11 @@ class CudaChunkKernels:
 
         # Through cuLaunchKernel: the base J0 is a uint4 passed by value (its 16 bytes in
         # memory order are the core's columns), which cuda.core's launch does not take.
-        base_j0 = np.frombuffer(base_nonce + b"\x00\x00\x00\x01", np.uint8).copy()
+        first_j0 = np.frombuffer(base_j0(base_nonce), np.uint8).copy()
         count_value = np.array([count], np.uint32)
         others = np.array([first, last_bytes, j0s.pointer, lengths.pointer], np.uint64)
         at = others.ctypes.data
-        pointers = np.array([base_j0.ctypes.data, at, count_value.ctypes.data, at + 8,
+        pointers = np.array([first_j0.ctypes.data, at, count_value.ctypes.data, at + 8,
                              at + 16, at + 24], np.uint64)
         _check(driver.cuLaunchKernel(self._counters, self._grid(count), 1, 1,
                                      _THREADS_PER_BLOCK, 1, 1, 0,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from ...chunkformat import base_j0
 from ...devices import Device, opencl_devices
 from .. import device_chunks
 from ..device_runs import run_blocks
@@ -294,8 +295,8 @@ class _QueueChunkKernels:
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: BufferSpan, lengths: BufferSpan) -> None:
-        base_j0 = np.frombuffer(base_nonce + b"\x00\x00\x00\x01", "<u4").view(cl.cltypes.uint4)
-        self._counters.set_args(base_j0[0], np.uint64(first), np.uint32(count),
+        first_j0 = np.frombuffer(base_j0(base_nonce), "<u4").view(cl.cltypes.uint4)
+        self._counters.set_args(first_j0[0], np.uint64(first), np.uint32(count),
                                 np.uint64(last_bytes), j0s.buffer, lengths.buffer)
         groups = min(self._groups, -(-count // self._group))
         cl.enqueue_nd_range_kernel(self._queue, self._counters, (groups * self._group,),

@@ -21,6 +21,7 @@ from ...chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
     TAG_SIZE,
+    base_j0,
     check_base_nonce,
     check_chunk_range,
     check_key,
@@ -143,7 +144,7 @@ class ChunkCipher:
         self._engine = GcmEngine(bytes(key), self._device, "host")
         self._base_nonce = np.frombuffer(bytes(base_nonce), dtype=np.uint8)
         # J0 of chunk 0 as the AES core's four columns (cl/chunk_layout.cl).
-        self._base_j0 = np.frombuffer(bytes(base_nonce) + b"\x00\x00\x00\x01",
+        self._base_j0 = np.frombuffer(base_j0(bytes(base_nonce)),
                                       dtype="<u4").view(cl.cltypes.uint4)[0]
 
     def _j0s(self, first: int, count: int) -> np.ndarray:
