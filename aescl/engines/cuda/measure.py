@@ -105,8 +105,9 @@ def resident_seconds(ordinal: int, mode: str, key: bytes, iv: bytes, data: np.nd
                      output_bytes: int, min_seconds: float) -> tuple[float, float]:
     """Seconds of the kernel-only and the device-resident figures of ``mode`` over
     ``data`` (uploaded first), its output ``output_bytes`` long: CTR and ECB one kernel;
-    the chunked format its whole device work (device_chunks.seal: the kernels, and the
-    batches' small uploads and copies), out of place."""
+    the chunked format its whole device work (device_chunks.seal: J0s, CTR from the
+    plaintext's layout into the sealed one, GHASH and the tags), out of place: more than
+    the OpenCL engine's figure, which is its GCM batch in place over slots."""
     from cuda.bindings import driver
 
     cuda_device(ordinal).core.set_current()
