@@ -109,14 +109,34 @@ class _Staging:
         self._room = min(per_batch, span.nbytes // chunk_bytes) * chunk_bytes
         self._scratch: Any = None
 
-    def batch(self, first: int, count: int) -> tuple[Any, Any]:
-        """(the caller's span of the batch, where the kernels take it)."""
+    def _place(self, first: int, count: int) -> tuple[Any, Any]:
+        """(the caller's span of a batch, the scratch it goes through; None where the
+        kernels take the caller's span as it is)."""
         mine = self._span.at(first * self._chunk_bytes, count * self._chunk_bytes)
         if self._kernels.aligned(mine):
-            return mine, mine
+            return mine, None
         if self._scratch is None:
             self._scratch = self._kernels.scratch(self._room)
         return mine, self._scratch.at(0, count * self._chunk_bytes)
+
+    def source(self, first: int, count: int) -> Any:
+        """Where the kernels read a batch (copied into scratch first where staged)."""
+        mine, staged = self._place(first, count)
+        if staged is None:
+            return mine
+        self._kernels.copy(staged, mine)
+        return staged
+
+    def target(self, first: int, count: int) -> Any:
+        """Where the kernels write a batch (:meth:`written` once they have)."""
+        mine, staged = self._place(first, count)
+        return mine if staged is None else staged
+
+    def written(self, first: int, count: int) -> None:
+        """A batch the kernels wrote into :meth:`target`, copied out where staged."""
+        mine, staged = self._place(first, count)
+        if staged is not None:
+            self._kernels.copy(mine, staged)
 
 
 def _per_batch(kernels: ChunkKernels, *spans: Any) -> int:
@@ -138,16 +158,12 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
         targets = _Staging(kernels, out, SEALED_CHUNK_SIZE, per_batch)
         for first, count in _batches(full, per_batch):
             batch = _Batch(kernels, base_nonce, run_first + first, count)
-            given, source = sources.batch(first, count)
-            if source is not given:
-                kernels.copy(source, given)
-            result, target = targets.batch(first, count)
+            source, target = sources.source(first, count), targets.target(first, count)
             kernels.crypt(source, target, count, batch.blocks, batch.j0s, batch.sizes,
                           (SLOT_BLOCKS, SEALED_BLOCKS))
             kernels.tags(target, SEALED_BLOCKS, count, batch.blocks, batch.j0s, batch.sizes,
                          target.at(CHUNK_SIZE, target.nbytes - CHUNK_SIZE), SEALED_BLOCKS)
-            if target is not result:
-                kernels.copy(result, target)
+            targets.written(first, count)
     if run_final:
         at = full * SEALED_CHUNK_SIZE
         slot, tag = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
@@ -203,20 +219,16 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
         targets = _Staging(kernels, text, CHUNK_SIZE, per_batch)
         for first, count in _batches(full, per_batch):
             batch = _Batch(kernels, base_nonce, run_first + first, count)
-            given, source = sources.batch(first, count)
-            if source is not given:
-                kernels.copy(source, given)
+            source = sources.source(first, count)
             made, found = (tags.at(0, count * TAG_SIZE) for tags in batch_tags)
             kernels.tags(source, SEALED_BLOCKS, count, batch.blocks, batch.j0s, batch.sizes,
                          made, 1)
             kernels.gather_tags(source, found, count)
             kernels.copy(computed.at(first * TAG_SIZE, count * TAG_SIZE), made)
             kernels.copy(received.at(first * TAG_SIZE, count * TAG_SIZE), found)
-            result, target = targets.batch(first, count)
-            kernels.crypt(source, target, count, batch.blocks, batch.j0s, batch.sizes,
-                          (SEALED_BLOCKS, SLOT_BLOCKS))
-            if target is not result:
-                kernels.copy(result, target)
+            kernels.crypt(source, targets.target(first, count), count, batch.blocks,
+                          batch.j0s, batch.sizes, (SEALED_BLOCKS, SLOT_BLOCKS))
+            targets.written(first, count)
     if run_final:
         at = full * SEALED_CHUNK_SIZE
         slot, tag = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
