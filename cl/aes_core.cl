@@ -37,6 +37,27 @@
  *                           their LDS also has 32 banks and checks conflicts per
  *                           half-wavefront (work-items 0-31, then 32-63), and
  *                           each half reads copies 0-31 once.
+ *   AES_ROUND_TABLES        1 (default), 2 or 4: how many of the four round
+ *                           tables T0..T3 (Tn = rotate(T0, 8n)) sit in __local
+ *                           memory, each in AES_TABLE_LANES copies. The others
+ *                           are made by rotating an entry: 1 table costs three
+ *                           rotates per output column, 2 (T0, T1) cost one, since
+ *                           T2[c] ^ T3[d] = rotate(T0[c] ^ T1[d], 16), and 4 none.
+ *                           A rotate is an integer instruction beside the lookup,
+ *                           and on NVIDIA GPUs the integer pipe, not the shared
+ *                           memory, ran out first with one table (ncu, H100).
+ *                           With 2 or 4, the tables sit in pairs: an entry holds
+ *                           the copies of T0 then T1 (T2 then T3 in the second
+ *                           pair), so an entry is 8 * LANES bytes, and with 32
+ *                           lanes and AES_BYTE_PERMUTE (256-byte entries) one
+ *                           byte permute forms a lookup's whole offset: the
+ *                           state's byte as byte 1, the copy as byte 0.
+ *                           4 tables in 32 copies are 128 KiB: only the CUDA
+ *                           engine, in dynamic shared memory (AES_TABLES_DYNAMIC).
+ *   AES_TABLES_DYNAMIC      CUDA only: the round tables are the kernel's dynamic
+ *                           shared memory (`extern __shared__`), sized by the
+ *                           launch (256 * 4 * LANES * ROUND_TABLES bytes), since
+ *                           static shared memory stops at 48 KiB.
  *   AES_BYTE_PERMUTE        1 on NVIDIA GPUs: byte extraction through inline PTX
  *                           (aes_vendor.h). The lookups then cost one integer
  *                           and one multiply-add instruction each, not two
@@ -73,31 +94,50 @@
 #define AES_KEY_WORDS (AES_ROUNDS - 6u)         /* Nk */
 #define AES_ROUND_KEY_WORDS (4u * (AES_ROUNDS + 1u))
 
+#ifndef AES_ROUND_TABLES
+#define AES_ROUND_TABLES 1
+#endif
+#ifndef AES_TABLES_DYNAMIC
+#define AES_TABLES_DYNAMIC 0
+#endif
+#if AES_ROUND_TABLES != 1 && AES_ROUND_TABLES != 2 && AES_ROUND_TABLES != 4
+#error "AES_ROUND_TABLES must be 1, 2 or 4"
+#endif
+#if AES_TABLES_DYNAMIC && !defined(__CUDACC__)
+#error "AES_TABLES_DYNAMIC is CUDA's dynamic shared memory"
+#endif
+
 #if AES_TABLES_IN_LOCAL
 #define AES_TABLE_SPACE __local
 #else
 #define AES_TABLE_SPACE __constant
-#if AES_TABLE_LANES != 1
-#error "AES_TABLE_LANES > 1 needs AES_TABLES_IN_LOCAL"
+#if AES_TABLE_LANES != 1 || AES_ROUND_TABLES != 1
+#error "AES_TABLE_LANES > 1 and AES_ROUND_TABLES > 1 need AES_TABLES_IN_LOCAL"
 #endif
 #endif
 
-/* log2 of the bytes between consecutive entries of one table copy (4 * LANES). */
+/* Tables whose copies share an entry (a pair, or T0 alone), and log2 of the bytes
+ * between consecutive entries: 4 * LANES * AES_TABLES_PER_ENTRY. */
+#define AES_TABLES_PER_ENTRY (AES_ROUND_TABLES == 1 ? 1 : 2)
 #if AES_TABLE_LANES == 1
-#define AES_ENTRY_SHIFT 2
+#define AES_LANES_SHIFT 2
 #elif AES_TABLE_LANES == 2
-#define AES_ENTRY_SHIFT 3
+#define AES_LANES_SHIFT 3
 #elif AES_TABLE_LANES == 4
-#define AES_ENTRY_SHIFT 4
+#define AES_LANES_SHIFT 4
 #elif AES_TABLE_LANES == 8
-#define AES_ENTRY_SHIFT 5
+#define AES_LANES_SHIFT 5
 #elif AES_TABLE_LANES == 16
-#define AES_ENTRY_SHIFT 6
+#define AES_LANES_SHIFT 6
 #elif AES_TABLE_LANES == 32
-#define AES_ENTRY_SHIFT 7
+#define AES_LANES_SHIFT 7
 #else
 #error "AES_TABLE_LANES must be a power of two from 1 to 32"
 #endif
+#define AES_ENTRY_SHIFT (AES_LANES_SHIFT + (AES_TABLES_PER_ENTRY == 2 ? 1 : 0))
+/* Words of all the round tables' copies, and bytes of one pair of tables. */
+#define AES_ROUND_TABLE_WORDS (256 * AES_TABLE_LANES * AES_ROUND_TABLES)
+#define AES_PAIR_BYTES (256u << AES_ENTRY_SHIFT)
 
 /* Byte offset, from the table base, of the entry that byte `row` of word indexes
  * in this work-item's copy (copy_bytes = aes_copy_bytes()). Either form leaves
@@ -108,8 +148,10 @@
  * off NVIDIA's integer pipe (aes_vendor.h). */
 inline uint aes_entry_offset(uint word, uint row, uint copy_bytes)
 {
-#if AES_BYTE_PERMUTE
-    return aes_extract_byte(word, row) * (4u * AES_TABLE_LANES) + copy_bytes;
+#if AES_BYTE_PERMUTE && AES_ENTRY_SHIFT == 8
+    return aes_byte_above(word, row, copy_bytes);
+#elif AES_BYTE_PERMUTE
+    return aes_extract_byte(word, row) * (1u << AES_ENTRY_SHIFT) + copy_bytes;
 #else
     const int shift = 8 * (int)row - AES_ENTRY_SHIFT;
     const uint moved = shift > 0 ? word >> (uint)shift : word << (uint)-shift;
@@ -123,11 +165,14 @@ inline uint aes_copy_bytes(void)
     return (AES_TABLE_LANES > 1) ? (uint)(get_local_id(0) & (AES_TABLE_LANES - 1)) * 4u : 0u;
 }
 
-/* The round-table entry indexed by byte `row` of `word`, from this work-item's copy
- * of table t (copy_bytes = aes_copy_bytes()). */
-#define AES_T(t, word, row, copy_bytes)                                    \
-    (*(AES_TABLE_SPACE const uint *)((AES_TABLE_SPACE const uchar *)(t)     \
-                                     + aes_entry_offset(word, row, copy_bytes)))
+/* The entry of round table Tn indexed by byte `row` of `word`, from this
+ * work-item's copy (copy_bytes = aes_copy_bytes()), `tables` being where the
+ * tables' copies start. n is a constant: the pair's start folds into the load's
+ * own offset, and the second table's into the copy's. */
+#define AES_T(tables, n, word, row, copy_bytes)                                      \
+    (*(AES_TABLE_SPACE const uint *)((AES_TABLE_SPACE const uchar *)(tables)          \
+        + ((n) >> 1) * AES_PAIR_BYTES                                                 \
+        + aes_entry_offset(word, row, (copy_bytes) + ((n) & 1) * 4u * AES_TABLE_LANES)))
 
 #if AES_KEY_SCHEDULE_DEVICE
 #define AES_KEY_SPACE __local
@@ -201,12 +246,18 @@ inline void aes_expand_decrypt_key(__local uint *rk, __constant const uint *key)
 
 /* ---- Per-work-group setup ---------------------------------------------------- */
 
-/* Consecutive work-items write consecutive words: LANES copies of one entry,
- * then the next entry. */
+/* Consecutive work-items write consecutive words: the LANES copies of an entry
+ * (of T0, then of T1 where tables pair), then the next entry, then the next pair.
+ * Table n is T0 rotated by 8n bits. */
 inline void aes_stage_uint_table(__local uint *dst, __constant const uint *src)
 {
-    for (uint i = get_local_id(0); i < 256u * AES_TABLE_LANES; i += get_local_size(0))
-        dst[i] = src[i / AES_TABLE_LANES];
+    for (uint i = get_local_id(0); i < AES_ROUND_TABLE_WORDS; i += get_local_size(0)) {
+        const uint copy_of = i / AES_TABLE_LANES;           /* (pair, entry, table in pair) */
+        const uint entry = (copy_of / AES_TABLES_PER_ENTRY) % 256u;
+        const uint table = copy_of % AES_TABLES_PER_ENTRY
+                           + AES_TABLES_PER_ENTRY * (copy_of / (256u * AES_TABLES_PER_ENTRY));
+        dst[i] = table ? rotate(src[entry], 8u * table) : src[entry];
+    }
 }
 
 inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *src)
@@ -215,9 +266,14 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
         dst[i] = src[i];
 }
 
+#if AES_TABLES_DYNAMIC
+#define AES_ROUND_TABLE_ARRAY(name) extern __shared__ uint name[]
+#else
+#define AES_ROUND_TABLE_ARRAY(name) AES_LOCAL_ARRAY uint name[AES_ROUND_TABLE_WORDS]
+#endif
 #if AES_TABLES_IN_LOCAL
 #define AES_DECLARE_ROUND_TABLE(name, source)                              \
-    AES_LOCAL_ARRAY uint name##_copies[256 * AES_TABLE_LANES];             \
+    AES_ROUND_TABLE_ARRAY(name##_copies);                                  \
     aes_stage_uint_table(name##_copies, source);                           \
     __local const uint *name = name##_copies
 #define AES_DECLARE_SBOX(name, source)                                     \
@@ -232,10 +288,10 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 #define AES_DECLARE_ROUND_KEYS(name, key_material, expand) \
     AES_LOCAL_ARRAY uint name[AES_ROUND_KEY_WORDS];        \
     if (get_local_id(0) == 0)                              \
-        expand(name, key_material)
+        expand(name, AES_KEY_POINTER(key_material))
 #else
 #define AES_DECLARE_ROUND_KEYS(name, key_material, expand) \
-    __constant const uint *name = key_material
+    __constant const uint *name = AES_KEY_POINTER(key_material)
 #endif
 
 #if AES_TABLES_IN_LOCAL || AES_KEY_SCHEDULE_DEVICE
@@ -260,20 +316,41 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
 /* ---- Rounds ------------------------------------------------------------------ */
 
 /* One output column of a full round: T0[a.row0] ^ T1[b.row1] ^ T2[c.row2] ^
- * T3[d.row3] ^ key, with Tn = rotate(T0, 8n). Encryption passes the columns
- * j, j+1, j+2, j+3 (ShiftRows); decryption j, j+3, j+2, j+1 (InvShiftRows).
- * `copy` is the work-item's copy offset, aes_copy_bytes(). */
+ * T3[d.row3] ^ key, with Tn = rotate(T0, 8n), from the AES_ROUND_TABLES tables
+ * there are. Encryption passes the columns j, j+1, j+2, j+3 (ShiftRows);
+ * decryption j, j+3, j+2, j+1 (InvShiftRows). `copy` is the work-item's copy
+ * offset, aes_copy_bytes(). */
+#if AES_ROUND_TABLES == 4
 #define AES_ROUND_COLUMN(t, a, b, c, d, k, copy)                           \
-    (AES_T(t, a, 0, copy) ^ rotate(AES_T(t, b, 1, copy), 8u)               \
-     ^ rotate(AES_T(t, c, 2, copy), 16u) ^ rotate(AES_T(t, d, 3, copy), 24u) ^ (k))
+    (AES_T(t, 0, a, 0, copy) ^ AES_T(t, 1, b, 1, copy)                     \
+     ^ AES_T(t, 2, c, 2, copy) ^ AES_T(t, 3, d, 3, copy) ^ (k))
+#elif AES_ROUND_TABLES == 2
+#define AES_ROUND_COLUMN(t, a, b, c, d, k, copy)                           \
+    (AES_T(t, 0, a, 0, copy) ^ AES_T(t, 1, b, 1, copy)                     \
+     ^ rotate(AES_T(t, 0, c, 2, copy) ^ AES_T(t, 1, d, 3, copy), 16u) ^ (k))
+#else
+#define AES_ROUND_COLUMN(t, a, b, c, d, k, copy)                           \
+    (AES_T(t, 0, a, 0, copy) ^ rotate(AES_T(t, 0, b, 1, copy), 8u)         \
+     ^ rotate(AES_T(t, 0, c, 2, copy), 16u) ^ rotate(AES_T(t, 0, d, 3, copy), 24u) ^ (k))
+#endif
 
-/* Final encryption round: S-box only. Row r of aes_te0 is S[x] for r = 1, 2,
- * so each byte is masked out of the table entry in place. */
+/* Final encryption round: S-box only. T0[x] is (2s, s, s, 3s) from row 0 up for
+ * s = S[x], and Tn that rotated up by n rows, so each output byte is masked out
+ * of an entry that holds s in that row (shifted into it from T0 where the table
+ * is not there). */
+#if AES_ROUND_TABLES == 4
 #define AES_FINAL_ENC_COLUMN(t, a, b, c, d, k, copy)                       \
-    (((AES_T(t, a, 0, copy) >> 8) & 0xffu)                                 \
-     | (AES_T(t, b, 1, copy) & 0xff00u)                                    \
-     | (AES_T(t, c, 2, copy) & 0xff0000u)                                  \
-     | ((AES_T(t, d, 3, copy) << 16) & 0xff000000u)) ^ (k)
+    ((AES_T(t, 2, a, 0, copy) & 0xffu)                                     \
+     | (AES_T(t, 0, b, 1, copy) & 0xff00u)                                 \
+     | (AES_T(t, 0, c, 2, copy) & 0xff0000u)                               \
+     | (AES_T(t, 1, d, 3, copy) & 0xff000000u)) ^ (k)
+#else
+#define AES_FINAL_ENC_COLUMN(t, a, b, c, d, k, copy)                       \
+    (((AES_T(t, 0, a, 0, copy) >> 8) & 0xffu)                              \
+     | (AES_T(t, 0, b, 1, copy) & 0xff00u)                                 \
+     | (AES_T(t, 0, c, 2, copy) & 0xff0000u)                               \
+     | ((AES_T(t, 0, d, 3, copy) << 16) & 0xff000000u)) ^ (k)
+#endif
 
 #define AES_FINAL_DEC_COLUMN(s, a, b, c, d, k)                             \
     ((uint)(s)[aes_extract_byte(a, 0)] | ((uint)(s)[aes_extract_byte(b, 1)] << 8)          \

@@ -62,7 +62,7 @@ AES_CPU_TARGET __kernel void aes_ctr_xor(__global const uint4 *input, __global u
                           const ulong block_count,
                           const ulong counter_hi, const ulong counter_lo,
                           const ulong field_mask_hi, const ulong field_mask_lo,
-                          __constant const uint *key_material)
+                          AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
     const ulong end = aes_runs_end(block_count);

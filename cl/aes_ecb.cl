@@ -33,7 +33,7 @@ inline void aes_ecb_store_run(__global uint4 *output, const ulong first,
 }
 
 AES_CPU_TARGET __kernel void aes_ecb_encrypt(__global const uint4 *input, __global uint4 *output,
-                              const ulong block_count, __constant const uint *key_material)
+                              const ulong block_count, AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
     const ulong end = aes_runs_end(block_count);
@@ -46,7 +46,7 @@ AES_CPU_TARGET __kernel void aes_ecb_encrypt(__global const uint4 *input, __glob
 }
 
 AES_CPU_TARGET __kernel void aes_ecb_decrypt(__global const uint4 *input, __global uint4 *output,
-                              const ulong block_count, __constant const uint *key_material)
+                              const ulong block_count, AES_KEY_ARGUMENT(key_material))
 {
     AES_DECRYPT_SETUP(key_material);
     const ulong end = aes_runs_end(block_count);

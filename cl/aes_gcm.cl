@@ -64,7 +64,7 @@ AES_CPU_TARGET __kernel void gcm_ctr_xor(__global const uint4 *input, __global u
                           const uint input_stride, const uint output_stride,
                           const uint first_step,
                           __global const uint4 *j0s, __global const ulong *message_bytes,
-                          __constant const uint *key_material)
+                          AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
     const uint end = (uint)aes_runs_end(block_count);
@@ -220,7 +220,7 @@ AES_CPU_TARGET __kernel void ghash_power_tables(const ulong h_hi, const ulong h_
 AES_CPU_TARGET __kernel void gcm_tags(__global const ulong2 *partials, const uint message_count,
                        __global const uint4 *j0s, __global const ulong *message_bytes,
                        __global const ulong2 *h_tables, __global uint4 *tags,
-                       const uint tag_stride, __constant const uint *key_material)
+                       const uint tag_stride, AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
     for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {

@@ -39,6 +39,15 @@
 #endif
 #endif
 
+/* A kernel's key argument (AES_KEY_ARGUMENT(name)) and its words
+ * (AES_KEY_POINTER(name)): round keys or the raw key (aes_core.cl,
+ * AES_KEY_SCHEDULE_DEVICE). In OpenCL a __constant buffer; CUDA passes the words
+ * by value (aes_vendor_cuda.h). */
+#if !defined(__CUDACC__)
+#define AES_KEY_ARGUMENT(name) __constant const uint *name
+#define AES_KEY_POINTER(name) (name)
+#endif
+
 /* Full unrolling of the round loop: clang-based compilers (PoCL, AMD, Intel) and
  * NVIDIA's all accept the pragma; others ignore it. */
 #define AES_UNROLL _Pragma("unroll")
@@ -66,6 +75,22 @@ inline uint aes_extract_byte(uint word, uint row)
     else
         byte = word >> 24;
     return byte;
+}
+/* Byte `row` of word as byte 1 of the result and byte 0 of `low` (below 256) as
+ * byte 0: one PRMT forms a table lookup's whole offset where table entries are
+ * 256 bytes apart (aes_core.cl, AES_ROUND_TABLES). */
+inline uint aes_byte_above(uint word, uint row, uint low)
+{
+    uint offset;
+    if (row == 0u)
+        asm("prmt.b32 %0, %1, %2, 0x5504;" : "=r"(offset) : "r"(word), "r"(low));
+    else if (row == 1u)
+        asm("prmt.b32 %0, %1, %2, 0x5514;" : "=r"(offset) : "r"(word), "r"(low));
+    else if (row == 2u)
+        asm("prmt.b32 %0, %1, %2, 0x5524;" : "=r"(offset) : "r"(word), "r"(low));
+    else
+        asm("prmt.b32 %0, %1, %2, 0x5534;" : "=r"(offset) : "r"(word), "r"(low));
+    return offset;
 }
 #else
 inline uint aes_extract_byte(uint word, uint row)

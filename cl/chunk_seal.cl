@@ -170,7 +170,7 @@ AES_CPU_TARGET __kernel void chunks_seal(__global const uint4 *slots, __global u
                                          const uint4 base_j0, const ulong first,
                                          const uint chunk_count,
                                          __global const ulong2 *h_tables,
-                                         __constant const uint *key_material)
+                                         AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
     CHUNK_LOAD_POWERS(powers, h_tables);
@@ -187,7 +187,7 @@ AES_CPU_TARGET __kernel void chunks_open(__global const uint4 *sealed, __global 
                                          const uint4 base_j0, const ulong first,
                                          const uint chunk_count,
                                          __global const ulong2 *h_tables,
-                                         __constant const uint *key_material)
+                                         AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
     CHUNK_LOAD_POWERS(powers, h_tables);

@@ -15,11 +15,13 @@ import os
 import platform
 from pathlib import Path
 
+import numpy as np
+import pyopencl as cl
 import pytest
 from Crypto.Cipher import AES
 
 import aescl
-from aescl import engines
+from aescl import engines, keyschedule
 from aescl.engines.opencl import kernels, tuning
 from vectors import load
 
@@ -107,3 +109,42 @@ def test_every_round_implementation_agrees_with_pycryptodome(device, monkeypatch
             assert ecb.encrypt(data[:16000]) == want_ecb, setting
             assert ecb.decrypt(want_ecb) == data[:16000], setting
             assert gcm.encrypt_and_digest(data) == want_gcm, setting
+
+
+# The round-table layouts (AES_ROUND_TABLES tables, AES_TABLE_LANES copies each, in
+# __local memory): the CUDA engine runs all four tables in 32 copies, the OpenCL engine
+# one table on GPUs unless $AESCL_ROUND_TABLES asks for more. Each layout runs here,
+# on whatever OpenCL device there is, against pycryptodome: ECB both ways and CTR
+# across a carry out of the counter's low 64 bits.
+@pytest.mark.parametrize("tables, lanes, size", [
+    (1, 32, 16), (2, 1, 24), (2, 16, 32), (2, 32, 16), (4, 8, 24), (4, 32, 32)])
+def test_every_round_table_layout_agrees_with_pycryptodome(device, tables, lanes, size):
+    if device.local_mem_bytes < 1024 * tables * lanes + 4096:
+        pytest.skip(f"{device.name} has {device.local_mem_bytes} bytes of __local memory")
+    key, data = os.urandom(size), os.urandom(16 * 777)
+    counter = (1 << 64) - 300  # (block 300 carries into the high half)
+    config = kernels.LaunchConfig(64, 4, True, lanes, tables)
+    options = kernels.aes_options(keyschedule.rounds_for_key(key), "host", config)
+    rt = kernels.runtime(device)
+    flags = cl.mem_flags
+
+    def run(filename: str, name: str, decrypt: bool, *counter_args: int) -> bytes:
+        round_keys = np.ascontiguousarray(
+            keyschedule.kernel_key_material(key, "host", decrypt), dtype="<u4")
+        with rt.lock:
+            keys = cl.Buffer(rt.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=round_keys)
+            source = cl.Buffer(rt.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=data)
+            target = cl.Buffer(rt.context, flags.WRITE_ONLY, len(data))
+            kernel = kernels.kernel(device, filename, options, name)
+            kernel(rt.queue, (64 * 4,), (64,), source, target, np.uint64(len(data) // 16),
+                   *(np.uint64(v) for v in counter_args), keys)
+            out = bytearray(len(data))
+            cl.enqueue_copy(rt.queue, out, target)
+        return bytes(out)
+
+    ecb = AES.new(key, AES.MODE_ECB)
+    assert run("aes_ecb.cl", "aes_ecb_encrypt", False) == ecb.encrypt(data)
+    assert run("aes_ecb.cl", "aes_ecb_decrypt", True) == ecb.decrypt(data)
+    ctr = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=counter)
+    assert run("aes_ctr.cl", "aes_ctr_xor", False, 0, counter, 2**64 - 1, 2**64 - 1) == \
+        ctr.encrypt(data)

@@ -17,6 +17,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from ... import keyschedule
 from ..._cache import binary_of_entry, cache_entry, cache_root, disk_cache_enabled, write_cache_file
 from ...errors import KernelBuildError
 from ..sources import load_source
@@ -30,17 +33,38 @@ KERNELS: dict[str, tuple[str, ...]] = {
     "chunk_layout.cl": ("chunks_tags", "chunks_counters", "chunks_first_mismatch"),
 }
 
-# Copies of the round table in shared memory: one per bank, as the OpenCL engine
-# uses on NVIDIA GPUs (aes_core.cl, AES_TABLE_LANES). 32 KiB of static shared memory.
+# Copies of each round table in shared memory: one per bank, as the OpenCL engine
+# uses on NVIDIA GPUs (aes_core.cl, AES_TABLE_LANES).
 TABLE_LANES = 32
+# All four round tables (aes_core.cl, AES_ROUND_TABLES), so that a round needs no
+# rotates: 128 KiB of dynamic shared memory per thread block, which only CUDA can
+# ask for (NVIDIA's OpenCL stops at 48 KiB). Swept on the H100 (2026-11-24,
+# docs/benchmarks): CTR AES-128 537 GB/s with one table, 720 with two, 771 with four.
+ROUND_TABLES = 4
+TABLE_BYTES = 256 * 4 * TABLE_LANES * ROUND_TABLES
+# The kernels that stage the round tables, and so launch with TABLE_BYTES of dynamic
+# shared memory.
+TABLE_KERNELS = frozenset({"aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr_xor", "gcm_ctr_xor",
+                           "gcm_tags"})
+# The key argument's words, passed by value (cl/aes_vendor_cuda.h, aes_key_argument).
+KEY_ARGUMENT_WORDS = 60
 
 
 def cuda_defines(rounds: int) -> dict[str, int]:
     """The ``-D`` options of a CUDA build: the OpenCL engine's for an NVIDIA GPU (round
     keys expanded on the host, the tables in shared memory a copy per bank, byte
-    extraction by PRMT)."""
+    extraction by PRMT), with all four round tables in dynamic shared memory."""
     return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
-            "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1}
+            "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1,
+            "AES_ROUND_TABLES": ROUND_TABLES, "AES_TABLES_DYNAMIC": 1}
+
+
+def key_argument(key: bytes, decrypt: bool) -> np.ndarray:
+    """A kernel's key argument as its bytes by value: the round keys, zero after them."""
+    words = np.zeros(KEY_ARGUMENT_WORDS, "<u4")
+    round_keys = keyschedule.kernel_key_material(key, "host", decrypt)
+    words[: len(round_keys)] = round_keys
+    return words
 
 
 def nvrtc_version() -> str:

@@ -18,10 +18,10 @@ from .. import device_chunks
 from ..interface import BlockTransform
 from ..start_up import start_seconds
 from .engine import ordinal_of
-from .kernels import TABLE_LANES, _cache_key, compile_cubin, cuda_defines, module
+from .kernels import ROUND_TABLES, TABLE_LANES, _cache_key, compile_cubin, cuda_defines, module
 from .pipeline import pinned_empty
 from .workers import (
-    _GRID_BLOCKS_PER_SM,
+    _TABLE_BLOCKS_PER_SM,
     _THREADS_PER_BLOCK,
     CudaBlocks,
     CudaBytes,
@@ -96,8 +96,9 @@ def device_figures(device: Device, nbytes: int, min_seconds: float) -> dict[str,
     sms = device.compute_units
     return {"build": build_times(device), "start_s": start_seconds(device),
             "launch": {"work_group_size": _THREADS_PER_BLOCK,
-                       "max_work_groups": sms * _GRID_BLOCKS_PER_SM,
-                       "table_lanes": TABLE_LANES, "tuned": None},
+                       "max_work_groups": sms * _TABLE_BLOCKS_PER_SM,
+                       "table_lanes": TABLE_LANES, "round_tables": ROUND_TABLES,
+                       "tuned": None},
             "transfer": transfer_rates(device, nbytes, min_seconds)}
 
 

@@ -21,13 +21,15 @@ from ...chunkformat import base_j0
 from ..device_chunks import SLOT_BLOCKS
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
-from .kernels import cuda_defines, module
+from .kernels import TABLE_BYTES, TABLE_KERNELS, cuda_defines, key_argument, module
 
-# Launch shape of the block kernels. Swept on the H100 (2026-11-24, 1 GiB torch tensor,
-# CTR through the public API; docs/benchmarks): 1024 threads × 4 blocks per SM gave
-# 541 GB/s for AES-128 and 396 for AES-256, 256 × 8 gave 513 and 377.
+# Launch shape. Swept on the H100 (2026-11-24, 1 GiB, docs/benchmarks): with the round
+# tables in 128 KiB of shared memory one block of 1024 threads fits an SM, and one
+# block per SM, each staging the tables once, was best (CTR AES-128: 771 GB/s; 765
+# with 4 per SM; 760 with 512 threads). The kernels stride over any grid.
 _THREADS_PER_BLOCK = 1024
-_GRID_BLOCKS_PER_SM = 4  # thread blocks a launch asks for, per SM (the kernels stride)
+_TABLE_BLOCKS_PER_SM = 1  # thread blocks per SM for the kernels that stage the tables
+_GRID_BLOCKS_PER_SM = 4  # and for the others (the chunked format's layout kernels)
 
 
 def _check(result: Any) -> Any:
@@ -41,14 +43,37 @@ def _check(result: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _function(kernel: Any) -> Any:
+def _function(kernel: Any, name: str) -> Any:
     """The driver's function of a cuda.core kernel, for cuLaunchKernel: a library's
-    kernel is looked up as its function in the current context."""
+    kernel is looked up as its function in the current context. A kernel that stages
+    the round tables may then use TABLE_BYTES of dynamic shared memory (beyond the
+    48 KiB a launch gets without asking)."""
     from cuda.bindings import driver
 
     handle = kernel.handle
-    return handle if isinstance(handle, driver.CUfunction) else \
+    function = handle if isinstance(handle, driver.CUfunction) else \
         _check(driver.cuKernelGetFunction(handle))
+    if name in TABLE_KERNELS:
+        _check(driver.cuFuncSetAttribute(
+            function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            TABLE_BYTES))
+    return function
+
+
+def launch_kernel(function: Any, name: str, grid: int, threads: int, stream: int,
+                  *arguments: Any) -> None:
+    """Enqueue a kernel through cuLaunchKernel on the stream with handle ``stream``.
+    Each argument is passed as its bytes: an int as 64 bits (a pointer, or a 64-bit
+    value), a numpy scalar or array as it is (a 32-bit value; a vector or the key
+    argument by value). A kernel of TABLE_KERNELS gets its tables' shared memory."""
+    from cuda.bindings import driver
+
+    values = [np.array(a, np.uint64) if isinstance(a, int) else np.ascontiguousarray(a)
+              for a in arguments]
+    pointers = np.array([v.ctypes.data for v in values], np.uint64)
+    shared = TABLE_BYTES if name in TABLE_KERNELS else 0
+    _check(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared,
+                                 driver.CUstream(stream), pointers.ctypes.data, 0))
 
 
 @dataclass(frozen=True)
@@ -93,7 +118,6 @@ class CudaBlocks:
     """One key's ECB or CTR kernel on one GPU, over device arrays."""
 
     def __init__(self, transform: BlockTransform, ordinal: int) -> None:
-        from cuda.bindings import driver
 
         self._transform = transform
         self._gpu = cuda_device(ordinal)
@@ -105,25 +129,16 @@ class CudaBlocks:
             filename, decrypt = "aes_ecb.cl", transform.decrypt
             name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
         kernel = module(filename, cuda_defines(rounds), self._gpu.arch).get_kernel(name)
-        round_keys = np.ascontiguousarray(
-            keyschedule.kernel_key_material(transform.key, "host", decrypt), dtype="<u4")
-        # Allocated outside any stream's order: freeing it waits for the GPU, so a
-        # worker dropped while its launches run cannot pull the keys from under them.
-        self._free = driver.cuMemFree  # (held: at interpreter exit imports fail)
-        self._keys = _check(driver.cuMemAlloc(round_keys.nbytes))
-        _check(driver.cuMemcpyHtoD(self._keys, round_keys, round_keys.nbytes))
-        self._keys_bytes = round_keys.nbytes
-        self._keys_int = int(self._keys)
         self._kernel = kernel  # (its module stays loaded while this launches it)
-        self._function = _function(kernel)
-        self._arguments = np.zeros(8, np.uint64)  # the kernel's arguments, then their
+        self._function = _function(kernel, name)
+        # The kernel's arguments (every one 64 bits, but the key's round keys, passed by
+        # value), then their addresses, as void**; the key's is that of its words.
+        self._key = key_argument(transform.key, decrypt)
+        self._arguments = np.zeros(8, np.uint64)
         self._pointers = self._arguments.ctypes.data + 8 * np.arange(8, dtype=np.uint64)
-        self._argument_addresses = int(self._pointers.ctypes.data)  # addresses, as void**
-
-    def __del__(self) -> None:
-        keys = getattr(self, "_keys", None)
-        if keys is not None:
-            self._free(keys)
+        self._argument_addresses = int(self._pointers.ctypes.data)
+        self._key_slot = 3 + 4 * transform.is_ctr  # (after source, target, blocks, counter)
+        self._pointers[self._key_slot] = self._key.ctypes.data
 
     @property
     def ordinal(self) -> int:
@@ -146,13 +161,13 @@ class CudaBlocks:
         them anew through cuda.core cost a third of it on the H100 host."""
         from cuda.bindings import driver
 
-        grid = max(1, min(-(-blocks // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM))
-        values = (source, target, blocks, *self._kernel_args(first_block), self._keys_int)
+        grid = max(1, min(-(-blocks // _THREADS_PER_BLOCK), self._gpu.sms * _TABLE_BLOCKS_PER_SM))
+        values = (source, target, blocks, *self._kernel_args(first_block))
         with self._gpu.lock:  # (the engine's feeding threads launch at once)
             self._arguments[: len(values)] = values
             _check(driver.cuLaunchKernel(self._function, grid, 1, 1, _THREADS_PER_BLOCK, 1, 1,
-                                         0, driver.CUstream(stream), self._argument_addresses,
-                                         0))
+                                         TABLE_BYTES, driver.CUstream(stream),
+                                         self._argument_addresses, 0))
 
     def run(self, source: CudaBytes, target: CudaBytes, first_block: int, skip: int = 0) -> None:
         """``source`` into ``target`` (the same length; may be the same memory) on the
@@ -322,7 +337,6 @@ class CudaChunkKernels:
     and ``cl/chunk_layout.cl``'s packing."""
 
     def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
-        from cuda.bindings import driver
         from cuda.core import Stream
 
         self._gpu = cuda_device(ordinal)
@@ -330,11 +344,11 @@ class CudaChunkKernels:
         code = module("aes_gcm.cl", cuda_defines(keyschedule.rounds_for_key(key)),
                       self._gpu.arch)
         layout = module("chunk_layout.cl", {}, self._gpu.arch)
-        self._kernels = {name: code.get_kernel(name)
-                         for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
-        self._kernels.update({name: layout.get_kernel(name) for name in
-                              ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
-        self._counters = _function(self._kernels["chunks_counters"])
+        kernels = {name: code.get_kernel(name) for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
+        kernels.update({name: layout.get_kernel(name) for name in
+                        ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
+        self._kernels = kernels  # (their modules stay loaded while this launches them)
+        self._functions = {name: _function(kernel, name) for name, kernel in kernels.items()}
         self._like = like
         self._stream = Stream.from_handle(like.stream)
         self._memory = StreamMemory(None, like)
@@ -342,12 +356,8 @@ class CudaChunkKernels:
         # H's nibble tables, made and freed in the stream's order: nothing here waits.
         self._h_tables = self.scratch(_POWER_TABLES_BYTES)
         launch_power_tables(self._stream, code, h, self._h_tables.pointer)
-        round_keys = np.ascontiguousarray(
-            keyschedule.kernel_key_material(key, "host", False), dtype="<u4")
-        self._keys = self.scratch(round_keys.nbytes)
-        _check(driver.cuMemcpyHtoDAsync(self._keys.pointer, round_keys, round_keys.nbytes,
-                                        like.stream))
-        self._held = [round_keys]  # host memory a copy still reads, until the stream is done
+        self._key = key_argument(key, False)
+        self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
@@ -386,57 +396,43 @@ class CudaChunkKernels:
         index = self.scratch(4)
         _check(driver.cuMemsetD32Async(index.pointer, count, 1, self._like.stream))
         self._launch("chunks_first_mismatch", _THREADS_PER_BLOCK, self._grid(count),
-                     np.uint64(computed.pointer), np.uint64(received.pointer),
-                     np.uint32(count), np.uint64(index.pointer))
+                     computed.pointer, received.pointer, np.uint32(count), index.pointer)
         return int(np.frombuffer(CudaGhash.read(index), np.uint32)[0])
 
     def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
-        from cuda.core import LaunchConfig, launch
+        launch_kernel(self._functions[name], name, groups, threads, self._like.stream, *args)
 
-        launch(self._stream, LaunchConfig(grid=max(1, groups), block=threads),
-               self._kernels[name], *args)
-
-    def _grid(self, items: int) -> int:
-        return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM)
+    def _grid(self, items: int, per_sm: int = _GRID_BLOCKS_PER_SM) -> int:
+        return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * per_sm)
 
     def crypt(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
               j0s: CudaBytes, lengths: CudaBytes, strides: tuple[int, int]) -> None:
         if blocks:
-            self._launch("gcm_ctr_xor", _THREADS_PER_BLOCK, self._grid(blocks),
-                         np.uint64(source.pointer), np.uint64(target.pointer),
-                         np.uint32(blocks), np.uint32(SLOT_BLOCKS), np.uint32(strides[0]),
-                         np.uint32(strides[1]), np.uint32(1), np.uint64(j0s.pointer),
-                         np.uint64(lengths.pointer), np.uint64(self._keys.pointer))
+            self._launch("gcm_ctr_xor", _THREADS_PER_BLOCK,
+                         self._grid(blocks, _TABLE_BLOCKS_PER_SM), source.pointer,
+                         target.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
+                         np.uint32(strides[0]), np.uint32(strides[1]), np.uint32(1),
+                         j0s.pointer, lengths.pointer, self._key)
 
     def tags(self, text: CudaBytes, stride: int, count: int, blocks: int, j0s: CudaBytes,
              lengths: CudaBytes, tags: CudaBytes, tag_stride: int) -> None:
         partials = self.scratch(16 * count)
         self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GHASH_BLOCKS_PER_SM),
-                     np.uint64(text.pointer), np.uint32(blocks), np.uint32(SLOT_BLOCKS),
-                     np.uint32(stride), np.uint32(count), np.uint64(self._h_tables.pointer),
-                     np.uint64(partials.pointer))
-        self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count),
-                     np.uint64(partials.pointer), np.uint32(count), np.uint64(j0s.pointer),
-                     np.uint64(lengths.pointer), np.uint64(self._h_tables.pointer),
-                     np.uint64(tags.pointer), np.uint32(tag_stride),
-                     np.uint64(self._keys.pointer))
+                     text.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
+                     np.uint32(stride), np.uint32(count), self._h_tables.pointer,
+                     partials.pointer)
+        self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count, _TABLE_BLOCKS_PER_SM),
+                     partials.pointer, np.uint32(count), j0s.pointer, lengths.pointer,
+                     self._h_tables.pointer, tags.pointer, np.uint32(tag_stride), self._key)
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: CudaBytes, lengths: CudaBytes) -> None:
-        from cuda.bindings import driver
-
-        # Through cuLaunchKernel: the base J0 is a uint4 passed by value (its 16 bytes in
-        # memory order are the core's columns), which cuda.core's launch does not take.
-        first_j0 = np.frombuffer(base_j0(base_nonce), np.uint8).copy()
-        count_value = np.array([count], np.uint32)
-        others = np.array([first, last_bytes, j0s.pointer, lengths.pointer], np.uint64)
-        at = others.ctypes.data
-        pointers = np.array([first_j0.ctypes.data, at, count_value.ctypes.data, at + 8,
-                             at + 16, at + 24], np.uint64)
-        _check(driver.cuLaunchKernel(self._counters, self._grid(count), 1, 1,
-                                     _THREADS_PER_BLOCK, 1, 1, 0,
-                                     driver.CUstream(self._like.stream), pointers.ctypes.data, 0))
+        # The base J0 is a uint4 by value: its 16 bytes in memory order are the core's
+        # columns.
+        self._launch("chunks_counters", _THREADS_PER_BLOCK, self._grid(count),
+                     np.frombuffer(base_j0(base_nonce), np.uint8), first, np.uint32(count),
+                     last_bytes, j0s.pointer, lengths.pointer)
 
     def gather_tags(self, sealed: CudaBytes, tags: CudaBytes, count: int) -> None:
         self._launch("chunks_tags", _THREADS_PER_BLOCK, self._grid(count),
-                     np.uint64(sealed.pointer), np.uint64(tags.pointer), np.uint32(count))
+                     sealed.pointer, tags.pointer, np.uint32(count))

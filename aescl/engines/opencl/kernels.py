@@ -63,6 +63,7 @@ class LaunchConfig:
     max_work_groups: int
     tables_in_local: bool
     table_lanes: int = 1  # copies of the round table in __local (AES_TABLE_LANES)
+    round_tables: int = 1  # of the four round tables, how many sit in __local (AES_ROUND_TABLES)
     byte_permute: bool = False  # NVIDIA's PRMT through inline PTX (AES_BYTE_PERMUTE)
     hardware_rounds: bool = False  # the CPU's AES instructions (AES_HARDWARE_ROUNDS)
     blocks_per_item: int = 1  # blocks in flight per work-item (AES_BLOCKS_PER_ITEM)
@@ -70,15 +71,16 @@ class LaunchConfig:
     wide_rounds: int = 0  # VAES register width, 256 or 512 (AES_WIDE_ROUNDS); 0: none
 
 
-def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None = None) -> int:
+def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None = None,
+                tables: int = 1) -> int:
     """Round-table copies for a group: ``wanted`` (default: the most, one per bank,
-    32), rounded down to a power of two that fits beside the rest of __local
-    memory and is at most one per work-item of the group.
+    32), rounded down to a power of two at which ``tables`` round tables fit beside
+    the rest of __local memory, and at most one per work-item of the group.
 
     ``$AESCL_TABLE_LANES`` overrides ``wanted``, so that ``aescl bench`` can compare
     layouts on one device.
     """
-    fit = max(1, (local_mem_bytes - _LOCAL_BYTES_BESIDE_TABLES) // 1024)
+    fit = max(1, (local_mem_bytes - _LOCAL_BYTES_BESIDE_TABLES) // (1024 * tables))
     override = os.environ.get("AESCL_TABLE_LANES", "").strip()
     if override:
         if not override.isdigit():
@@ -111,9 +113,10 @@ def default_config(device: Device) -> LaunchConfig:
         group = min(16 if simulator else 256, device.max_work_group_size)
         groups = 3 if simulator else device.compute_units * 16
         wanted = _AMD_TABLE_LANES if device.vendor == "amd" else None
-        lanes = table_lanes(device.local_mem_bytes, group, wanted) if local_ok else 1
+        tables = round_tables_wanted() if local_ok else 1
+        lanes = table_lanes(device.local_mem_bytes, group, wanted, tables) if local_ok else 1
         nvidia_gpu = device.vendor == "nvidia" and not simulator
-        return LaunchConfig(group, groups, local_ok, lanes, byte_permute=nvidia_gpu)
+        return LaunchConfig(group, groups, local_ok, lanes, tables, byte_permute=nvidia_gpu)
     hardware = hardware_rounds_wanted() and "aes" in cpu_features()
     width = wide_rounds_wanted() if hardware else 0
     config = LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
@@ -125,6 +128,18 @@ def default_config(device: Device) -> LaunchConfig:
     # A run must fill whole wide registers (a chosen $AESCL_BLOCKS_PER_ITEM may not).
     return without_wide_rounds(config) if width and config.blocks_per_item % (width // 128) \
         else config
+
+
+def round_tables_wanted() -> int:
+    """Round tables in __local memory on GPUs (aes_core.cl, AES_ROUND_TABLES): 1, or
+    ``$AESCL_ROUND_TABLES`` (1, 2 or 4), so that ``aescl bench`` can compare layouts.
+    More tables take fewer instructions per round but as much more __local memory,
+    and so fewer table copies within 48 KiB: on the H100's OpenCL (2026-11-24,
+    docs/benchmarks) one table in 32 copies was faster than two in 16."""
+    value = os.environ.get("AESCL_ROUND_TABLES", "").strip()
+    if value not in ("", "1", "2", "4"):
+        raise ValueError(f"AESCL_ROUND_TABLES must be 1, 2 or 4, not {value!r}")
+    return int(value or 1)
 
 
 def without_wide_rounds(config: LaunchConfig) -> LaunchConfig:
@@ -209,6 +224,7 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f"-DAES_ROUNDS={rounds} -DAES_KEY_SCHEDULE_DEVICE={int(key_schedule == 'device')}"
         f" -DAES_TABLES_IN_LOCAL={int(config.tables_in_local)}"
         f" -DAES_TABLE_LANES={config.table_lanes}"
+        f" -DAES_ROUND_TABLES={config.round_tables}"
         f" -DAES_BYTE_PERMUTE={int(config.byte_permute)}"
         f" -DAES_HARDWARE_ROUNDS={int(config.hardware_rounds)}"
         f" -DGHASH_CARRYLESS={int(carryless_ghash(config))}"

@@ -115,7 +115,7 @@ def candidates(device: Device) -> list[LaunchConfig]:
     for size in (s for s in sizes if s <= device.max_work_group_size):
         lane_choices = [1]
         if base.tables_in_local:
-            most = table_lanes(device.local_mem_bytes, size)
+            most = table_lanes(device.local_mem_bytes, size, tables=base.round_tables)
             lane_choices = [1 << i for i in range(most.bit_length())]
         for groups in per_unit:
             for lanes in lane_choices:
@@ -263,7 +263,7 @@ _configs: dict[str, tuple[tuple[str, ...], LaunchConfig]] = {}  # device id -> (
 
 
 def _environment() -> tuple[str, ...]:
-    names = ("AESCL_TUNE", "AESCL_TABLE_LANES", "AESCL_HARDWARE_ROUNDS",
+    names = ("AESCL_TUNE", "AESCL_TABLE_LANES", "AESCL_ROUND_TABLES", "AESCL_HARDWARE_ROUNDS",
              "AESCL_BLOCKS_PER_ITEM", "AESCL_WIDE_ROUNDS", "AESCL_CACHE_DIR",
              "AESCL_NO_CACHE")
     return tuple(os.environ.get(name, "") for name in names)
@@ -343,7 +343,7 @@ def launch_config(device: Device) -> LaunchConfig:
             lanes = base.table_lanes
             if base.tables_in_local:
                 lanes = table_lanes(device.local_mem_bytes, chosen.work_group_size,
-                                    chosen.table_lanes)
+                                    chosen.table_lanes, base.round_tables)
             config = replace(base, work_group_size=chosen.work_group_size,
                              max_work_groups=chosen.max_work_groups, table_lanes=lanes)
     _configs[device.id] = (environment, config)
@@ -357,6 +357,7 @@ def describe(device: Device) -> dict[str, Any]:
     return {"work_group_size": config.work_group_size,
             "max_work_groups": config.max_work_groups,
             "table_lanes": config.table_lanes,
+            "round_tables": config.round_tables,
             "tuned": None if tuning is None else {
                 "date": tuning.date, "gb_s": tuning.chosen.gb_s,
                 "default_gb_s": tuning.default.gb_s, "trials": len(tuning.trials),
