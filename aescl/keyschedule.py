@@ -111,6 +111,22 @@ def decryption_round_keys(key: bytes) -> np.ndarray:
     return _to_kernel_words(out)
 
 
+# Words of a kernel's key argument, passed by value (cl/aes_vendor.h, aes_key_argument):
+# room for AES-256's 15 round keys.
+KEY_ARGUMENT_WORDS = 60
+
+
+def kernel_key_argument(key: bytes, key_schedule: str, decrypt: bool) -> np.ndarray:
+    """A kernel's key argument as the words passed by value: :func:`kernel_key_material`,
+    then zeros."""
+    import numpy as np
+
+    words = np.zeros(KEY_ARGUMENT_WORDS, "<u4")
+    material = kernel_key_material(key, key_schedule, decrypt)
+    words[: len(material)] = material
+    return words
+
+
 def kernel_key_material(key: bytes, key_schedule: str, decrypt: bool) -> np.ndarray:
     """What a kernel's key argument holds: round keys (``"host"``) or the raw key (``"device"``)."""
     if key_schedule == "device":

@@ -177,7 +177,7 @@ inline uint aes_copy_bytes(void)
 #if AES_KEY_SCHEDULE_DEVICE
 #define AES_KEY_SPACE __local
 #else
-#define AES_KEY_SPACE __constant
+#define AES_KEY_SPACE AES_KEY_ARGUMENT_SPACE
 #endif
 
 /* ---- Key expansion on the device (AES_KEY_SCHEDULE_DEVICE=1) ---------------- */
@@ -211,7 +211,7 @@ inline uint aes_inv_mix_column(uint w)
  * position in the group is the inner index rather than a modulo (Oclgrind 21.10
  * mis-evaluates `i % 8` in the flat form). In this column layout RotWord is a
  * rotate right by 8 and Rcon lands in the low byte. */
-inline void aes_expand_key(__local uint *rk, __constant const uint *key)
+inline void aes_expand_key(__local uint *rk, AES_KEY_ARGUMENT_SPACE const uint *key)
 {
     uint rcon = 1u;
     for (uint i = 0; i < AES_KEY_WORDS; ++i)
@@ -230,7 +230,7 @@ inline void aes_expand_key(__local uint *rk, __constant const uint *key)
 
 /* Round keys of the equivalent inverse cipher: expand, reverse the order of the
  * rounds, then InvMixColumns on all but the first and last round. */
-inline void aes_expand_decrypt_key(__local uint *rk, __constant const uint *key)
+inline void aes_expand_decrypt_key(__local uint *rk, AES_KEY_ARGUMENT_SPACE const uint *key)
 {
     aes_expand_key(rk, key);
     for (int lo = 0, hi = AES_ROUNDS; lo < hi; ++lo, --hi) {
@@ -291,7 +291,7 @@ inline void aes_stage_uchar_table(__local uchar *dst, __constant const uchar *sr
         expand(name, AES_KEY_POINTER(key_material))
 #else
 #define AES_DECLARE_ROUND_KEYS(name, key_material, expand) \
-    __constant const uint *name = AES_KEY_POINTER(key_material)
+    AES_KEY_SPACE const uint *name = AES_KEY_POINTER(key_material)
 #endif
 
 #if AES_TABLES_IN_LOCAL || AES_KEY_SCHEDULE_DEVICE

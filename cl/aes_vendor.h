@@ -39,13 +39,23 @@
 #endif
 #endif
 
-/* A kernel's key argument (AES_KEY_ARGUMENT(name)) and its words
- * (AES_KEY_POINTER(name)): round keys or the raw key (aes_core.cl,
- * AES_KEY_SCHEDULE_DEVICE). In OpenCL a __constant buffer; CUDA passes the words
- * by value (aes_vendor_cuda.h). */
+/* A kernel's key argument (AES_KEY_ARGUMENT(name)), its words
+ * (AES_KEY_POINTER(name)) and their address space (AES_KEY_ARGUMENT_SPACE): round
+ * keys or the raw key (aes_core.cl, AES_KEY_SCHEDULE_DEVICE), in a struct passed by
+ * value, zero after the key's own words (room for AES-256's 60; the host side is
+ * keyschedule.kernel_key_argument). A compiler for a GPU keeps a kernel's
+ * arguments in its constant bank, where the rounds read each word as an operand.
+ * A __constant buffer cost one load per word per block on NVIDIA's GPUs, beside
+ * the table lookups in the same L1 (H100, 2026-11-24: CTR AES-128 528 GB/s from a
+ * buffer, 563 by value, in OpenCL; 580 against 537 in CUDA). CUDA's mapping is in
+ * aes_vendor_cuda.h. */
 #if !defined(__CUDACC__)
-#define AES_KEY_ARGUMENT(name) __constant const uint *name
-#define AES_KEY_POINTER(name) (name)
+typedef struct {
+    uint words[60];
+} aes_key_argument;
+#define AES_KEY_ARGUMENT(name) const aes_key_argument name
+#define AES_KEY_POINTER(name) ((name).words)
+#define AES_KEY_ARGUMENT_SPACE
 #endif
 
 /* Full unrolling of the round loop: clang-based compilers (PoCL, AMD, Intel) and

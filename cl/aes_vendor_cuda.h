@@ -34,17 +34,17 @@ typedef unsigned int uint;
 typedef unsigned long long ulong;
 typedef unsigned long long size_t_aes;
 
-/* The key argument by value, in the kernel's parameter space: its reads are
- * operands from the constant bank. A pointer to global memory, as OpenCL's
- * __constant buffer would otherwise become, cost one load per round key word per
- * block, each through the L1 that the table lookups saturate (44 loads beside 160
- * lookups for AES-128, cuobjdump on sm_90). Room for AES-256's 60 words; the
- * engine passes AES_KEY_ARGUMENT_BYTES, zero past the key's own. */
+/* The key argument by value (aes_vendor.h), in the kernel's parameter space
+ * (__grid_constant__: read where it is, never copied): its reads are operands from
+ * the constant bank. A pointer to global memory cost one load per round key word
+ * per block, each through the L1 that the table lookups saturate (44 loads beside
+ * 160 lookups for AES-128, cuobjdump on sm_90). */
 struct aes_key_argument {
     unsigned int words[60];
 };
 #define AES_KEY_ARGUMENT(name) const __grid_constant__ aes_key_argument name
 #define AES_KEY_POINTER(name) ((name).words)
+#define AES_KEY_ARGUMENT_SPACE
 
 #define AES_UINT4(a, b, c, d) make_uint4((a), (b), (c), (d))
 /* CUDA's own ulong2 (two unsigned longs, 64 bits each on the platforms NVRTC serves). */

@@ -129,15 +129,13 @@ def test_every_round_table_layout_agrees_with_pycryptodome(device, tables, lanes
     flags = cl.mem_flags
 
     def run(filename: str, name: str, decrypt: bool, *counter_args: int) -> bytes:
-        round_keys = np.ascontiguousarray(
-            keyschedule.kernel_key_material(key, "host", decrypt), dtype="<u4")
         with rt.lock:
-            keys = cl.Buffer(rt.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=round_keys)
             source = cl.Buffer(rt.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=data)
             target = cl.Buffer(rt.context, flags.WRITE_ONLY, len(data))
             kernel = kernels.kernel(device, filename, options, name)
             kernel(rt.queue, (64 * 4,), (64,), source, target, np.uint64(len(data) // 16),
-                   *(np.uint64(v) for v in counter_args), keys)
+                   *(np.uint64(v) for v in counter_args),
+                   kernels.key_argument(key, "host", decrypt))
             out = bytearray(len(data))
             cl.enqueue_copy(rt.queue, out, target)
         return bytes(out)

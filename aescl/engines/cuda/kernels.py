@@ -17,9 +17,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from ... import keyschedule
 from ..._cache import binary_of_entry, cache_entry, cache_root, disk_cache_enabled, write_cache_file
 from ...errors import KernelBuildError
 from ..sources import load_source
@@ -46,8 +43,6 @@ TABLE_BYTES = 256 * 4 * TABLE_LANES * ROUND_TABLES
 # shared memory.
 TABLE_KERNELS = frozenset({"aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr_xor", "gcm_ctr_xor",
                            "gcm_tags"})
-# The key argument's words, passed by value (cl/aes_vendor_cuda.h, aes_key_argument).
-KEY_ARGUMENT_WORDS = 60
 
 
 def cuda_defines(rounds: int) -> dict[str, int]:
@@ -57,14 +52,6 @@ def cuda_defines(rounds: int) -> dict[str, int]:
     return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
             "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1,
             "AES_ROUND_TABLES": ROUND_TABLES, "AES_TABLES_DYNAMIC": 1}
-
-
-def key_argument(key: bytes, decrypt: bool) -> np.ndarray:
-    """A kernel's key argument as its bytes by value: the round keys, zero after them."""
-    words = np.zeros(KEY_ARGUMENT_WORDS, "<u4")
-    round_keys = keyschedule.kernel_key_material(key, "host", decrypt)
-    words[: len(round_keys)] = round_keys
-    return words
 
 
 def nvrtc_version() -> str:

@@ -21,7 +21,7 @@ from ...chunkformat import base_j0
 from ..device_chunks import SLOT_BLOCKS
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
-from .kernels import TABLE_BYTES, TABLE_KERNELS, cuda_defines, key_argument, module
+from .kernels import TABLE_BYTES, TABLE_KERNELS, cuda_defines, module
 
 # Launch shape. Swept on the H100 (2026-11-24, 1 GiB, docs/benchmarks): with the round
 # tables in 128 KiB of shared memory one block of 1024 threads fits an SM, and one
@@ -133,7 +133,7 @@ class CudaBlocks:
         self._function = _function(kernel, name)
         # The kernel's arguments (every one 64 bits, but the key's round keys, passed by
         # value), then their addresses, as void**; the key's is that of its words.
-        self._key = key_argument(transform.key, decrypt)
+        self._key = keyschedule.kernel_key_argument(transform.key, "host", decrypt)
         self._arguments = np.zeros(8, np.uint64)
         self._pointers = self._arguments.ctypes.data + 8 * np.arange(8, dtype=np.uint64)
         self._argument_addresses = int(self._pointers.ctypes.data)
@@ -356,7 +356,7 @@ class CudaChunkKernels:
         # H's nibble tables, made and freed in the stream's order: nothing here waits.
         self._h_tables = self.scratch(_POWER_TABLES_BYTES)
         launch_power_tables(self._stream, code, h, self._h_tables.pointer)
-        self._key = key_argument(key, False)
+        self._key = keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
 
     def aligned(self, span: CudaBytes) -> bool:

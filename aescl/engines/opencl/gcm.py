@@ -27,7 +27,7 @@ from ... import ghash, keyschedule
 from ..._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from ...devices import Device
 from ..interface import MODE_GCM, gcm_nonce
-from .kernels import aes_options, kernel, one_job_per_device, runtime
+from .kernels import aes_options, kernel, key_argument, one_job_per_device, runtime
 from .tuning import launch_config
 
 BLOCK_SIZE = 16
@@ -68,9 +68,7 @@ class GcmEngine:
             min(config.work_group_size, self._limit(self._ghash), _MAX_GHASH_ITEMS)
         )
         self._max_work_groups = config.max_work_groups
-        self.key_buffer = self._constant(
-            keyschedule.kernel_key_material(key, key_schedule, decrypt=False).astype("<u4")
-        )
+        self.key = key_argument(key, key_schedule, decrypt=False)
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
         self._tables: dict[int, tuple[Any, int]] = {}  # by base: (buffer, tables in it)
         self.h = ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
@@ -123,7 +121,7 @@ class GcmEngine:
         self._ctr.set_args(
             buffer, buffer if target is None else target, np.uint32(blocks),
             np.uint32(message_blocks), np.uint32(source_stride), np.uint32(target_stride),
-            np.uint32(first_step % 2**32), j0s, message_bytes, self.key_buffer,
+            np.uint32(first_step % 2**32), j0s, message_bytes, self.key,
         )
         return cl.enqueue_nd_range_kernel(
             self.runtime.queue, self._ctr,
@@ -264,7 +262,7 @@ class GcmEngine:
         groups = min(self._max_work_groups, -(-count // self._tags_group_size))
         self._tags.set_args(
             partials, np.uint32(count), j0s, lengths, self.h_tables(1), tags,
-            np.uint32(tag_stride), self.key_buffer,
+            np.uint32(tag_stride), self.key,
         )
         return cl.enqueue_nd_range_kernel(
             self.runtime.queue, self._tags,

@@ -28,8 +28,10 @@ from functools import cache, wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import pyopencl as cl
 
+from ... import keyschedule
 from ..._cache import (  # noqa: F401  (cache_entry, binary_of_entry: its tests)
     binary_of_entry,
     cache_entry,
@@ -232,6 +234,13 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DAES_CONTIGUOUS_RUNS={int(config.contiguous_runs)}"
         f" -DAES_WIDE_ROUNDS={config.wide_rounds}"
     )
+
+
+def key_argument(key: bytes, key_schedule: str, decrypt: bool) -> np.void:
+    """A kernel's key argument for pyopencl: the words of
+    keyschedule.kernel_key_argument as one value, which pyopencl passes by value."""
+    words = keyschedule.kernel_key_argument(key, key_schedule, decrypt)
+    return words.view(np.dtype((np.void, words.nbytes)))[0]
 
 
 def carryless_ghash(config: LaunchConfig) -> bool:

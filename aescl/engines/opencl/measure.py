@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from ... import keyschedule
 from ...devices import Device
 from ...timing import gb_s, repeat, wall
 from ..interface import BlockTransform
-from .kernels import aes_options, runtime, time_builds
+from .kernels import aes_options, key_argument, runtime, time_builds
 from .tuning import launch_config
 from .workers import ChunkCipher, OpenclBlocks
 
@@ -35,10 +34,7 @@ def build_times(device: Device) -> dict[str, Any]:
     config = launch_config(device)
     options = aes_options(10, "host", config)
     block = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 16)
-    key_material = np.ascontiguousarray(keyschedule.kernel_key_material(bytes(16), "host", False),
-                                        dtype="<u4")
-    round_keys = cl.Buffer(rt.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                           hostbuf=key_material)
+    round_keys = key_argument(bytes(16), "host", False)
 
     def first_launch(program: Any) -> None:
         ctr = cl.Kernel(program, "aes_ctr_xor")

@@ -34,7 +34,6 @@ import numpy as np
 import pyopencl as cl
 from Crypto.Cipher import AES
 
-from ... import keyschedule
 from ..._cache import cache_root, disk_cache_enabled, write_cache_file
 from ...devices import Device
 from .kernels import (
@@ -43,6 +42,7 @@ from .kernels import (
     cache_key,
     default_config,
     kernel,
+    key_argument,
     load_source,
     runtime,
     table_lanes,
@@ -183,9 +183,7 @@ class _CtrBench:
         self._source = cl.Buffer(context, cl.mem_flags.READ_ONLY, data_bytes)
         cl.enqueue_fill_buffer(self._runtime.queue, self._source, np.uint8(0), 0, data_bytes)
         self._target = cl.Buffer(context, cl.mem_flags.READ_WRITE, data_bytes)
-        material = keyschedule.kernel_key_material(self._key, "host", False)
-        self._key_buffer = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                                     hostbuf=np.ascontiguousarray(material, dtype="<u4"))
+        self._key_argument = key_argument(self._key, "host", False)
 
     def _launch(self, config: LaunchConfig) -> Any:
         ctr = kernel(self._device, "aes_ctr.cl", aes_options(10, "host", config), "aes_ctr_xor")
@@ -197,7 +195,7 @@ class _CtrBench:
         groups = min(config.max_work_groups, -(-self._blocks // group))
         hi = int.from_bytes(self._counter[:8], "big")
         ctr.set_args(self._source, self._target, np.uint64(self._blocks), np.uint64(hi),
-                     np.uint64(0), np.uint64(0), np.uint64(2**64 - 1), self._key_buffer)
+                     np.uint64(0), np.uint64(0), np.uint64(2**64 - 1), self._key_argument)
         return cl.enqueue_nd_range_kernel(self._runtime.queue, ctr, (groups * group,), (group,))
 
     def best_seconds(self, config: LaunchConfig) -> float | None:

@@ -33,7 +33,7 @@ from ...devices import Device, resolve
 from ...errors import AuthenticationError
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from .gcm import GcmEngine
-from .kernels import aes_options, carryless_ghash, kernel, runtime
+from .kernels import aes_options, carryless_ghash, kernel, key_argument, runtime
 from .pipeline import (
     PIECE_BYTES,
     Launch,
@@ -56,7 +56,7 @@ class KernelLauncher:
         device: Device,
         filename: str,
         kernel_name: str,
-        key_material: np.ndarray,
+        key: Any,
         rounds: int,
         key_schedule: str,
         context: Any = None,
@@ -70,11 +70,7 @@ class KernelLauncher:
         )
         self._work_group_size = max(1, min(config.work_group_size, kernel_limit))
         self._max_work_groups = config.max_work_groups
-        self._key_buffer = cl.Buffer(
-            self._runtime.context,
-            cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-            hostbuf=np.ascontiguousarray(key_material, dtype="<u4"),
-        )
+        self._key = key  # (kernels.key_argument)
         self._device = device
         self.piece_bytes = min(PIECE_BYTES, default_slice_bytes(device))
 
@@ -88,7 +84,7 @@ class KernelLauncher:
         are the kernel arguments after the block count (the CTR counter).
         """
         groups = min(self._max_work_groups, -(-blocks // self._work_group_size))
-        self._kernel.set_args(source, target, np.uint64(blocks), *extra_args, self._key_buffer)
+        self._kernel.set_args(source, target, np.uint64(blocks), *extra_args, self._key)
         return cl.enqueue_nd_range_kernel(
             queue, self._kernel, (groups * self._work_group_size,), (self._work_group_size,),
             wait_for=wait_for,
@@ -201,7 +197,7 @@ class ChunkCipher:
             return None
         tables = self._engine.h_tables(config.blocks_per_item)
         runtime(self._device).queue.finish()  # built before another queue reads them
-        return {"kernels": found, "args": (tables, self._engine.key_buffer)}
+        return {"kernels": found, "args": (tables, self._engine.key)}
 
     def _enqueue_one_pass(self, queue: Any, name: str, source: Any, target: Any,
                           first: int, count: int) -> Any:
@@ -426,7 +422,7 @@ class OpenclBlocks:
             name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
         self.launcher = KernelLauncher(
             device, filename, name,
-            keyschedule.kernel_key_material(key, transform.key_schedule, decrypt),
+            key_argument(key, transform.key_schedule, decrypt),
             keyschedule.rounds_for_key(key), transform.key_schedule, context,
         )
 
