@@ -36,16 +36,25 @@ needs_nvrtc = pytest.mark.skipif(not _nvrtc_available(),
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("arch", ["80", "90"])
+@pytest.mark.parametrize("arch, tables", [("75", 1), ("80", 4), ("86", 2), ("90", 4)])
 @pytest.mark.parametrize("rounds", [10, 12, 14])
-def test_every_cuda_kernel_compiles_from_the_one_core(arch, rounds):
+def test_every_cuda_kernel_compiles_from_the_one_core(arch, tables, rounds):
     from aescl.engines.cuda import KERNELS, compile_cubin, cuda_defines
 
     for filename, names in KERNELS.items():
-        cubin = compile_cubin(filename, cuda_defines(rounds), arch)
+        cubin = compile_cubin(filename, cuda_defines(rounds, tables), arch)
         assert cubin[:4] == b"\x7fELF", filename
         for name in names:  # extern "C": the OpenCL kernel names, unmangled
             assert name.encode() + b"\0" in cubin, (filename, name)
+
+
+@pytest.mark.parametrize("block_shared_kib, tables", [
+    (227, 4), (163, 4), (129, 4), (128, 2), (99, 2), (96, 2), (65, 2), (64, 1), (48, 1)])
+def test_a_gpu_gets_the_round_tables_its_blocks_hold(block_shared_kib, tables):
+    from aescl.engines.cuda.kernels import round_tables_for, table_bytes
+
+    assert round_tables_for(block_shared_kib * 1024) == tables
+    assert table_bytes(tables) < block_shared_kib * 1024
 
 
 @needs_nvrtc

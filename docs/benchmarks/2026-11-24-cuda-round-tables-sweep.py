@@ -70,7 +70,7 @@ def main() -> None:
             for tables in (1, 2, 4):
                 code = module(filename, defines(keyschedule.rounds_for_key(key), tables),
                               gpu.arch)
-                function = _function(code.get_kernel(name), "")
+                function = _function(code.get_kernel(name), "", 0)
                 shared = 256 * 4 * 32 * tables if tables > 1 else 0
                 if shared:
                     _check(driver.cuFuncSetAttribute(

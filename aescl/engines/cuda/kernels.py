@@ -33,25 +33,42 @@ KERNELS: dict[str, tuple[str, ...]] = {
 # Copies of each round table in shared memory: one per bank, as the OpenCL engine
 # uses on NVIDIA GPUs (aes_core.cl, AES_TABLE_LANES).
 TABLE_LANES = 32
-# All four round tables (aes_core.cl, AES_ROUND_TABLES), so that a round needs no
-# rotates: 128 KiB of dynamic shared memory per thread block, which only CUDA can
-# ask for (NVIDIA's OpenCL stops at 48 KiB). Swept on the H100 (2026-11-24,
-# docs/benchmarks): CTR AES-128 537 GB/s with one table, 720 with two, 771 with four.
+# As many of the four round tables as a thread block's shared memory holds (aes_core.cl,
+# AES_ROUND_TABLES), so that a round needs fewer rotates, or none with all four: 128
+# KiB of dynamic shared memory per block, which only CUDA can ask for (NVIDIA's OpenCL
+# stops at 48 KiB). Swept on the H100 (2026-11-24, docs/benchmarks): CTR AES-128 580
+# GB/s with one table, 720 with two, 771 with four.
 ROUND_TABLES = 4
-TABLE_BYTES = 256 * 4 * TABLE_LANES * ROUND_TABLES
-# The kernels that stage the round tables, and so launch with TABLE_BYTES of dynamic
+# Shared memory a block keeps beside the tables (the inverse S-box, the compiler's own).
+_SHARED_BESIDE_TABLES = 1024
+# The kernels that stage the round tables, and so launch with table_bytes() of dynamic
 # shared memory.
 TABLE_KERNELS = frozenset({"aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr_xor", "gcm_ctr_xor",
                            "gcm_tags"})
 
 
-def cuda_defines(rounds: int) -> dict[str, int]:
+def table_bytes(tables: int) -> int:
+    """Dynamic shared memory of a block that stages ``tables`` round tables."""
+    return 256 * 4 * TABLE_LANES * tables
+
+
+def round_tables_for(block_shared_bytes: int) -> int:
+    """The most round tables (4, 2 or 1) whose copies fit in ``block_shared_bytes``, the
+    shared memory a block may opt into: 227 KiB on Hopper and 163 KiB on the A100 hold
+    four; 99 KiB (consumer Ampere, Ada) and 96 KiB (Volta) two; Turing's 64 KiB one."""
+    for tables in (ROUND_TABLES, 2):
+        if table_bytes(tables) + _SHARED_BESIDE_TABLES <= block_shared_bytes:
+            return tables
+    return 1
+
+
+def cuda_defines(rounds: int, tables: int = ROUND_TABLES) -> dict[str, int]:
     """The ``-D`` options of a CUDA build: the OpenCL engine's for an NVIDIA GPU (round
     keys expanded on the host, the tables in shared memory a copy per bank, byte
-    extraction by PRMT), with all four round tables in dynamic shared memory."""
+    extraction by PRMT), with ``tables`` round tables in dynamic shared memory."""
     return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
             "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1,
-            "AES_ROUND_TABLES": ROUND_TABLES, "AES_TABLES_DYNAMIC": 1}
+            "AES_ROUND_TABLES": tables, "AES_TABLES_DYNAMIC": 1}
 
 
 def nvrtc_version() -> str:

@@ -18,7 +18,7 @@ from .. import device_chunks
 from ..interface import BlockTransform
 from ..start_up import start_seconds
 from .engine import ordinal_of
-from .kernels import ROUND_TABLES, TABLE_LANES, _cache_key, compile_cubin, cuda_defines, module
+from .kernels import TABLE_LANES, _cache_key, compile_cubin, module
 from .pipeline import pinned_empty
 from .workers import (
     _TABLE_BLOCKS_PER_SM,
@@ -37,7 +37,7 @@ def build_times(device: Device) -> dict[str, Any]:
     from cuda.core import ObjectCode
 
     gpu = cuda_device(ordinal_of(device))
-    defines = cuda_defines(10)
+    defines = gpu.defines(10)
     started = time.perf_counter()
     cubin = compile_cubin("aes_ctr.cl", defines, gpu.arch)
     ObjectCode.from_cubin(cubin).get_kernel("aes_ctr_xor")
@@ -97,7 +97,8 @@ def device_figures(device: Device, nbytes: int, min_seconds: float) -> dict[str,
     return {"build": build_times(device), "start_s": start_seconds(device),
             "launch": {"work_group_size": _THREADS_PER_BLOCK,
                        "max_work_groups": sms * _TABLE_BLOCKS_PER_SM,
-                       "table_lanes": TABLE_LANES, "round_tables": ROUND_TABLES,
+                       "table_lanes": TABLE_LANES,
+                       "round_tables": cuda_device(ordinal_of(device)).round_tables,
                        "tuned": None},
             "transfer": transfer_rates(device, nbytes, min_seconds)}
 

@@ -21,7 +21,7 @@ from ...chunkformat import base_j0
 from ..device_chunks import SLOT_BLOCKS
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
-from .kernels import TABLE_BYTES, TABLE_KERNELS, cuda_defines, module
+from .kernels import TABLE_KERNELS, cuda_defines, module, round_tables_for, table_bytes
 
 # Launch shape. Swept on the H100 (2026-11-24, 1 GiB, docs/benchmarks): with the round
 # tables in 128 KiB of shared memory one block of 1024 threads fits an SM, and one
@@ -43,10 +43,10 @@ def _check(result: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _function(kernel: Any, name: str) -> Any:
+def _function(kernel: Any, name: str, shared_bytes: int) -> Any:
     """The driver's function of a cuda.core kernel, for cuLaunchKernel: a library's
     kernel is looked up as its function in the current context. A kernel that stages
-    the round tables may then use TABLE_BYTES of dynamic shared memory (beyond the
+    the round tables may then use ``shared_bytes`` of dynamic shared memory (beyond the
     48 KiB a launch gets without asking)."""
     from cuda.bindings import driver
 
@@ -56,23 +56,22 @@ def _function(kernel: Any, name: str) -> Any:
     if name in TABLE_KERNELS:
         _check(driver.cuFuncSetAttribute(
             function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            TABLE_BYTES))
+            shared_bytes))
     return function
 
 
-def launch_kernel(function: Any, name: str, grid: int, threads: int, stream: int,
+def launch_kernel(function: Any, grid: int, threads: int, shared_bytes: int, stream: int,
                   *arguments: Any) -> None:
-    """Enqueue a kernel through cuLaunchKernel on the stream with handle ``stream``.
-    Each argument is passed as its bytes: an int as 64 bits (a pointer, or a 64-bit
-    value), a numpy scalar or array as it is (a 32-bit value; a vector or the key
-    argument by value). A kernel of TABLE_KERNELS gets its tables' shared memory."""
+    """Enqueue a kernel through cuLaunchKernel on the stream with handle ``stream``, with
+    ``shared_bytes`` of dynamic shared memory. Each argument is passed as its bytes:
+    an int as 64 bits (a pointer, or a 64-bit value), a numpy scalar or array as it is
+    (a 32-bit value; a vector or the key argument by value)."""
     from cuda.bindings import driver
 
     values = [np.array(a, np.uint64) if isinstance(a, int) else np.ascontiguousarray(a)
               for a in arguments]
     pointers = np.array([v.ctypes.data for v in values], np.uint64)
-    shared = TABLE_BYTES if name in TABLE_KERNELS else 0
-    _check(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared,
+    _check(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared_bytes,
                                  driver.CUstream(stream), pointers.ctypes.data, 0))
 
 
@@ -91,7 +90,8 @@ class CudaBytes:
 
 
 class _Device:
-    """One GPU as the engine uses it: its primary context, SM count and architecture."""
+    """One GPU as the engine uses it: its primary context, SM count, architecture, and
+    the round tables its blocks hold (kernels.round_tables_for)."""
 
     def __init__(self, ordinal: int) -> None:
         from cuda.core import Device
@@ -99,8 +99,18 @@ class _Device:
         self.core = Device(ordinal)
         self.core.set_current()
         self.arch = self.core.arch
-        self.sms = self.core.properties.multiprocessor_count
+        properties = self.core.properties
+        self.sms = properties.multiprocessor_count
+        self.round_tables = round_tables_for(properties.max_shared_memory_per_block_optin)
+        self.table_bytes = table_bytes(self.round_tables)
         self.lock = threading.RLock()
+
+    def defines(self, rounds: int) -> dict[str, int]:
+        return cuda_defines(rounds, self.round_tables)
+
+    def shared_bytes(self, kernel_name: str) -> int:
+        """Dynamic shared memory of a launch of the kernel: the tables', or none."""
+        return self.table_bytes if kernel_name in TABLE_KERNELS else 0
 
 
 _devices: dict[int, _Device] = {}
@@ -128,9 +138,9 @@ class CudaBlocks:
         else:
             filename, decrypt = "aes_ecb.cl", transform.decrypt
             name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
-        kernel = module(filename, cuda_defines(rounds), self._gpu.arch).get_kernel(name)
+        kernel = module(filename, self._gpu.defines(rounds), self._gpu.arch).get_kernel(name)
         self._kernel = kernel  # (its module stays loaded while this launches it)
-        self._function = _function(kernel, name)
+        self._function = _function(kernel, name, self._gpu.table_bytes)
         # The kernel's arguments (every one 64 bits, but the key's round keys, passed by
         # value), then their addresses, as void**; the key's is that of its words.
         self._key = keyschedule.kernel_key_argument(transform.key, "host", decrypt)
@@ -166,7 +176,7 @@ class CudaBlocks:
         with self._gpu.lock:  # (the engine's feeding threads launch at once)
             self._arguments[: len(values)] = values
             _check(driver.cuLaunchKernel(self._function, grid, 1, 1, _THREADS_PER_BLOCK, 1, 1,
-                                         TABLE_BYTES, driver.CUstream(stream),
+                                         self._gpu.table_bytes, driver.CUstream(stream),
                                          self._argument_addresses, 0))
 
     def run(self, source: CudaBytes, target: CudaBytes, first_block: int, skip: int = 0) -> None:
@@ -244,7 +254,7 @@ class CudaGhash:
         self._multipliers = multipliers
         self._gpu = cuda_device(ordinal)
         self._gpu.core.set_current()
-        self._code = module("aes_gcm.cl", cuda_defines(10), self._gpu.arch)  # (no AES here)
+        self._code = module("aes_gcm.cl", self._gpu.defines(10), self._gpu.arch)  # (no AES here)
         self._ghash = self._code.get_kernel("gcm_ghash")
         self._sums_as_blocks = self._code.get_kernel("ghash_sums_as_blocks")
         self._free = driver.cuMemFree
@@ -341,14 +351,15 @@ class CudaChunkKernels:
 
         self._gpu = cuda_device(ordinal)
         self._gpu.core.set_current()
-        code = module("aes_gcm.cl", cuda_defines(keyschedule.rounds_for_key(key)),
+        code = module("aes_gcm.cl", self._gpu.defines(keyschedule.rounds_for_key(key)),
                       self._gpu.arch)
         layout = module("chunk_layout.cl", {}, self._gpu.arch)
         kernels = {name: code.get_kernel(name) for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
         kernels.update({name: layout.get_kernel(name) for name in
                         ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
         self._kernels = kernels  # (their modules stay loaded while this launches them)
-        self._functions = {name: _function(kernel, name) for name, kernel in kernels.items()}
+        self._functions = {name: _function(kernel, name, self._gpu.shared_bytes(name))
+                           for name, kernel in kernels.items()}
         self._like = like
         self._stream = Stream.from_handle(like.stream)
         self._memory = StreamMemory(None, like)
@@ -400,7 +411,8 @@ class CudaChunkKernels:
         return int(np.frombuffer(CudaGhash.read(index), np.uint32)[0])
 
     def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
-        launch_kernel(self._functions[name], name, groups, threads, self._like.stream, *args)
+        launch_kernel(self._functions[name], groups, threads, self._gpu.shared_bytes(name),
+                      self._like.stream, *args)
 
     def _grid(self, items: int, per_sm: int = _GRID_BLOCKS_PER_SM) -> int:
         return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * per_sm)
