@@ -32,6 +32,14 @@ def int_to_block(value: int) -> bytes:
     return value.to_bytes(BLOCK_SIZE, "big")
 
 
+def hash_subkey(key: bytes) -> int:
+    """GCM's hash subkey H = E(0^128) under ``key``, made on the host: on a device it
+    is a round trip for one block, which waits for the work queued before it."""
+    from Crypto.Cipher import AES
+
+    return block_to_int(AES.new(key, AES.MODE_ECB).encrypt(bytes(16)))
+
+
 def times_x(value: int) -> int:
     """Multiply by x: shift toward the high-degree end, reducing what falls off."""
     return (value >> 1) ^ (_REDUCTION if value & 1 else 0)

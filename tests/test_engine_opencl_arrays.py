@@ -238,6 +238,26 @@ def test_chunked_sealing_is_ordered_after_the_producer_and_before_what_follows(q
     assert message.get().tobytes() == bytes([1]) * (3 * 16384 + 9)
 
 
+def test_chunked_calls_in_a_row_reuse_scratch_only_once_its_work_is_done(queue):
+    """Sealing returns before its work is done and lets go of its scratch only once a
+    later call finds that work complete (arrays._park): the scratch then serves later
+    calls (kernels.DeviceRuntime.take_scratch). Eight messages sealed back to back under
+    different salts, none waited for, each come out as the host seals it."""
+    from aescl.engines.opencl import kernels
+
+    key = bytes(range(32))
+    messages = [cl_array.to_device(queue, _random(2 * 16384 + 5 * n, seed=n)) for n in range(8)]
+    salts = [bytes([n]) * 24 for n in range(8)]
+    sealed = [aescl.chunked.encrypt(key, m, salt=s) for m, s in zip(messages, salts, strict=True)]
+    for message, salt, result in zip(messages, salts, sealed, strict=True):
+        assert result.get().tobytes() == aescl.chunked.encrypt(
+            key, message.get().tobytes(), salt=salt, device="host")
+    runtime = kernels.runtime(next(d for d in aescl.devices()
+                                   if d.is_opencl and d.cl_device == queue.device),
+                              queue.context)
+    assert runtime.spare  # (sizes of scratch given back; a later call may hold it again)
+
+
 def test_decrypt_range_on_arrays_opens_only_the_range_and_matches_the_host(queue):
     """Only the chunks that hold the range are opened (a damaged chunk outside it goes
     unnoticed, one inside raises), the end is always checked, and every range gives

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ... import ghash
 from ..._arrays import cuda_nbytes, is_torch_tensor, on_cuda
 from .. import device_chunks
 from ..interface import BlockTransform
@@ -264,12 +265,8 @@ class CudaArrayChunks:
         self._device = device  # the only GPU allowed, when the call named one
 
     def _kernels(self, source: Any) -> CudaChunkKernels:
-        from Crypto.Cipher import AES
-
-        # H = E(0^128) on the host: a GPU round trip for one block would wait on the
-        # producer's stream.
-        h = int.from_bytes(AES.new(self._key, AES.MODE_ECB).encrypt(bytes(16)), "big")
-        return CudaChunkKernels(self._key, h, source.device, source)
+        # (H on the host: a GPU round trip for it would wait on the producer's stream)
+        return CudaChunkKernels(self._key, ghash.hash_subkey(self._key), source.device, source)
 
     def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0) -> Any:
         source = _on_gpu(cuda_bytes(data, "the input"), self._device)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import ghash
 from ..._arrays import input_array
 from ...chunkformat import (
     CHUNK_SIZE,
@@ -115,13 +116,12 @@ class CudaHostChunks:
     downloaded: a piece that fails releases none."""
 
     def __init__(self, key: bytes, base_nonce: bytes, ordinal: int) -> None:
-        from Crypto.Cipher import AES
 
         check_key(key)
         check_base_nonce(base_nonce)
         self._key, self._base_nonce, self._ordinal = bytes(key), bytes(base_nonce), ordinal
         # H = E(0^128): one block, on the host.
-        self._h = int.from_bytes(AES.new(self._key, AES.MODE_ECB).encrypt(bytes(16)), "big")
+        self._h = ghash.hash_subkey(self._key)
 
     def _piece(self, source: np.ndarray, target: np.ndarray, first: int, final: bool,
                opening: bool) -> Piece:

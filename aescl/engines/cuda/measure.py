@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import keyschedule
+from ... import ghash, keyschedule
 from ..._cache import binary_of_entry, cache_root, disk_cache_enabled
 from ...devices import Device
 from ...timing import gb_s, repeat, wall
@@ -138,9 +138,7 @@ def resident_seconds(ordinal: int, mode: str, key: bytes, iv: bytes, data: np.nd
 def _work(ordinal: int, mode: str, key: bytes, iv: bytes, stream: int, source: CudaBytes,
           target: CudaBytes) -> Callable[[], None]:
     if mode == "gcm-chunked":
-        from Crypto.Cipher import AES
-
-        h = int.from_bytes(AES.new(key, AES.MODE_ECB).encrypt(bytes(16)), "big")
+        h = ghash.hash_subkey(key)
 
         def seal() -> None:
             kernels = CudaChunkKernels(key, h, ordinal, source)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from ... import ghash
 from ...chunkformat import base_j0
 from ...devices import Device, opencl_devices
 from .. import device_chunks
@@ -217,6 +218,7 @@ class _QueueChunkKernels:
     def __init__(self, engine: GcmEngine, device: Device, context: Any) -> None:
         self._engine, self._device, self._context = engine, device, context
         self._queue = engine.runtime.queue
+        self._scratch: list[Any] = []  # (runtime.take_scratch: given back by release)
         self._align = device.cl_device.mem_base_addr_align // 8
         config = launch_config(device)
         self._group, self._groups = config.work_group_size, config.max_work_groups
@@ -239,10 +241,19 @@ class _QueueChunkKernels:
         return buffer
 
     def scratch(self, nbytes: int) -> BufferSpan:
-        buffer = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, max(16, nbytes))
+        buffer = self._take(nbytes)
         cl.enqueue_fill_buffer(self._queue, buffer, np.uint8(0), 0, buffer.size)
-        self.held.append(buffer)
         return BufferSpan(buffer, 0, nbytes)
+
+    def _take(self, nbytes: int) -> Any:
+        buffer = self._engine.runtime.take_scratch(nbytes)
+        self._scratch.append(buffer)
+        return buffer
+
+    def release(self) -> None:
+        """Once the call's work is done: its scratch to later calls (see _park)."""
+        self._engine.runtime.give_back_scratch(self._scratch)
+        self._scratch.clear()
 
     def copy(self, target: BufferSpan, source: BufferSpan) -> None:
         if source.nbytes:
@@ -283,11 +294,11 @@ class _QueueChunkKernels:
             self._engine._enqueue_ctr(self._buffer(source), blocks, device_chunks.SLOT_BLOCKS, 1,
                                       j0s.buffer, lengths.buffer, self._buffer(target),
                                       strides)
+            self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
 
     def tags(self, text: BufferSpan, stride: int, count: int, blocks: int, j0s: BufferSpan,
              lengths: BufferSpan, tags: BufferSpan, tag_stride: int) -> None:
-        partials = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, 16 * count)
-        self.held.append(partials)
+        partials = self._take(16 * count)
         self._engine._enqueue_ghash(self._buffer(text), blocks, device_chunks.SLOT_BLOCKS,
                                     count, partials, stride=stride)
         self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
@@ -336,10 +347,16 @@ def _let_go_of_parked() -> None:
         if not _parked:
             return
         if _parked[-1][0].command_execution_status == complete:
-            _parked.clear()
+            done, _parked[:] = _parked[:], []
         elif len(_parked) > _PARKED_MOST:
+            done = [(event, holder) for event, holder in _parked
+                    if event.command_execution_status == complete]
             _parked[:] = [(event, holder) for event, holder in _parked
                           if event.command_execution_status != complete]
+        else:
+            return
+    for _, holder in done:
+        holder.release()
 
 
 class OpenclArrayChunks:
@@ -357,7 +374,8 @@ class OpenclArrayChunks:
 
     def _kernels(self, array: Any) -> tuple[_QueueChunkKernels, Any]:
         device = _device_within(array, self._devices)
-        engine = GcmEngine(self._key, device, "host", array.context)
+        engine = GcmEngine(self._key, device, "host", array.context,
+                           ghash.hash_subkey(self._key))
         return _QueueChunkKernels(engine, device, array.context), engine.runtime
 
     def _run(self, data: Any, header_bytes: int, out_bytes: int, work: Any) -> Any:
@@ -379,6 +397,7 @@ class OpenclArrayChunks:
                 work(kernels, source, BufferSpan(result.base_data, result.offset, out_bytes))
             except BaseException:  # (a failed opening's zeroing is done before it leaves)
                 rt.queue.finish()
+                kernels.release()
                 raise
             done = cl.enqueue_marker(rt.queue)
         for array in (data, result):  # (what pyopencl orders later work on them after)

@@ -51,7 +51,7 @@ class GcmEngine:
     """GCM's device half for one key: keystream, GHASH partial sums and batch tags."""
 
     def __init__(self, key: bytes, device: Device, key_schedule: str,
-                 context: Any = None) -> None:
+                 context: Any = None, h: int | None = None) -> None:
         rounds = keyschedule.rounds_for_key(key)
         config = launch_config(device)
         self.options = options = aes_options(rounds, key_schedule, config)
@@ -71,7 +71,10 @@ class GcmEngine:
         self.key = key_argument(key, key_schedule, decrypt=False)
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
         self._tables: dict[int, tuple[Any, int]] = {}  # by base: (buffer, tables in it)
-        self.h = ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
+        # H on the device unless the caller made it (ghash.hash_subkey): a call that must
+        # not wait for the work queued before it does.
+        self.h = h if h is not None else \
+            ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
         self.multipliers = ghash.PowerMultipliers(self.h)
         self.times_power = self.multipliers.times_power
 

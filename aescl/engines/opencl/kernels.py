@@ -294,8 +294,30 @@ class DeviceRuntime:
     kernels: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (file, options, name)
     build_log: list[BuildRecord] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
+    spare: dict[int, list[Any]] = field(default_factory=dict)  # scratch let go, by size
+
+    def take_scratch(self, nbytes: int) -> Any:
+        """A buffer of at least ``nbytes`` (a power of two) in this context, one given
+        back earlier where there is one: freeing a buffer waits, in NVIDIA's OpenCL,
+        for all the work on the device, which calls that let go of scratch often (the
+        chunked format's, arrays.py) would otherwise wait for."""
+        size = 1 << max(4, (nbytes - 1).bit_length())
+        with self.lock:
+            if self.spare.get(size):
+                return self.spare[size].pop()
+        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
+
+    def give_back_scratch(self, buffers: list[Any]) -> None:
+        """Buffers of take_scratch whose work is done, for later calls (a few of each
+        size; the rest are freed)."""
+        with self.lock:
+            for buffer in buffers:
+                kept = self.spare.setdefault(buffer.size, [])
+                if len(kept) < _SPARE_SCRATCH_PER_SIZE:
+                    kept.append(buffer)
 
 
+_SPARE_SCRATCH_PER_SIZE = 8
 _runtimes: dict[str, DeviceRuntime] = {}
 _runtimes_lock = threading.Lock()  # two threads' first jobs must not make two contexts
 # Runtimes in contexts that callers made (their pyopencl arrays'), by (context, device):
