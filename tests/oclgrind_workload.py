@@ -16,7 +16,7 @@ import pyopencl as cl
 from Crypto.Cipher import AES
 
 import aescl
-from aescl.engines.opencl import kernels
+from aescl.engines.opencl import kernels, tuning
 
 device = aescl.get_device("oclgrind")
 
@@ -59,6 +59,7 @@ if sys.argv[1:] == ["gcm"]:
 
 # 37 blocks on groups of 16 items, at most 3 groups: partial groups, items with
 # no block, and grid-stride steps all occur. The CTR counters start near wraps.
+print(f"round tables: {tuning.launch_config(device).round_tables}")
 for size in (16, 24, 32):
     for key_schedule in ("host", "device"):
         key = os.urandom(size)

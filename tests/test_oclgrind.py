@@ -31,11 +31,12 @@ pytestmark = [
 
 
 def run_under_oclgrind(
-    tmp_path: Path, *args: str, uninitialized: bool = True
+    tmp_path: Path, *args: str, uninitialized: bool = True, **settings: str
 ) -> tuple[subprocess.CompletedProcess, str]:
     log = tmp_path / "oclgrind.log"
     env = {
         **os.environ,
+        **settings,
         "OCLGRIND_LOG": str(log),
         "OCLGRIND_CHECK_API": "1",
         "OCLGRIND_DATA_RACES": "1",
@@ -53,6 +54,18 @@ def run_under_oclgrind(
 def test_every_kernel_runs_clean_under_oclgrind(tmp_path):
     result, log = run_under_oclgrind(tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
+    assert "all kernels ran" in result.stdout
+    assert log.strip() == "", log[:4000]
+
+
+@pytest.mark.parametrize("tables", ["2", "4"])
+def test_every_round_table_layout_runs_clean_under_oclgrind(tmp_path, tables):
+    """ECB and CTR with 2 or 4 round tables in __local memory (aes_core.cl,
+    AES_ROUND_TABLES; the CUDA engine runs 4), in as many copies as the simulator's
+    32 KiB hold, against pycryptodome."""
+    result, log = run_under_oclgrind(tmp_path, AESCL_ROUND_TABLES=tables)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"round tables: {tables}" in result.stdout
     assert "all kernels ran" in result.stdout
     assert log.strip() == "", log[:4000]
 
