@@ -9,7 +9,7 @@ import sys
 import click
 
 import aescl
-from aescl import benchreport
+from aescl import benchreport, engines
 from aescl.devices import NO_PLATFORM_HINT
 from aescl.devices import matches as device_matches
 
@@ -82,7 +82,7 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
             raise Refusal("--plot needs matplotlib: pip install 'aescl[plot]'") from None
     if tune and load_path is not None:
         raise Refusal("--tune measures; --load only prints a saved report")
-    if tune and not aescl.tuning.tuning_enabled():
+    if tune and not engines.tuning_enabled():
         raise Refusal("--tune would be ignored: AESCL_TUNE=0 keeps the default launch settings")
     if load_path is not None:
         try:
@@ -122,8 +122,7 @@ def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, t
     progress = _BenchProgress(quiet)
     try:
         for device in chosen if tune else ():
-            if not device.is_simulator:  # its settings are for coverage, not speed
-                aescl.tuning.store(device, aescl.tuning.tune(device, progress=progress))
+            engines.engine_for(device).retune(progress)
         return bench.run(chosen, settings, progress=progress)
     finally:
         progress.close()

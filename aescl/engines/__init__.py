@@ -32,6 +32,7 @@ from .interface import (
     Ranges,
     check_key_schedule,
     gcm_nonce,
+    tuning_enabled,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOCK_SIZE", "DEFAULT_BATCH_CHUNKS", "KEY_SCHEDULES", "MAX_BATCH_CHUNKS", "MODE_GCM",
     "BlockTransform", "BlockWorker", "ChunkWorker", "Engine", "Ranges", "check_key_schedule",
-    "engine_for", "gcm_nonce",
+    "engine_for", "gcm_nonce", "tuning_enabled",
 ]
 
 _engines: dict[str, Engine] = {}

@@ -157,5 +157,19 @@ class Engine(Protocol):
     # For ``aescl bench``: an engine's own figures, apart from its library calls.
     def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]: ...
 
+    def retune(self, progress: Any) -> None:
+        """Measure the device's launch settings again and keep them (``aescl bench
+        --tune``); ``progress(message)`` hears how far it is. Nothing where there are
+        none."""
+
     def resident_seconds(self, mode: str, key: bytes, iv: bytes, data: Any,
                          output_bytes: int, min_seconds: float) -> tuple[float, float]: ...
+
+
+def tuning_enabled() -> bool:
+    """``$AESCL_TUNE``: unset or 1 tunes a GPU's launch settings on first use (each
+    engine its own); 0 keeps the defaults."""
+    value = os.environ.get("AESCL_TUNE", "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"AESCL_TUNE must be 0 or 1, not {value!r}")
+    return value != "0"

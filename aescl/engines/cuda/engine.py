@@ -70,6 +70,12 @@ class CudaEngine:
 
         return CudaHostGcm(key, nonce, mac_len, self.ordinal)
 
+    def retune(self, progress: Any) -> None:
+        from . import tuning
+
+        ordinal = ordinal_of(self.device)
+        tuning.store(ordinal, tuning.tune(ordinal, progress=progress))
+
     def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
         from . import measure
 

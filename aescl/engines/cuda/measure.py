@@ -15,14 +15,13 @@ from ..._cache import binary_of_entry, cache_root, disk_cache_enabled
 from ...devices import Device
 from ...timing import gb_s, repeat, wall
 from .. import device_chunks
-from ..interface import BlockTransform
+from ..interface import BlockTransform, tuning_enabled
 from ..start_up import start_seconds
 from .engine import ordinal_of
 from .kernels import TABLE_LANES, _cache_key, compile_cubin, module
 from .pipeline import pinned_empty
+from .tuning import stored
 from .workers import (
-    _TABLE_BLOCKS_PER_SM,
-    _THREADS_PER_BLOCK,
     CudaBlocks,
     CudaBytes,
     CudaChunkKernels,
@@ -93,13 +92,17 @@ def transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str,
 
 
 def device_figures(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
-    sms = device.compute_units
+    gpu = cuda_device(ordinal_of(device))
+    shape = gpu.shape()
+    tuning = stored(gpu.core.device_id) if tuning_enabled() else None
     return {"build": build_times(device), "start_s": start_seconds(device),
-            "launch": {"work_group_size": _THREADS_PER_BLOCK,
-                       "max_work_groups": sms * _TABLE_BLOCKS_PER_SM,
-                       "table_lanes": TABLE_LANES,
-                       "round_tables": cuda_device(ordinal_of(device)).round_tables,
-                       "tuned": None},
+            "launch": {"work_group_size": shape.threads,
+                       "max_work_groups": gpu.sms * shape.blocks_per_sm,
+                       "table_lanes": TABLE_LANES, "round_tables": gpu.round_tables,
+                       "tuned": None if tuning is None else {
+                           "date": tuning.date, "gb_s": tuning.chosen.gb_s,
+                           "default_gb_s": tuning.default.gb_s,
+                           "trials": len(tuning.trials), "seconds": tuning.seconds}},
             "transfer": transfer_rates(device, nbytes, min_seconds)}
 
 

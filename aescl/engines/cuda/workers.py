@@ -23,13 +23,11 @@ from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import TABLE_KERNELS, cuda_defines, module, round_tables_for, table_bytes
 
-# Launch shape. Swept on the H100 (2026-11-24, 1 GiB, docs/benchmarks): with the round
-# tables in 128 KiB of shared memory one block of 1024 threads fits an SM, and one
-# block per SM, each staging the tables once, was best (CTR AES-128: 771 GB/s; 765
-# with 4 per SM; 760 with 512 threads). The kernels stride over any grid.
+# Launch shape of the kernels that stage no tables (the chunked format's layout
+# kernels). Those that do launch as the GPU's tuning says (tuning.py, _Device.shape).
+# The kernels stride over any grid.
 _THREADS_PER_BLOCK = 1024
-_TABLE_BLOCKS_PER_SM = 1  # thread blocks per SM for the kernels that stage the tables
-_GRID_BLOCKS_PER_SM = 4  # and for the others (the chunked format's layout kernels)
+_GRID_BLOCKS_PER_SM = 4
 
 
 def _check(result: Any) -> Any:
@@ -105,6 +103,17 @@ class _Device:
         self.table_bytes = table_bytes(self.round_tables)
         self.lock = threading.RLock()
 
+    def shape(self) -> Any:
+        """The launch shape of the table kernels here (tuning.LaunchShape): tuned on the
+        GPU's first use, or stored."""
+        from .tuning import launch_shape
+
+        return launch_shape(self.core.device_id)
+
+    def table_grid(self, items: int, shape: Any) -> int:
+        """Blocks of a table kernel's launch over ``items`` work-items."""
+        return max(1, min(-(-items // shape.threads), self.sms * shape.blocks_per_sm))
+
     def defines(self, rounds: int) -> dict[str, int]:
         return cuda_defines(rounds, self.round_tables)
 
@@ -149,6 +158,7 @@ class CudaBlocks:
         self._argument_addresses = int(self._pointers.ctypes.data)
         self._key_slot = 3 + 4 * transform.is_ctr  # (after source, target, blocks, counter)
         self._pointers[self._key_slot] = self._key.ctypes.data
+        self._shape = self._gpu.shape()
 
     @property
     def ordinal(self) -> int:
@@ -171,11 +181,12 @@ class CudaBlocks:
         them anew through cuda.core cost a third of it on the H100 host."""
         from cuda.bindings import driver
 
-        grid = max(1, min(-(-blocks // _THREADS_PER_BLOCK), self._gpu.sms * _TABLE_BLOCKS_PER_SM))
+        shape = self._shape
+        grid = self._gpu.table_grid(blocks, shape)
         values = (source, target, blocks, *self._kernel_args(first_block))
         with self._gpu.lock:  # (the engine's feeding threads launch at once)
             self._arguments[: len(values)] = values
-            _check(driver.cuLaunchKernel(self._function, grid, 1, 1, _THREADS_PER_BLOCK, 1, 1,
+            _check(driver.cuLaunchKernel(self._function, grid, 1, 1, shape.threads, 1, 1,
                                          self._gpu.table_bytes, driver.CUstream(stream),
                                          self._argument_addresses, 0))
 
@@ -360,6 +371,7 @@ class CudaChunkKernels:
         self._kernels = kernels  # (their modules stay loaded while this launches them)
         self._functions = {name: _function(kernel, name, self._gpu.shared_bytes(name))
                            for name, kernel in kernels.items()}
+        self._shape = self._gpu.shape()
         self._like = like
         self._stream = Stream.from_handle(like.stream)
         self._memory = StreamMemory(None, like)
@@ -414,14 +426,14 @@ class CudaChunkKernels:
         launch_kernel(self._functions[name], groups, threads, self._gpu.shared_bytes(name),
                       self._like.stream, *args)
 
-    def _grid(self, items: int, per_sm: int = _GRID_BLOCKS_PER_SM) -> int:
-        return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * per_sm)
+    def _grid(self, items: int) -> int:
+        return min(-(-items // _THREADS_PER_BLOCK), self._gpu.sms * _GRID_BLOCKS_PER_SM)
 
     def crypt(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
               j0s: CudaBytes, lengths: CudaBytes, strides: tuple[int, int]) -> None:
         if blocks:
-            self._launch("gcm_ctr_xor", _THREADS_PER_BLOCK,
-                         self._grid(blocks, _TABLE_BLOCKS_PER_SM), source.pointer,
+            self._launch("gcm_ctr_xor", self._shape.threads,
+                         self._gpu.table_grid(blocks, self._shape), source.pointer,
                          target.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
                          np.uint32(strides[0]), np.uint32(strides[1]), np.uint32(1),
                          j0s.pointer, lengths.pointer, self._key)
@@ -433,7 +445,7 @@ class CudaChunkKernels:
                      text.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
                      np.uint32(stride), np.uint32(count), self._h_tables.pointer,
                      partials.pointer)
-        self._launch("gcm_tags", _THREADS_PER_BLOCK, self._grid(count, _TABLE_BLOCKS_PER_SM),
+        self._launch("gcm_tags", self._shape.threads, self._gpu.table_grid(count, self._shape),
                      partials.pointer, np.uint32(count), j0s.pointer, lengths.pointer,
                      self._h_tables.pointer, tags.pointer, np.uint32(tag_stride), self._key)
 

@@ -393,6 +393,9 @@ class HostEngine:
     def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
         return {}  # no kernels to build, nothing to transfer
 
+    def retune(self, progress: Any) -> None:
+        pass  # (OpenSSL's own code: no launch settings)
+
     def resident_seconds(self, mode: str, key: bytes, iv: bytes, data: Any,
                          output_bytes: int, min_seconds: float) -> tuple[float, float]:
         raise NotImplementedError("the host engine works on host memory only: its figures "

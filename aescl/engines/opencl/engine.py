@@ -53,6 +53,10 @@ class OpenclEngine:
             threads: int | None = None) -> GcmCipher:  # (a device has no host threads)
         return GcmCipher(key, nonce, mac_len, self.device, key_schedule)
 
+    def retune(self, progress: Any) -> None:
+        if not self.device.is_simulator:  # (its settings are for coverage, not speed)
+            tuning.store(self.device, tuning.tune(self.device, progress=progress))
+
     def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
         return {"build": measure.build_times(self.device),
                 "start_s": start_seconds(self.device),

@@ -36,6 +36,7 @@ from Crypto.Cipher import AES
 
 from ..._cache import cache_root, disk_cache_enabled, write_cache_file
 from ...devices import Device
+from ..interface import tuning_enabled
 from .kernels import (
     LaunchConfig,
     aes_options,
@@ -94,14 +95,6 @@ class Tuning:
         return cls(**{**fields, "chosen": Trial(**data["chosen"]),
                       "default": Trial(**data["default"]),
                       "trials": [Trial(**t) for t in data["trials"]]})
-
-
-def tuning_enabled() -> bool:
-    """``$AESCL_TUNE``: unset or 1 tunes GPUs on first use; 0 keeps the defaults."""
-    value = os.environ.get("AESCL_TUNE", "").strip()
-    if value not in ("", "0", "1"):
-        raise ValueError(f"AESCL_TUNE must be 0 or 1, not {value!r}")
-    return value != "0"
 
 
 def candidates(device: Device) -> list[LaunchConfig]:
