@@ -116,8 +116,8 @@ AES_CPU_TARGET __kernel void gcm_ctr_xor(__global const uint4 *input, __global u
 #define GCM_CARRYLESS_RUN 8
 AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_stride,
-                        const uint message_count,
-                        __global const ulong2 *h_tables, __global ulong2 *partials)
+                        const uint message_count, __global const ulong2 *h_tables,
+                        __global const ulong2 *h_positions, __global ulong2 *partials)
 {
     ulong2 powers[GCM_CARRYLESS_RUN];   /* powers[k] = H^(k+1) */
     for (int k = 0; k < GCM_CARRYLESS_RUN; ++k)
@@ -145,17 +145,19 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
 #else
 AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_stride,
-                        const uint message_count,
-                        __global const ulong2 *h_tables, __global ulong2 *partials)
+                        const uint message_count, __global const ulong2 *h_tables,
+                        __global const ulong2 *h_positions, __global ulong2 *partials)
 {
     const uint t = get_local_id(0);
     const uint items = get_local_size(0);
-    AES_LOCAL_ARRAY ulong2 stride_table[16];   /* H^T */
+    uint level_of_items = 0;   /* log2(T) */
+    while ((1u << level_of_items) < items)
+        ++level_of_items;
+    AES_LOCAL_ARRAY ulong2 stride_positions[GHASH_POSITION_ENTRIES];   /* of H^T */
     AES_LOCAL_ARRAY ulong2 scratch[GCM_MAX_GHASH_ITEMS];
-    for (uint n = t; n < 16u; n += items)
-        stride_table[n] = h_tables[16u * (items - 1u) + n];
+    for (uint n = t; n < GHASH_POSITION_ENTRIES; n += items)
+        stride_positions[n] = h_positions[GHASH_POSITION_ENTRIES * level_of_items + n];
     barrier(CLK_LOCAL_MEM_FENCE);
-    __global const ulong2 *place_table = h_tables + 16u * (items - 1u - t);   /* H^(T-t) */
 
     for (uint m = get_group_id(0); m < message_count; m += get_num_groups(0)) {
         const uint first = m * message_blocks;
@@ -167,21 +169,50 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
             const uint v = t + s * items;
             const ulong2 x = v >= lead ? ghash_load(data[m * message_stride + v - lead])
                                        : AES_ULONG2(0ul, 0ul);
-            sum = (s ? ghash_multiply_local(sum, stride_table) : sum) ^ x;
+            sum = (s ? ghash_multiply_positions_local(sum, stride_positions) : sum) ^ x;
         }
-        scratch[t] = steps ? ghash_multiply_global(sum, place_table) : sum;
-        for (uint width = items >> 1; width; width >>= 1) {
+        /* The total is the sum over t of S_t·H^(T-t). Adjacent sums pair up level by
+         * level, the earlier one times H^(2^level): after log2(T) levels one sum is
+         * left, and one multiplication by H puts it in place. */
+        scratch[t] = sum;
+        uint level = 0;
+        for (uint width = items >> 1; width; width >>= 1, ++level) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            ulong2 paired = AES_ULONG2(0ul, 0ul);
+            if (t < width)
+                paired = ghash_multiply_positions_global(
+                             scratch[2u * t], h_positions + GHASH_POSITION_ENTRIES * level)
+                         ^ scratch[2u * t + 1u];
             barrier(CLK_LOCAL_MEM_FENCE);
             if (t < width)
-                scratch[t] ^= scratch[t + width];
+                scratch[t] = paired;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (t == 0u)
-            partials[m] = scratch[0];
+            partials[m] = ghash_multiply_positions_global(scratch[0], h_positions);
         barrier(CLK_LOCAL_MEM_FENCE);   /* scratch[0] is read before the next message writes */
     }
 }
 #endif
+
+/* The position tables (ghash.cl) of B^(2^j) for j = 0 .. GHASH_POSITION_POWERS - 1, from
+ * the nibble tables of B^1..B^(2^(GHASH_POSITION_POWERS-1)) (ghash_power_tables): gcm_ghash
+ * multiplies by B^T with T work-items in its stride and by B^(2^level) in its pairing.
+ * Entry k·16 + n of table j is nibble entry n of B^(2^j) times x^(4(31-k)). */
+#define GHASH_POSITION_POWERS 9   /* up to B^GCM_MAX_GHASH_ITEMS */
+AES_CPU_TARGET __kernel void ghash_position_tables(__global const ulong2 *tables,
+                                                   __global ulong2 *positions)
+{
+    for (uint i = get_global_id(0); i < GHASH_POSITION_POWERS * GHASH_POSITION_ENTRIES;
+         i += get_global_size(0)) {
+        const uint j = i / GHASH_POSITION_ENTRIES;
+        const uint k = (i / 16u) % 32u;
+        ulong2 entry = tables[16u * ((1u << j) - 1u) + i % 16u];
+        for (uint shift = k; shift < 31u; ++shift)
+            entry = ghash_times_x4(entry);
+        positions[i] = entry;
+    }
+}
 
 /* The nibble tables of H^1..H^count (table k-1 for H^k, 16 entries each, entry n
  * as aescl/ghash.py:nibble_table defines it), H = (h_hi, h_lo). Item k raises H

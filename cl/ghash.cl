@@ -99,6 +99,30 @@ inline ulong2 ghash_multiply_bitwise(ulong2 x, ulong2 y)
 GHASH_DEFINE_MULTIPLY(ghash_multiply_local, __local)
 GHASH_DEFINE_MULTIPLY(ghash_multiply_global, __global)
 
+/* x·P from P's position tables: 32 tables of 16 entries, table k for nibble k of x
+ * (nibbles counted from the low end of lo, then of hi), entry n of table k being
+ * N(n)·P·x^(4(31-k)), which is the nibble table's entry n as Horner's rule above
+ * would shift it by the 31 - k nibbles that follow. The product is then the XOR of
+ * one entry per nibble: no shifts and no reduction between lookups, where the nibble
+ * table costs a multiply by x^4 (two dozen integer instructions) per nibble. 8 KiB
+ * per P; ghash_position_tables (aes_gcm.cl) builds them. */
+#define GHASH_POSITION_ENTRIES 512
+#define GHASH_DEFINE_POSITIONS_MULTIPLY(name, space)                            \
+    inline ulong2 name(ulong2 x, space const ulong2 *positions)                 \
+    {                                                                           \
+        ulong2 z = AES_ULONG2(0ul, 0ul);                                        \
+        AES_UNROLL                                                              \
+        for (int k = 0; k < 16; ++k)                                            \
+            z ^= positions[16 * k + (uint)((x.y >> (4 * k)) & 0xful)];          \
+        AES_UNROLL                                                              \
+        for (int k = 0; k < 16; ++k)                                            \
+            z ^= positions[16 * (16 + k) + (uint)((x.x >> (4 * k)) & 0xful)];   \
+        return z;                                                               \
+    }
+
+GHASH_DEFINE_POSITIONS_MULTIPLY(ghash_multiply_positions_local, __local)
+GHASH_DEFINE_POSITIONS_MULTIPLY(ghash_multiply_positions_global, __global)
+
 #ifndef GHASH_CARRYLESS
 #define GHASH_CARRYLESS 0
 #endif

@@ -25,8 +25,8 @@ from ..sources import load_source
 KERNELS: dict[str, tuple[str, ...]] = {
     "aes_ecb.cl": ("aes_ecb_encrypt", "aes_ecb_decrypt"),
     "aes_ctr.cl": ("aes_ctr_xor",),
-    "aes_gcm.cl": ("gcm_ctr_xor", "gcm_ghash", "ghash_power_tables", "gcm_tags",
-                   "ghash_sums_as_blocks"),
+    "aes_gcm.cl": ("gcm_ctr_xor", "gcm_ghash", "ghash_power_tables", "ghash_position_tables",
+                   "gcm_tags", "ghash_sums_as_blocks"),
     "chunk_layout.cl": ("chunks_tags", "chunks_counters", "chunks_first_mismatch"),
 }
 

@@ -244,15 +244,22 @@ _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 
 
 
 _POWER_TABLES_BYTES = _GHASH_ITEMS * 16 * BLOCK_SIZE  # nibble tables of H^1..H^256
+# Position tables (cl/ghash.cl) of H^1, H^2, H^4 .. H^256: GHASH_POSITION_POWERS tables of
+# GHASH_POSITION_ENTRIES entries (cl/aes_gcm.cl).
+_POSITION_TABLES_BYTES = 9 * 512 * BLOCK_SIZE
 
 
-def launch_power_tables(stream: Any, code: Any, base: int, tables: int) -> None:
-    """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``."""
+def launch_power_tables(stream: Any, code: Any, base: int, tables: int,
+                        positions: int) -> None:
+    """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``, then the
+    position tables of base^1, base^2 .. base^256 made from them into ``positions``."""
     from cuda.core import LaunchConfig, launch
 
     launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
            code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
            np.uint64(base & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(tables))
+    launch(stream, LaunchConfig(grid=_POSITION_TABLES_BYTES // BLOCK_SIZE // 256, block=256),
+           code.get_kernel("ghash_position_tables"), np.uint64(tables), np.uint64(positions))
 
 
 class CudaGhash:
@@ -272,31 +279,36 @@ class CudaGhash:
         self._segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
         # The nibble tables (ghash.cl) of H^1..H^256, and of the powers of H^segment that
         # fold the segments' sums (ghash.fold_on_device), made on the GPU once.
-        self._buffers = [self._power_tables(multipliers.h),
-                         self._power_tables(multipliers.power(self._segment))]
+        # (each base's nibble tables, then its position tables)
+        self._buffers: list[Any] = []
+        self._tables = [self._power_tables(multipliers.h),
+                        self._power_tables(multipliers.power(self._segment))]
 
-    def _power_tables(self, base: int) -> Any:
+    def _power_tables(self, base: int) -> tuple[Any, Any]:
         from cuda.bindings import driver
 
         tables = _check(driver.cuMemAlloc(_POWER_TABLES_BYTES))
+        self._buffers.append(tables)
+        positions = _check(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
+        self._buffers.append(positions)
         stream = self._gpu.core.create_stream()
-        launch_power_tables(stream, self._code, base, int(tables))
+        launch_power_tables(stream, self._code, base, int(tables), int(positions))
         stream.sync()
-        return tables
+        return tables, positions
 
     def __del__(self) -> None:
-        for tables in getattr(self, "_buffers", ()):
-            self._free(tables)
+        for buffer in getattr(self, "_buffers", ()):
+            self._free(buffer)
 
     def _launch(self, stream: Any, data: int, blocks: int, message_blocks: int, count: int,
-                tables: Any, partials: int) -> None:
+                tables: tuple[Any, Any], partials: int) -> None:
         from cuda.core import LaunchConfig, launch
 
         launch(stream, LaunchConfig(grid=min(count, self._gpu.sms * _GHASH_BLOCKS_PER_SM),
                                     block=_GHASH_ITEMS),
                self._ghash, np.uint64(data), np.uint32(blocks), np.uint32(message_blocks),
-               np.uint32(message_blocks), np.uint32(count), np.uint64(int(tables)),
-               np.uint64(partials))
+               np.uint32(message_blocks), np.uint32(count), np.uint64(int(tables[0])),
+               np.uint64(int(tables[1])), np.uint64(partials))
 
     def partial_sum(self, span: CudaBytes) -> int:
         """The partial sum of the whole blocks of an aligned span, after the work before
@@ -317,14 +329,14 @@ class CudaGhash:
                 partials = memory.scratch(16 * (segments + 1))  # then the fold
                 folded = partials.pointer + 16 * segments
                 self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
-                             segments, self._buffers[0], partials.pointer)
+                             segments, self._tables[0], partials.pointer)
                 if segments > 1:  # the sums as blocks, folded by powers of H^segment
                     launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)),
                                                 block=256),
                            self._sums_as_blocks, np.uint64(partials.pointer),
                            np.uint32(segments))
                     self._launch(stream, partials.pointer, segments - 1, segments - 1, 1,
-                                 self._buffers[1], folded)
+                                 self._tables[1], folded)
                 values = np.zeros(32, np.uint8)  # the last sum, then the fold
                 _check(driver.cuMemcpyDtoHAsync(values, partials.pointer + 16 * (segments - 1),
                                                 32, span.stream))
@@ -378,7 +390,9 @@ class CudaChunkKernels:
         self._spans: list[CudaBytes] = []
         # H's nibble tables, made and freed in the stream's order: nothing here waits.
         self._h_tables = self.scratch(_POWER_TABLES_BYTES)
-        launch_power_tables(self._stream, code, h, self._h_tables.pointer)
+        self._h_positions = self.scratch(_POSITION_TABLES_BYTES)
+        launch_power_tables(self._stream, code, h, self._h_tables.pointer,
+                            self._h_positions.pointer)
         self._key = keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
 
@@ -444,7 +458,7 @@ class CudaChunkKernels:
         self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GHASH_BLOCKS_PER_SM),
                      text.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
                      np.uint32(stride), np.uint32(count), self._h_tables.pointer,
-                     partials.pointer)
+                     self._h_positions.pointer, partials.pointer)
         self._launch("gcm_tags", self._shape.threads, self._gpu.table_grid(count, self._shape),
                      partials.pointer, np.uint32(count), j0s.pointer, lengths.pointer,
                      self._h_tables.pointer, tags.pointer, np.uint32(tag_stride), self._key)

@@ -27,7 +27,14 @@ from ... import ghash, keyschedule
 from ..._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from ...devices import Device
 from ..interface import MODE_GCM, gcm_nonce
-from .kernels import aes_options, kernel, key_argument, one_job_per_device, runtime
+from .kernels import (
+    aes_options,
+    carryless_ghash,
+    kernel,
+    key_argument,
+    one_job_per_device,
+    runtime,
+)
 from .tuning import launch_config
 
 BLOCK_SIZE = 16
@@ -37,6 +44,9 @@ _MAX_GHASH_ITEMS = 256  # GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
 
 
 _CARRYLESS_RUN = 8  # GCM_CARRYLESS_RUN in aes_gcm.cl
+# Position tables (cl/ghash.cl) of B^1, B^2, B^4 .. B^256: GHASH_POSITION_POWERS tables of
+# GHASH_POSITION_ENTRIES 16-byte entries in cl/aes_gcm.cl.
+_POSITION_TABLES_BYTES = 9 * 512 * 16
 
 
 def _floor_power_of_two(n: int) -> int:
@@ -60,6 +70,9 @@ class GcmEngine:
         self._ghash = kernel(device, "aes_gcm.cl", options, "gcm_ghash", context)
         self._tags = kernel(device, "aes_gcm.cl", options, "gcm_tags", context)
         self._power_tables = kernel(device, "aes_gcm.cl", options, "ghash_power_tables", context)
+        self._position_tables = kernel(device, "aes_gcm.cl", options, "ghash_position_tables",
+                                       context)
+        self._carryless = carryless_ghash(config)
         self._sums_as_blocks = kernel(device, "aes_gcm.cl", options, "ghash_sums_as_blocks",
                                       context)
         self._work_group_size = max(1, min(config.work_group_size, self._limit(self._ctr)))
@@ -71,6 +84,7 @@ class GcmEngine:
         self.key = key_argument(key, key_schedule, decrypt=False)
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
         self._tables: dict[int, tuple[Any, int]] = {}  # by base: (buffer, tables in it)
+        self._positions: dict[int, Any] = {}  # by base: its position tables
         # H on the device unless the caller made it (ghash.hash_subkey): a call that must
         # not wait for the work queued before it does.
         self.h = h if h is not None else \
@@ -109,6 +123,21 @@ class GcmEngine:
             self._tables[base] = (tables, count)
         return tables
 
+    @one_job_per_device
+    def _positions_of(self, base: int) -> Any:
+        """The position tables (cl/ghash.cl) of base^1, base^2 .. base^256 in a device
+        buffer, built on the device from the nibble tables."""
+        if base not in self._positions:
+            tables = self._power_tables_of(base, _MAX_GHASH_ITEMS)
+            positions = self._scratch(_POSITION_TABLES_BYTES)
+            self._position_tables.set_args(tables, positions)
+            group = min(64, self._limit(self._position_tables))
+            cl.enqueue_nd_range_kernel(self.runtime.queue, self._position_tables,
+                                       (-(-(_POSITION_TABLES_BYTES // 16) // group) * group,),
+                                       (group,))
+            self._positions[base] = positions
+        return self._positions[base]
+
     # ---- launches over a device buffer ------------------------------------------
 
     def _enqueue_ctr(
@@ -139,12 +168,14 @@ class GcmEngine:
         ``stride``: blocks from one message to the next (``message_blocks`` unless given)."""
         items = min(self._ghash_items, _ceil_power_of_two(min(message_blocks, blocks)))
         groups = min(self._max_work_groups, message_count)
+        base = self.h if base is None else base
+        # The carry-less GHASH (CPUs) reads H^1..H^8 whatever the group size, and no
+        # position tables.
+        tables = self._power_tables_of(base, max(items, _CARRYLESS_RUN))
         self._ghash.set_args(
             buffer, np.uint32(blocks), np.uint32(message_blocks),
-            np.uint32(stride or message_blocks), np.uint32(message_count),
-            # The carry-less GHASH (CPUs) reads H^1..H^8 whatever the group size.
-            self._power_tables_of(self.h if base is None else base,
-                                  max(items, _CARRYLESS_RUN)), partials,
+            np.uint32(stride or message_blocks), np.uint32(message_count), tables,
+            tables if self._carryless else self._positions_of(base), partials,
         )
         return cl.enqueue_nd_range_kernel(
             self.runtime.queue, self._ghash, (groups * items,), (items,)
