@@ -18,13 +18,21 @@
  * AAD and partial blocks itself for the streaming API (aescl/gcm.py).
  *
  * Indices are 32-bit: the host keeps each launch under 2^32 blocks.
- * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...).
+ * -D options: those of aes_core.cl (AES_ROUNDS, AES_KEY_SCHEDULE_DEVICE, ...), and
+ * GHASH_STRIDE_IN_LOCAL (below; default 1).
  */
 #include "aes_core.cl"
 #include "ghash.cl"
 
 /* Work-items per GHASH work-group at most (the host picks a power of two). */
 #define GCM_MAX_GHASH_ITEMS 256
+/* Where gcm_ghash's work-items read the position tables of their stride, H^T: a copy
+ * in __local memory per work-group (1), or __global memory through the cache (0: the
+ * CUDA engine, where it was as fast and takes no shared memory from the work-groups
+ * an SM can hold; aescl/engines/cuda/workers.py). */
+#ifndef GHASH_STRIDE_IN_LOCAL
+#define GHASH_STRIDE_IN_LOCAL 1
+#endif
 
 /* inc32 applied `steps` times: only the last 32 bits (big-endian) count, and they
  * wrap without carrying into the nonce. `j0` is in the core's column layout. */
@@ -153,11 +161,19 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
     uint level_of_items = 0;   /* log2(T) */
     while ((1u << level_of_items) < items)
         ++level_of_items;
-    AES_LOCAL_ARRAY ulong2 stride_positions[GHASH_POSITION_ENTRIES];   /* of H^T */
     AES_LOCAL_ARRAY ulong2 scratch[GCM_MAX_GHASH_ITEMS];
-    for (uint n = t; n < GHASH_POSITION_ENTRIES; n += items)
-        stride_positions[n] = h_positions[GHASH_POSITION_ENTRIES * level_of_items + n];
+    __global const ulong *positions = (__global const ulong *)h_positions;
+#if GHASH_STRIDE_IN_LOCAL
+    AES_LOCAL_ARRAY ulong stride_positions[2 * GHASH_POSITION_ENTRIES];   /* of H^T */
+    for (uint n = t; n < 2u * GHASH_POSITION_ENTRIES; n += items)
+        stride_positions[n] = positions[2u * GHASH_POSITION_ENTRIES * level_of_items + n];
     barrier(CLK_LOCAL_MEM_FENCE);
+#define GHASH_STRIDE_MULTIPLY ghash_multiply_positions_local
+#else
+    __global const ulong *stride_positions =
+        positions + 2u * GHASH_POSITION_ENTRIES * level_of_items;
+#define GHASH_STRIDE_MULTIPLY ghash_multiply_positions_global
+#endif
 
     for (uint m = get_group_id(0); m < message_count; m += get_num_groups(0)) {
         const uint first = m * message_blocks;
@@ -169,7 +185,7 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
             const uint v = t + s * items;
             const ulong2 x = v >= lead ? ghash_load(data[m * message_stride + v - lead])
                                        : AES_ULONG2(0ul, 0ul);
-            sum = (s ? ghash_multiply_positions_local(sum, stride_positions) : sum) ^ x;
+            sum = (s ? GHASH_STRIDE_MULTIPLY(sum, stride_positions) : sum) ^ x;
         }
         /* The total is the sum over t of S_t·H^(T-t). Adjacent sums pair up level by
          * level, the earlier one times H^(2^level): after log2(T) levels one sum is
@@ -181,7 +197,7 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
             ulong2 paired = AES_ULONG2(0ul, 0ul);
             if (t < width)
                 paired = ghash_multiply_positions_global(
-                             scratch[2u * t], h_positions + GHASH_POSITION_ENTRIES * level)
+                             scratch[2u * t], positions + 2u * GHASH_POSITION_ENTRIES * level)
                          ^ scratch[2u * t + 1u];
             barrier(CLK_LOCAL_MEM_FENCE);
             if (t < width)
@@ -189,7 +205,7 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (t == 0u)
-            partials[m] = ghash_multiply_positions_global(scratch[0], h_positions);
+            partials[m] = ghash_multiply_positions_global(scratch[0], positions);
         barrier(CLK_LOCAL_MEM_FENCE);   /* scratch[0] is read before the next message writes */
     }
 }
@@ -198,7 +214,8 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
 /* The position tables (ghash.cl) of B^(2^j) for j = 0 .. GHASH_POSITION_POWERS - 1, from
  * the nibble tables of B^1..B^(2^(GHASH_POSITION_POWERS-1)) (ghash_power_tables): gcm_ghash
  * multiplies by B^T with T work-items in its stride and by B^(2^level) in its pairing.
- * Entry k·16 + n of table j is nibble entry n of B^(2^j) times x^(4(31-k)). */
+ * Entry k·16 + n of table j is nibble entry n of B^(2^j) times x^(4(31-k)); each table
+ * is its entries' high words, then their low words. */
 #define GHASH_POSITION_POWERS 9   /* up to B^GCM_MAX_GHASH_ITEMS */
 AES_CPU_TARGET __kernel void ghash_position_tables(__global const ulong2 *tables,
                                                    __global ulong2 *positions)
@@ -210,7 +227,9 @@ AES_CPU_TARGET __kernel void ghash_position_tables(__global const ulong2 *tables
         ulong2 entry = tables[16u * ((1u << j) - 1u) + i % 16u];
         for (uint shift = k; shift < 31u; ++shift)
             entry = ghash_times_x4(entry);
-        positions[i] = entry;
+        __global ulong *table = (__global ulong *)positions + 2u * GHASH_POSITION_ENTRIES * j;
+        table[i % GHASH_POSITION_ENTRIES] = entry.x;
+        table[GHASH_POSITION_ENTRIES + i % GHASH_POSITION_ENTRIES] = entry.y;
     }
 }
 

@@ -105,19 +105,24 @@ GHASH_DEFINE_MULTIPLY(ghash_multiply_global, __global)
  * would shift it by the 31 - k nibbles that follow. The product is then the XOR of
  * one entry per nibble: no shifts and no reduction between lookups, where the nibble
  * table costs a multiply by x^4 (two dozen integer instructions) per nibble. 8 KiB
- * per P; ghash_position_tables (aes_gcm.cl) builds them. */
+ * per P, which ghash_position_tables (aes_gcm.cl) builds: the entries' high words
+ * (entry 16k + n at word 16k + n), then their low words (at GHASH_POSITION_ENTRIES +
+ * 16k + n). Apart, a table's 16 words of one half fill the 32 banks of shared
+ * memory exactly once, so the lookups of a half-warp never conflict; as 16-byte
+ * entries, entries n and n + 8 shared banks (ncu, H100: 7.2-way conflicts). */
 #define GHASH_POSITION_ENTRIES 512
 #define GHASH_DEFINE_POSITIONS_MULTIPLY(name, space)                            \
-    inline ulong2 name(ulong2 x, space const ulong2 *positions)                 \
+    inline ulong2 name(ulong2 x, space const ulong *positions)                  \
     {                                                                           \
-        ulong2 z = AES_ULONG2(0ul, 0ul);                                        \
+        ulong hi = 0ul, lo = 0ul;                                               \
         AES_UNROLL                                                              \
-        for (int k = 0; k < 16; ++k)                                            \
-            z ^= positions[16 * k + (uint)((x.y >> (4 * k)) & 0xful)];          \
-        AES_UNROLL                                                              \
-        for (int k = 0; k < 16; ++k)                                            \
-            z ^= positions[16 * (16 + k) + (uint)((x.x >> (4 * k)) & 0xful)];   \
-        return z;                                                               \
+        for (int k = 0; k < 32; ++k) {                                          \
+            const uint at = 16u * k                                             \
+                + (uint)(((k < 16 ? x.y : x.x) >> (4 * (k & 15))) & 0xful);     \
+            hi ^= positions[at];                                                \
+            lo ^= positions[GHASH_POSITION_ENTRIES + at];                       \
+        }                                                                       \
+        return AES_ULONG2(hi, lo);                                              \
     }
 
 GHASH_DEFINE_POSITIONS_MULTIPLY(ghash_multiply_positions_local, __local)

@@ -65,10 +65,12 @@ def round_tables_for(block_shared_bytes: int) -> int:
 def cuda_defines(rounds: int, tables: int = ROUND_TABLES) -> dict[str, int]:
     """The ``-D`` options of a CUDA build: the OpenCL engine's for an NVIDIA GPU (round
     keys expanded on the host, the tables in shared memory a copy per bank, byte
-    extraction by PRMT), with ``tables`` round tables in dynamic shared memory."""
+    extraction by PRMT), with ``tables`` round tables in dynamic shared memory, and
+    GHASH's stride tables read through the cache (workers._GHASH_ITEMS says why)."""
     return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
             "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1,
-            "AES_ROUND_TABLES": tables, "AES_TABLES_DYNAMIC": 1}
+            "AES_ROUND_TABLES": tables, "AES_TABLES_DYNAMIC": 1,
+            "GHASH_STRIDE_IN_LOCAL": 0}
 
 
 def nvrtc_version() -> str:

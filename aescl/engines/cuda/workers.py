@@ -234,16 +234,21 @@ class StreamMemory:
         _check(driver.cuMemFreeAsync(span.pointer, self._like.stream))
 
 
-_GHASH_ITEMS = 256  # threads per GHASH block: GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
-# GHASH blocks a launch asks for, per SM: 8 × 256 threads fill an SM (2,048 threads).
-# ncu on the H100 (2026-11-24): at 4 per SM the GHASH of the chunked format reached
-# 35% occupancy and took longer than the AES-256 beside it.
-_GHASH_BLOCKS_PER_SM = 8
+# Threads per GHASH block (at most GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl), and the blocks a
+# launch asks for per SM: 16 × 128 fill an SM (2,048 threads). Swept on the H100
+# (2026-11-24, the chunked format's kernel figure, 1 GiB, docs/benchmarks): 128 × 16
+# 265.9 GB/s, 64 × 32 265.7, 256 × 8 259.3, with the stride's position tables read
+# through the cache (GHASH_STRIDE_IN_LOCAL=0; 264.2, 258.9 and 231.9 from copies in
+# shared memory). Fewer threads per message take more Horner steps each and leave
+# fewer sums to pair.
+_GHASH_ITEMS = 128
+_GHASH_BLOCKS_PER_SM = 16
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
 
-_POWER_TABLES_BYTES = _GHASH_ITEMS * 16 * BLOCK_SIZE  # nibble tables of H^1..H^256
+_POWER_TABLES = 256  # nibble tables of H^1..H^256: the position tables need them all
+_POWER_TABLES_BYTES = _POWER_TABLES * 16 * BLOCK_SIZE
 # Position tables (cl/ghash.cl) of H^1, H^2, H^4 .. H^256: GHASH_POSITION_POWERS tables of
 # GHASH_POSITION_ENTRIES entries (cl/aes_gcm.cl).
 _POSITION_TABLES_BYTES = 9 * 512 * BLOCK_SIZE
@@ -255,9 +260,9 @@ def launch_power_tables(stream: Any, code: Any, base: int, tables: int,
     position tables of base^1, base^2 .. base^256 made from them into ``positions``."""
     from cuda.core import LaunchConfig, launch
 
-    launch(stream, LaunchConfig(grid=_GHASH_ITEMS // 64, block=64),
+    launch(stream, LaunchConfig(grid=_POWER_TABLES // 64, block=64),
            code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
-           np.uint64(base & (2**64 - 1)), np.uint32(_GHASH_ITEMS), np.uint64(tables))
+           np.uint64(base & (2**64 - 1)), np.uint32(_POWER_TABLES), np.uint64(tables))
     launch(stream, LaunchConfig(grid=_POSITION_TABLES_BYTES // BLOCK_SIZE // 256, block=256),
            code.get_kernel("ghash_position_tables"), np.uint64(tables), np.uint64(positions))
 
