@@ -234,15 +234,25 @@ class StreamMemory:
         _check(driver.cuMemFreeAsync(span.pointer, self._like.stream))
 
 
-# Threads per GHASH block (at most GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl), and the blocks a
-# launch asks for per SM: 16 × 128 fill an SM (2,048 threads). Swept on the H100
-# (2026-11-24, the chunked format's kernel figure, 1 GiB, docs/benchmarks): 128 × 16
-# 265.9 GB/s, 64 × 32 265.7, 256 × 8 259.3, with the stride's position tables read
+# Threads per GHASH block (at most GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl). Swept on the
+# H100 (2026-11-24, the chunked format's kernel figure, 1 GiB, docs/benchmarks): 128
+# threads 265.9 GB/s, 64 265.7, 256 259.3, with the stride's position tables read
 # through the cache (GHASH_STRIDE_IN_LOCAL=0; 264.2, 258.9 and 231.9 from copies in
 # shared memory). Fewer threads per message take more Horner steps each and leave
-# fewer sums to pair.
+# fewer sums to pair. A launch asks for as many blocks as the SMs hold at once
+# (ghash_grid): ncu found 16 asked per SM where 12 fit (40 registers a thread), a
+# third of a second wave.
 _GHASH_ITEMS = 128
-_GHASH_BLOCKS_PER_SM = 16
+
+
+def ghash_grid(gpu: _Device, function: Any, count: int) -> int:
+    """Blocks of a GHASH launch over ``count`` messages: at most one wave, as many
+    blocks as the SMs hold at once (the kernel strides over the messages)."""
+    from cuda.bindings import driver
+
+    per_sm = _check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, _GHASH_ITEMS,
+                                                                       0))
+    return max(1, min(count, gpu.sms * max(1, int(per_sm))))
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
@@ -279,6 +289,7 @@ class CudaGhash:
         self._gpu.core.set_current()
         self._code = module("aes_gcm.cl", self._gpu.defines(10), self._gpu.arch)  # (no AES here)
         self._ghash = self._code.get_kernel("gcm_ghash")
+        self._ghash_function = _function(self._ghash, "gcm_ghash", 0)
         self._sums_as_blocks = self._code.get_kernel("ghash_sums_as_blocks")
         self._free = driver.cuMemFree
         self._segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
@@ -309,7 +320,7 @@ class CudaGhash:
                 tables: tuple[Any, Any], partials: int) -> None:
         from cuda.core import LaunchConfig, launch
 
-        launch(stream, LaunchConfig(grid=min(count, self._gpu.sms * _GHASH_BLOCKS_PER_SM),
+        launch(stream, LaunchConfig(grid=ghash_grid(self._gpu, self._ghash_function, count),
                                     block=_GHASH_ITEMS),
                self._ghash, np.uint64(data), np.uint32(blocks), np.uint32(message_blocks),
                np.uint32(message_blocks), np.uint32(count), np.uint64(int(tables[0])),
@@ -460,7 +471,8 @@ class CudaChunkKernels:
     def tags(self, text: CudaBytes, stride: int, count: int, blocks: int, j0s: CudaBytes,
              lengths: CudaBytes, tags: CudaBytes, tag_stride: int) -> None:
         partials = self.scratch(16 * count)
-        self._launch("gcm_ghash", _GHASH_ITEMS, min(count, self._gpu.sms * _GHASH_BLOCKS_PER_SM),
+        self._launch("gcm_ghash", _GHASH_ITEMS,
+                     ghash_grid(self._gpu, self._functions["gcm_ghash"], count),
                      text.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
                      np.uint32(stride), np.uint32(count), self._h_tables.pointer,
                      self._h_positions.pointer, partials.pointer)
