@@ -19,9 +19,8 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from ... import keyschedule
 from ..._cache import cache_root, disk_cache_enabled, write_cache_file
 from ..interface import tuning_enabled
 from ..sources import load_source
+from ..tuning_record import TuningRecord
 from .kernels import module, nvrtc_version
 from .workers import _check, _function, cuda_device
 
@@ -67,27 +67,11 @@ class Trial:
 
 
 @dataclass(frozen=True)
-class Tuning:
+class Tuning(TuningRecord):
     """The result of tuning one GPU: the chosen shape and every trial."""
 
-    device: str
-    driver: str
-    date: str
-    data_bytes: int
-    seconds: float
-    chosen: Trial
-    default: Trial
-    trials: list[Trial] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"version": TUNING_VERSION, **asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Tuning:
-        fields = {k: v for k, v in data.items() if k != "version"}
-        return cls(**{**fields, "chosen": Trial(**data["chosen"]),
-                      "default": Trial(**data["default"]),
-                      "trials": [Trial(**t) for t in data["trials"]]})
+    TRIAL = Trial
+    VERSION = TUNING_VERSION
 
 
 def candidates() -> list[LaunchShape]:

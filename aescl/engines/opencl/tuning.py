@@ -26,7 +26,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from Crypto.Cipher import AES
 from ..._cache import cache_root, disk_cache_enabled, write_cache_file
 from ...devices import Device
 from ..interface import tuning_enabled
+from ..tuning_record import TuningRecord
 from .kernels import (
     LaunchConfig,
     aes_options,
@@ -74,27 +75,11 @@ class Trial:
 
 
 @dataclass(frozen=True)
-class Tuning:
+class Tuning(TuningRecord):
     """The result of tuning one device: the chosen settings and every trial."""
 
-    device: str
-    driver: str
-    date: str
-    data_bytes: int
-    seconds: float
-    chosen: Trial
-    default: Trial
-    trials: list[Trial] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"version": TUNING_VERSION, **asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Tuning:
-        fields = {k: v for k, v in data.items() if k != "version"}
-        return cls(**{**fields, "chosen": Trial(**data["chosen"]),
-                      "default": Trial(**data["default"]),
-                      "trials": [Trial(**t) for t in data["trials"]]})
+    TRIAL = Trial
+    VERSION = TUNING_VERSION
 
 
 def candidates(device: Device) -> list[LaunchConfig]:
