@@ -122,7 +122,6 @@ class CudaHostChunks:
     downloaded: a piece that fails releases none."""
 
     def __init__(self, key: bytes, base_nonce: bytes, ordinal: int) -> None:
-
         check_key(key)
         check_base_nonce(base_nonce)
         self._key, self._base_nonce, self._ordinal = bytes(key), bytes(base_nonce), ordinal
