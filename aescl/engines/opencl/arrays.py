@@ -303,6 +303,7 @@ class _QueueChunkKernels:
                                     count, partials, stride=stride)
         self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
                                    self._buffer(tags), tag_stride)
+        self._queue.flush()  # (opening hashes first: the GPU starts while CTR is enqueued)
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: BufferSpan, lengths: BufferSpan) -> None:
