@@ -245,14 +245,20 @@ class StreamMemory:
 _GHASH_ITEMS = 128
 
 
+_ghash_blocks_per_sm: dict[int, int] = {}  # by the function's handle: asked once
+
+
 def ghash_grid(gpu: _Device, function: Any, count: int) -> int:
     """Blocks of a GHASH launch over ``count`` messages: at most one wave, as many
     blocks as the SMs hold at once (the kernel strides over the messages)."""
     from cuda.bindings import driver
 
-    per_sm = _check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, _GHASH_ITEMS,
-                                                                       0))
-    return max(1, min(count, gpu.sms * max(1, int(per_sm))))
+    key = int(function)
+    per_sm = _ghash_blocks_per_sm.get(key)
+    if per_sm is None:
+        per_sm = _ghash_blocks_per_sm[key] = max(1, int(_check(
+            driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, _GHASH_ITEMS, 0))))
+    return max(1, min(count, gpu.sms * per_sm))
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
