@@ -209,6 +209,109 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
         barrier(CLK_LOCAL_MEM_FENCE);   /* scratch[0] is read before the next message writes */
     }
 }
+/* CTR, GHASH and the tags in one pass: the chunked format's batches (all messages
+ * from block 0 of their own counter, first_step 1, and with empty AAD): the text
+ * is read and written once, and one launch does the work of gcm_ctr_xor, gcm_ghash
+ * and gcm_tags.
+ *
+ * A work-group of L work-items takes L / `items` messages at a time (L a multiple of
+ * `items`, a power of two up to GCM_MAX_GHASH_ITEMS); each message goes to `items`
+ * work-items as in gcm_ghash: aligned to the end of its virtual blocks, item t takes
+ * virtual blocks t, t + items, ..., encrypts each block's counter, writes the block
+ * out and adds the ciphertext (the output when sealing, `hash_output` = 1; the input
+ * when opening) into its Horner sum by H^items. The sums pair up as in gcm_ghash, and
+ * the first item of each message writes its tag, E(J0) ^ ((sum·H) ^ L)·H, to
+ * tags[m * tag_stride]. Bytes past a message's end are written as zeros and hashed
+ * as zeros (SP 800-38D's padding), on both sides.
+ *
+ * -D GCM_CRYPT_HASH_MAX_GROUP: the largest L the host launches (default 256; the
+ * sums' scratch is L 16-byte elements of __local memory). */
+#ifndef GCM_CRYPT_HASH_MAX_GROUP
+#define GCM_CRYPT_HASH_MAX_GROUP 256
+#endif
+AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __global uint4 *output,
+                             const uint block_count, const uint message_blocks,
+                             const uint input_stride, const uint output_stride,
+                             const uint message_count, const uint items,
+                             const uint hash_output,
+                             __global const uint4 *j0s, __global const ulong *message_bytes,
+                             __global const ulong2 *h_positions, __global uint4 *tags,
+                             const uint tag_stride, AES_KEY_ARGUMENT(key_material))
+{
+    AES_ENCRYPT_SETUP(key_material);
+    const uint t = get_local_id(0) % items;
+    const uint here = get_local_id(0) - t;   /* the message's first work-item */
+    const uint together = get_local_size(0) / items;   /* messages at a time */
+    uint level_of_items = 0;   /* log2(items) */
+    while ((1u << level_of_items) < items)
+        ++level_of_items;
+    AES_LOCAL_ARRAY ulong2 scratch[GCM_CRYPT_HASH_MAX_GROUP];
+    __global const ulong *positions = (__global const ulong *)h_positions;
+#if GHASH_STRIDE_IN_LOCAL
+    AES_LOCAL_ARRAY ulong stride_positions[2 * GHASH_POSITION_ENTRIES];   /* of H^items */
+    for (uint n = get_local_id(0); n < 2u * GHASH_POSITION_ENTRIES; n += get_local_size(0))
+        stride_positions[n] = positions[2u * GHASH_POSITION_ENTRIES * level_of_items + n];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
+    __global const ulong *stride_positions =
+        positions + 2u * GHASH_POSITION_ENTRIES * level_of_items;
+#endif
+
+    for (uint first_message = get_group_id(0) * together; first_message < message_count;
+         first_message += get_num_groups(0) * together) {
+        /* (every work-item goes round the loop alike: the pairing below has barriers) */
+        const uint m = first_message + get_local_id(0) / items;
+        const uint first = m * message_blocks;
+        const uint length = m < message_count && first < block_count
+                                ? min(message_blocks, block_count - first) : 0u;
+        const uint steps = (length + items - 1u) / items;
+        const uint lead = steps * items - length;   /* virtual zero blocks in front */
+        const uint4 j0 = m < message_count ? aes_load(j0s[m]) : AES_UINT4(0u, 0u, 0u, 0u);
+        const ulong bytes = m < message_count ? message_bytes[m] : 0ul;
+        ulong2 sum = AES_ULONG2(0ul, 0ul);
+        for (uint s = 0; s < steps; ++s) {
+            const uint v = t + s * items;
+            ulong2 x = AES_ULONG2(0ul, 0ul);
+            if (v >= lead) {
+                const uint j = v - lead;
+                const ulong offset = 16ul * j;
+                uint4 text = aes_load(input[m * input_stride + j]);
+                uint4 block = text ^ aes_encrypt_block(gcm_counter(j0, 1u + j), rk, te);
+                if (bytes < offset + 16ul) {
+                    const uint kept = bytes > offset ? (uint)(bytes - offset) : 0u;
+                    text = gcm_keep_bytes(text, kept);
+                    block = gcm_keep_bytes(block, kept);
+                }
+                output[m * output_stride + j] = aes_store(block);
+                x = ghash_load(aes_store(hash_output ? block : text));
+            }
+            sum = (s ? GHASH_STRIDE_MULTIPLY(sum, stride_positions) : sum) ^ x;
+        }
+        scratch[get_local_id(0)] = sum;
+        uint level = 0;
+        for (uint width = items >> 1; width; width >>= 1, ++level) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            ulong2 paired = AES_ULONG2(0ul, 0ul);
+            if (t < width)
+                paired = ghash_multiply_positions_global(
+                             scratch[here + 2u * t], positions + 2u * GHASH_POSITION_ENTRIES * level)
+                         ^ scratch[here + 2u * t + 1u];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (t < width)
+                scratch[here + t] = paired;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (t == 0u && m < message_count) {
+            const ulong2 partial = ghash_multiply_positions_global(scratch[here], positions);
+            const ulong2 hash = ghash_multiply_positions_global(
+                partial ^ AES_ULONG2(0ul, 8ul * bytes), positions);
+            tags[m * tag_stride] = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is read before the next messages write */
+    }
+}
+#undef GHASH_STRIDE_MULTIPLY
+
 #endif
 
 /* The position tables (ghash.cl) of B^(2^j) for j = 0 .. GHASH_POSITION_POWERS - 1, from

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 from Crypto.Cipher import AES
 
 import aescl
@@ -54,6 +55,15 @@ if sys.argv[1:] == ["gcm"]:
     message = os.urandom(2 * 16384 + 100)
     sealed = aescl.chunked.encrypt(key, message, device=device)
     assert aescl.chunked.decrypt(key, sealed, device=device) == message
+    # The same on arrays: CTR, GHASH and the tags in one pass (gcm_crypt_hash), with
+    # its groups of several messages when they fit.
+    queue = cl.CommandQueue(cl.Context([device.cl_device]))
+    salt = os.urandom(24)
+    array = cl_array.to_device(queue, np.frombuffer(message, np.uint8))
+    sealed_array = aescl.chunked.encrypt(key, array, salt=salt)
+    assert sealed_array.get().tobytes() == aescl.chunked.encrypt(key, message, salt=salt,
+                                                                 device="host")
+    assert aescl.chunked.decrypt(key, sealed_array).get().tobytes() == message
     print("all kernels ran")
     sys.exit(0)
 

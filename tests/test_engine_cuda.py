@@ -346,6 +346,29 @@ def test_chunked_on_cuda_arrays_is_byte_identical_to_the_host_path(library, batc
 
 @needs_gpu
 @pytest.mark.parametrize("library", _libraries())
+@pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "in-three-launches"])
+def test_chunked_on_cuda_arrays_over_more_chunks_than_the_grid_takes_at_once(library, fused,
+                                                                           monkeypatch):
+    """3000 chunks in one batch: more than a launch's blocks take at once (an H100's 132
+    blocks of 8 chunks each with the fused kernel), so blocks go round again. Sealed
+    and opened byte-identical to the host with CTR, GHASH and the tags in one launch
+    (aes_gcm.cl's gcm_crypt_hash) and in three; a damaged chunk late in the batch is
+    named."""
+    monkeypatch.setenv("AESCL_GCM_FUSED", fused)
+    key, salt = os.urandom(32), os.urandom(24)
+    data = os.urandom(3000 * 16384 + 9)
+    expected = aescl.chunked.encrypt(key, data, salt=salt, device="host")
+    sealed = aescl.chunked.encrypt(key, _to_gpu(library, data), salt=salt)
+    assert _to_host(sealed) == expected
+    assert _to_host(aescl.chunked.decrypt(key, sealed)) == data
+    damaged = bytearray(expected)
+    damaged[56 + 2999 * 16400 + 100] ^= 1
+    with pytest.raises(aescl.AuthenticationError, match="chunk 2999"):
+        aescl.chunked.decrypt(key, _to_gpu(library, bytes(damaged)))
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
 def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monkeypatch):
     from aescl.engines import device_chunks
 

@@ -224,6 +224,45 @@ def test_chunked_on_arrays_is_byte_identical_to_the_host_path(queue, monkeypatch
             data[offset:].tobytes()
 
 
+@pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "in-three-launches"])
+def test_chunked_on_arrays_with_ghash_by_tables_fused_or_not(queue, monkeypatch, fused):
+    """GHASH by position tables (GPUs; a CPU held to the T-table rounds): CTR, GHASH and
+    the tags of a batch in one launch (aes_gcm.cl's gcm_crypt_hash, several messages
+    to a work-group where they fit) or in three, byte-identical to the host both ways,
+    between the layouts and through scratch; a damaged chunk or tag names its chunk."""
+    from aescl.engines import device_chunks
+    from aescl.engines.opencl.gcm import GcmEngine
+
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+    monkeypatch.setenv("AESCL_GCM_FUSED", fused)
+    monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)
+    key, salt = bytes(range(32)), bytes(range(24))
+    device = next(d for d in aescl.devices() if d.is_opencl and d.cl_device == queue.device)
+    assert GcmEngine(key, device, "host").fused  # (the kernel is there either way)
+    for size in SIZES:
+        for offset in (0, 3):
+            data = _random(size + offset, seed=size + offset)
+            message = cl_array.to_device(queue, data)[offset:]
+            expected = aescl.chunked.encrypt(key, data[offset:].tobytes(), salt=salt,
+                                             device="host")
+            sealed = aescl.chunked.encrypt(key, message, salt=salt)
+            assert sealed.get().tobytes() == expected, (size, offset)
+            assert aescl.chunked.decrypt(key, sealed).get().tobytes() == \
+                data[offset:].tobytes(), (size, offset)
+    sealed = aescl.chunked.encrypt(key, _random(4 * 16384 + 7).tobytes(), device="host")
+    for lead in (5, 16384, 16384 + 15):  # in chunk 3, in its tag (the second batch's)
+        tampered = bytearray(sealed)
+        tampered[56 + 3 * 16400 + lead] ^= 1
+        with pytest.raises(aescl.AuthenticationError, match="chunk 3"):
+            aescl.chunked.decrypt(key, cl_array.to_device(queue,
+                                                          np.frombuffer(tampered, np.uint8)))
+    final = bytearray(sealed)
+    final[-20] ^= 1  # the final chunk's last byte
+    with pytest.raises(aescl.AuthenticationError, match="chunk 4"):
+        aescl.chunked.decrypt(key, cl_array.to_device(queue, np.frombuffer(final, np.uint8)))
+
+
 def test_chunked_sealing_is_ordered_after_the_producer_and_before_what_follows(queue):
     """Sealing returns once enqueued: it runs after the work queued on the input's queue
     (a fill not yet waited for), and pyopencl work on the input queued after it (another

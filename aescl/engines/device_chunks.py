@@ -13,12 +13,18 @@ Every step is device work on one queue or stream, in order. Opening compares the
 tags on the device once all are made (only the first mismatch's index comes back),
 and on a mismatch zeroes all the plaintext written before raising.
 
+Where an engine has the fused kernel (``cl/aes_gcm.cl``'s gcm_crypt_hash), CTR, GHASH and
+the tags of a batch are one launch that reads the text once; elsewhere (the carry-less
+GHASH of x86 CPUs) CTR and the tags are two launches, the hashed side first when opening
+(:func:`_crypt_and_tags`).
+
 The engines supply the operations (:class:`ChunkKernels`) over their spans of memory
 (anything with ``nbytes`` and ``at(offset, nbytes)``, as in device_runs.py).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Protocol
 
 from ..chunkformat import (
@@ -70,6 +76,15 @@ class ChunkKernels(Protocol):
         """The tags of the messages in ``text`` (message m at block ``m * stride``; GHASH
         over them as they are then), tag m to block ``m * tag_stride`` of ``tags``."""
 
+    fused: bool
+    """Whether :meth:`crypt_and_tags` is there."""
+
+    def crypt_and_tags(self, source: Any, target: Any, count: int, blocks: int, j0s: Any,
+                       lengths: Any, strides: tuple[int, int], tags: Any, tag_stride: int,
+                       sealing: bool) -> None:
+        """:meth:`crypt` and :meth:`tags` in one launch: GHASH over the ciphertext, the
+        output when ``sealing``, else the input (which may be the same memory)."""
+
     def gather_tags(self, sealed: Any, tags: Any, count: int) -> None:
         """The tags of ``count`` sealed full chunks, side by side into ``tags``."""
 
@@ -78,6 +93,33 @@ class ChunkKernels(Protocol):
         """J0 and length of chunks ``first .. first + count - 1`` (full but the last, of
         ``last_bytes``) into ``j0s`` and ``lengths``, made on the device
         (chunk_layout.cl's chunks_counters)."""
+
+
+def fused_gcm() -> bool:
+    """``$AESCL_GCM_FUSED``: unset or 1 seals and opens each batch with the fused kernel
+    where an engine has it; 0 keeps CTR and GHASH apart (to compare the two)."""
+    value = os.environ.get("AESCL_GCM_FUSED", "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"AESCL_GCM_FUSED must be 0 or 1, not {value!r}")
+    return value != "0"
+
+
+def _crypt_and_tags(kernels: ChunkKernels, source: Any, target: Any, count: int,
+                    batch: _Batch, strides: tuple[int, int], tags: Any, tag_stride: int,
+                    sealing: bool) -> None:
+    """CTR from ``source`` into ``target`` and the tags of the ciphertext (the target's
+    when ``sealing``, else the source's, hashed before it is decrypted) into ``tags``."""
+    if kernels.fused:
+        kernels.crypt_and_tags(source, target, count, batch.blocks, batch.j0s, batch.sizes,
+                               strides, tags, tag_stride, sealing)
+        return
+    if not sealing:
+        kernels.tags(source, strides[0], count, batch.blocks, batch.j0s, batch.sizes, tags,
+                     tag_stride)
+    kernels.crypt(source, target, count, batch.blocks, batch.j0s, batch.sizes, strides)
+    if sealing:
+        kernels.tags(target, strides[1], count, batch.blocks, batch.j0s, batch.sizes, tags,
+                     tag_stride)
 
 
 def _batches(chunks: int, per_batch: int) -> list[tuple[int, int]]:
@@ -159,10 +201,9 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
         for first, count in _batches(full, per_batch):
             batch = _Batch(kernels, base_nonce, run_first + first, count)
             source, target = sources.source(first, count), targets.target(first, count)
-            kernels.crypt(source, target, count, batch.blocks, batch.j0s, batch.sizes,
-                          (SLOT_BLOCKS, SEALED_BLOCKS))
-            kernels.tags(target, SEALED_BLOCKS, count, batch.blocks, batch.j0s, batch.sizes,
-                         target.at(CHUNK_SIZE, target.nbytes - CHUNK_SIZE), SEALED_BLOCKS)
+            _crypt_and_tags(kernels, source, target, count, batch, (SLOT_BLOCKS, SEALED_BLOCKS),
+                            target.at(CHUNK_SIZE, target.nbytes - CHUNK_SIZE), SEALED_BLOCKS,
+                            sealing=True)
             targets.written(first, count)
     if run_final:
         at = full * SEALED_CHUNK_SIZE
@@ -179,13 +220,8 @@ def _final_chunk(kernels: ChunkKernels, base_nonce: bytes, index: int, nbytes: i
     slot, tag = kernels.scratch(CHUNK_SIZE), kernels.scratch(TAG_SIZE)
     batch = _Batch(kernels, base_nonce, index, 1, nbytes)
     kernels.copy(slot.at(0, nbytes), text)
-    if decrypt:
-        kernels.tags(slot, SLOT_BLOCKS, 1, batch.blocks, batch.j0s, batch.sizes, tag, 1)
-    if batch.blocks:
-        kernels.crypt(slot, slot, 1, batch.blocks, batch.j0s, batch.sizes,
-                      (SLOT_BLOCKS, SLOT_BLOCKS))
-    if not decrypt:
-        kernels.tags(slot, SLOT_BLOCKS, 1, batch.blocks, batch.j0s, batch.sizes, tag, 1)
+    _crypt_and_tags(kernels, slot, slot, 1, batch, (SLOT_BLOCKS, SLOT_BLOCKS), tag, 1,
+                    sealing=not decrypt)
     return slot, tag
 
 
@@ -221,13 +257,11 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
             batch = _Batch(kernels, base_nonce, run_first + first, count)
             source = sources.source(first, count)
             made, found = (tags.at(0, count * TAG_SIZE) for tags in batch_tags)
-            kernels.tags(source, SEALED_BLOCKS, count, batch.blocks, batch.j0s, batch.sizes,
-                         made, 1)
             kernels.gather_tags(source, found, count)
+            _crypt_and_tags(kernels, source, targets.target(first, count), count, batch,
+                            (SEALED_BLOCKS, SLOT_BLOCKS), made, 1, sealing=False)
             kernels.copy(computed.at(first * TAG_SIZE, count * TAG_SIZE), made)
             kernels.copy(received.at(first * TAG_SIZE, count * TAG_SIZE), found)
-            kernels.crypt(source, targets.target(first, count), count, batch.blocks,
-                          batch.j0s, batch.sizes, (SEALED_BLOCKS, SLOT_BLOCKS))
             targets.written(first, count)
     if run_final:
         at = full * SEALED_CHUNK_SIZE

@@ -25,8 +25,8 @@ from ..sources import load_source
 KERNELS: dict[str, tuple[str, ...]] = {
     "aes_ecb.cl": ("aes_ecb_encrypt", "aes_ecb_decrypt"),
     "aes_ctr.cl": ("aes_ctr_xor",),
-    "aes_gcm.cl": ("gcm_ctr_xor", "gcm_ghash", "ghash_power_tables", "ghash_position_tables",
-                   "gcm_tags", "ghash_sums_as_blocks"),
+    "aes_gcm.cl": ("gcm_ctr_xor", "gcm_ghash", "gcm_crypt_hash", "ghash_power_tables",
+                   "ghash_position_tables", "gcm_tags", "ghash_sums_as_blocks"),
     "chunk_layout.cl": ("chunks_tags", "chunks_counters", "chunks_first_mismatch"),
 }
 
@@ -44,7 +44,10 @@ _SHARED_BESIDE_TABLES = 1024
 # The kernels that stage the round tables, and so launch with table_bytes() of dynamic
 # shared memory.
 TABLE_KERNELS = frozenset({"aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr_xor", "gcm_ctr_xor",
-                           "gcm_tags"})
+                           "gcm_tags", "gcm_crypt_hash"})
+# Threads per block at most of a gcm_crypt_hash launch (its GCM_CRYPT_HASH_MAX_GROUP):
+# CUDA's limit, so that it takes the table kernels' tuned shape.
+CRYPT_HASH_MAX_GROUP = 1024
 
 
 def table_bytes(tables: int) -> int:
@@ -65,12 +68,13 @@ def round_tables_for(block_shared_bytes: int) -> int:
 def cuda_defines(rounds: int, tables: int = ROUND_TABLES) -> dict[str, int]:
     """The ``-D`` options of a CUDA build: the OpenCL engine's for an NVIDIA GPU (round
     keys expanded on the host, the tables in shared memory a copy per bank, byte
-    extraction by PRMT), with ``tables`` round tables in dynamic shared memory, and
-    GHASH's stride tables read through the cache (workers._GHASH_ITEMS says why)."""
+    extraction by PRMT), with ``tables`` round tables in dynamic shared memory,
+    GHASH's stride tables read through the cache (workers._GHASH_ITEMS says why), and
+    the one-pass GCM kernel in blocks of up to CRYPT_HASH_MAX_GROUP threads."""
     return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
             "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1,
             "AES_ROUND_TABLES": tables, "AES_TABLES_DYNAMIC": 1,
-            "GHASH_STRIDE_IN_LOCAL": 0}
+            "GHASH_STRIDE_IN_LOCAL": 0, "GCM_CRYPT_HASH_MAX_GROUP": CRYPT_HASH_MAX_GROUP}
 
 
 def nvrtc_version() -> str:

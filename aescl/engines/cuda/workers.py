@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import ghash, keyschedule
 from ...chunkformat import base_j0
-from ..device_chunks import SLOT_BLOCKS
+from ..device_chunks import SLOT_BLOCKS, fused_gcm
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import TABLE_KERNELS, cuda_defines, module, round_tables_for, table_bytes
@@ -392,6 +392,7 @@ class CudaChunkKernels:
     and ``cl/chunk_layout.cl``'s packing."""
 
     def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
+        from cuda.bindings import driver
         from cuda.core import Stream
 
         self._gpu = cuda_device(ordinal)
@@ -399,7 +400,8 @@ class CudaChunkKernels:
         code = module("aes_gcm.cl", self._gpu.defines(keyschedule.rounds_for_key(key)),
                       self._gpu.arch)
         layout = module("chunk_layout.cl", {}, self._gpu.arch)
-        kernels = {name: code.get_kernel(name) for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
+        kernels = {name: code.get_kernel(name)
+                   for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags", "gcm_crypt_hash")}
         kernels.update({name: layout.get_kernel(name) for name in
                         ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
         self._kernels = kernels  # (their modules stay loaded while this launches them)
@@ -417,6 +419,14 @@ class CudaChunkKernels:
                             self._h_positions.pointer)
         self._key = keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
+        self.fused = fused_gcm()
+        # gcm_crypt_hash's block: whole messages of _GHASH_ITEMS threads each, as many as
+        # the tuned shape's threads and the kernel's registers allow.
+        most = int(_check(driver.cuFuncGetAttribute(
+            driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            self._functions["gcm_crypt_hash"])))
+        self._crypt_hash_threads = max(_GHASH_ITEMS, min(self._shape.threads, most)
+                                       // _GHASH_ITEMS * _GHASH_ITEMS)
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
@@ -485,6 +495,18 @@ class CudaChunkKernels:
         self._launch("gcm_tags", self._shape.threads, self._gpu.table_grid(count, self._shape),
                      partials.pointer, np.uint32(count), j0s.pointer, lengths.pointer,
                      self._h_tables.pointer, tags.pointer, np.uint32(tag_stride), self._key)
+
+    def crypt_and_tags(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
+                       j0s: CudaBytes, lengths: CudaBytes, strides: tuple[int, int],
+                       tags: CudaBytes, tag_stride: int, sealing: bool) -> None:
+        threads = self._crypt_hash_threads
+        together = threads // _GHASH_ITEMS
+        grid = min(-(-count // together), self._gpu.sms * self._shape.blocks_per_sm)
+        self._launch("gcm_crypt_hash", threads, grid, source.pointer, target.pointer,
+                     np.uint32(blocks), np.uint32(SLOT_BLOCKS), np.uint32(strides[0]),
+                     np.uint32(strides[1]), np.uint32(count), np.uint32(_GHASH_ITEMS),
+                     np.uint32(sealing), j0s.pointer, lengths.pointer,
+                     self._h_positions.pointer, tags.pointer, np.uint32(tag_stride), self._key)
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: CudaBytes, lengths: CudaBytes) -> None:

@@ -305,6 +305,19 @@ class _QueueChunkKernels:
                                    self._buffer(tags), tag_stride)
         self._queue.flush()  # (opening hashes first: the GPU starts while CTR is enqueued)
 
+    @property
+    def fused(self) -> bool:
+        return self._engine.fused and device_chunks.fused_gcm()
+
+    def crypt_and_tags(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
+                       j0s: BufferSpan, lengths: BufferSpan, strides: tuple[int, int],
+                       tags: BufferSpan, tag_stride: int, sealing: bool) -> None:
+        buffers = self._buffer(source), self._buffer(target), self._buffer(tags)
+        self._engine.enqueue_crypt_hash(buffers[0], buffers[1], blocks,
+                                        device_chunks.SLOT_BLOCKS, count, strides, j0s.buffer,
+                                        lengths.buffer, buffers[2], tag_stride, sealing)
+        self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
+
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: BufferSpan, lengths: BufferSpan) -> None:
         first_j0 = np.frombuffer(base_j0(base_nonce), "<u4").view(cl.cltypes.uint4)

@@ -26,6 +26,7 @@ import pyopencl as cl
 from ... import ghash, keyschedule
 from ..._arrays import BytesLike, default_slice_bytes, finish, input_array, output_array
 from ...devices import Device
+from ..device_chunks import fused_gcm
 from ..interface import MODE_GCM, gcm_nonce
 from .kernels import (
     aes_options,
@@ -41,6 +42,7 @@ BLOCK_SIZE = 16
 _SEGMENT_STEPS = 64  # Horner steps per work-item when one long message is split for GHASH
 _MAX_LAUNCH_BLOCKS = 2**32 - 2**20  # kernels index blocks with 32-bit integers
 _MAX_GHASH_ITEMS = 256  # GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
+_MAX_CRYPT_HASH_GROUP = 256  # GCM_CRYPT_HASH_MAX_GROUP's default in cl/aes_gcm.cl
 
 
 _CARRYLESS_RUN = 8  # GCM_CARRYLESS_RUN in aes_gcm.cl
@@ -73,6 +75,10 @@ class GcmEngine:
         self._position_tables = kernel(device, "aes_gcm.cl", options, "ghash_position_tables",
                                        context)
         self._carryless = carryless_ghash(config)
+        # CTR, GHASH and the tags in one launch (the chunked format's batches), where GHASH
+        # is by tables: the carry-less build has no such kernel.
+        self._crypt_hash = None if self._carryless else \
+            kernel(device, "aes_gcm.cl", options, "gcm_crypt_hash", context)
         self._sums_as_blocks = kernel(device, "aes_gcm.cl", options, "ghash_sums_as_blocks",
                                       context)
         self._work_group_size = max(1, min(config.work_group_size, self._limit(self._ctr)))
@@ -81,6 +87,11 @@ class GcmEngine:
             min(config.work_group_size, self._limit(self._ghash), _MAX_GHASH_ITEMS)
         )
         self._max_work_groups = config.max_work_groups
+        if self._crypt_hash is not None:  # whole messages of _ghash_items work-items each
+            most = min(config.work_group_size, self._limit(self._crypt_hash),
+                       _MAX_CRYPT_HASH_GROUP)
+            self._crypt_hash_items = min(self._ghash_items, _floor_power_of_two(most))
+            self._crypt_hash_group = most // self._crypt_hash_items * self._crypt_hash_items
         self.key = key_argument(key, key_schedule, decrypt=False)
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
         self._tables: dict[int, tuple[Any, int]] = {}  # by base: (buffer, tables in it)
@@ -180,6 +191,33 @@ class GcmEngine:
         return cl.enqueue_nd_range_kernel(
             self.runtime.queue, self._ghash, (groups * items,), (items,)
         )
+
+    @property
+    def fused(self) -> bool:
+        """Whether :meth:`enqueue_crypt_hash` is there."""
+        return self._crypt_hash is not None
+
+    def enqueue_crypt_hash(
+        self, source: Any, target: Any, blocks: int, message_blocks: int, count: int,
+        strides: tuple[int, int], j0s: Any, message_bytes: Any, tags: Any, tag_stride: int,
+        sealing: bool,
+    ) -> Any:
+        """CTR, GHASH and the tags of ``count`` messages of up to ``message_blocks`` blocks
+        (``blocks`` in all) in one launch (aes_gcm.cl's gcm_crypt_hash), each from its first
+        block's counter on (J0 + 1): message m from block ``m * strides[0]`` of
+        ``source`` to block ``m * strides[1]`` of ``target``, its tag to block
+        ``m * tag_stride`` of ``tags``; GHASH over the output when ``sealing``, else
+        over the input."""
+        group, items = self._crypt_hash_group, self._crypt_hash_items
+        groups = min(self._max_work_groups, -(-count // (group // items)))
+        self._crypt_hash.set_args(
+            source, target, np.uint32(blocks), np.uint32(message_blocks), np.uint32(strides[0]),
+            np.uint32(strides[1]), np.uint32(count), np.uint32(items), np.uint32(sealing),
+            j0s, message_bytes, self._positions_of(self.h), tags, np.uint32(tag_stride),
+            self.key,
+        )
+        return cl.enqueue_nd_range_kernel(self.runtime.queue, self._crypt_hash,
+                                          (groups * group,), (group,))
 
     def _scratch(self, nbytes: int) -> Any:
         return cl.Buffer(self.runtime.context, cl.mem_flags.READ_WRITE, max(16, nbytes))
@@ -427,6 +465,30 @@ class _Batch:
             self.engine._enqueue_tags(self.partials, self.count, self.counters, self.lengths,
                                       self.tags_buffer),
         ]
+
+    def _fused(self, sealing: bool) -> list[Any] | None:
+        """CTR, GHASH and the tags in one launch (gcm_crypt_hash), where the engine has
+        it; None where not."""
+        if not (self.engine.fused and fused_gcm()):
+            return None
+        if self.tags_buffer is None:
+            self.tags_buffer = self.engine._scratch(16 * self.count)
+        return [self.engine.enqueue_crypt_hash(
+            self.buffer, self.buffer, self.blocks, self.message_blocks, self.count,
+            (self.message_blocks, self.message_blocks), self.counters, self.lengths,
+            self.tags_buffer, 1, sealing)]
+
+    def seal(self) -> list[Any]:
+        """Enqueue :meth:`crypt`, then :meth:`hash` (in one launch where the engine can);
+        returns the launch events."""
+        fused = self._fused(sealing=True)
+        return fused if fused is not None else self.crypt() + self.hash()
+
+    def open(self) -> list[Any]:
+        """Enqueue :meth:`hash` over the ciphertext, then :meth:`crypt` (in one launch where
+        the engine can); returns the launch events, the decryption's last."""
+        fused = self._fused(sealing=False)
+        return fused if fused is not None else self.hash() + self.crypt()
 
     def tags(self) -> np.ndarray:
         """GHASH and tags of the buffer as it is now (ciphertext), read back."""

@@ -89,7 +89,7 @@ class _DeviceJob:
             # Sealing is in place; the copy into ``target`` counts as the device memory
             # traffic of an out-of-place call only for the resident figure.
             batch = cipher.device_batch(target, nbytes)
-            return lambda: batch.crypt() + batch.hash()
+            return batch.seal
         transform = BlockTransform(
             self.key, decrypt=self.mode == "ecb-decrypt",
             counter=int.from_bytes(self.iv, "big") if self.mode == "ctr" else None)

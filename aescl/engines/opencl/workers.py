@@ -240,8 +240,7 @@ class ChunkCipher:
 
         def launch(queue: Any, slots: Any, sealed: Any, scratch: dict[str, Any]) -> Any:
             batch = self._full_chunks_batch(queue, slots, first, count, scratch)
-            batch.crypt()
-            batch.hash()
+            batch.seal()
             return self._enqueue_layout(queue, "chunks_pack",
                                         (slots, batch.tags_buffer, sealed), count)
         return launch
@@ -258,10 +257,9 @@ class ChunkCipher:
             self._enqueue_layout(queue, "chunks_unpack",
                                  (sealed, out, np.uint32(text_blocks + count)), count)
             batch = self._full_chunks_batch(queue, out, first, count, scratch)
-            batch.hash()  # over the ciphertext, before it is decrypted in place
-            cl.enqueue_copy(queue, out, batch.tags_buffer, byte_count=TAG_SIZE * count,
-                            dst_offset=16 * text_blocks)
-            return batch.crypt()[-1]
+            batch.open()  # (hashed before it is decrypted in place)
+            return cl.enqueue_copy(queue, out, batch.tags_buffer, byte_count=TAG_SIZE * count,
+                                   dst_offset=16 * text_blocks)
         return launch
 
     @staticmethod
