@@ -41,12 +41,20 @@ needs_nvrtc = pytest.mark.skipif(not _nvrtc_available(),
 @pytest.mark.parametrize("rounds", [10, 12, 14])
 def test_every_cuda_kernel_compiles_from_the_one_core(arch, tables, rounds):
     from aescl.engines.cuda import KERNELS, compile_cubin, cuda_defines
+    from aescl.engines.cuda.kernels import crypt_hash_defines
+    from aescl.engines.cuda.workers import _CRYPT_HASH_SHAPE
 
     for filename, names in KERNELS.items():
         cubin = compile_cubin(filename, cuda_defines(rounds, tables), arch)
         assert cubin[:4] == b"\x7fELF", filename
         for name in names:  # extern "C": the OpenCL kernel names, unmangled
             assert name.encode() + b"\0" in cubin, (filename, name)
+    # gcm_crypt_hash's own build: its tables, block and stride tables as the engine sets
+    # them, on a GPU whose blocks hold ``tables``
+    _, threads, in_local = _CRYPT_HASH_SHAPE
+    cubin = compile_cubin("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
+                          arch)
+    assert b"gcm_crypt_hash\0" in cubin
 
 
 @pytest.mark.parametrize("block_shared_kib, tables", [

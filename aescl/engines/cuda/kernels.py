@@ -45,9 +45,7 @@ _SHARED_BESIDE_TABLES = 1024
 # shared memory.
 TABLE_KERNELS = frozenset({"aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr_xor", "gcm_ctr_xor",
                            "gcm_tags", "gcm_crypt_hash"})
-# Threads per block at most of a gcm_crypt_hash launch (its GCM_CRYPT_HASH_MAX_GROUP):
-# CUDA's limit, so that it takes the table kernels' tuned shape.
-CRYPT_HASH_MAX_GROUP = 1024
+
 
 
 def table_bytes(tables: int) -> int:
@@ -68,13 +66,23 @@ def round_tables_for(block_shared_bytes: int) -> int:
 def cuda_defines(rounds: int, tables: int = ROUND_TABLES) -> dict[str, int]:
     """The ``-D`` options of a CUDA build: the OpenCL engine's for an NVIDIA GPU (round
     keys expanded on the host, the tables in shared memory a copy per bank, byte
-    extraction by PRMT), with ``tables`` round tables in dynamic shared memory,
-    GHASH's stride tables read through the cache (workers._GHASH_ITEMS says why), and
-    the one-pass GCM kernel in blocks of up to CRYPT_HASH_MAX_GROUP threads."""
+    extraction by PRMT), with ``tables`` round tables in dynamic shared memory, and
+    GHASH's stride tables read through the cache (workers._GHASH_ITEMS says why)."""
     return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
             "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1,
             "AES_ROUND_TABLES": tables, "AES_TABLES_DYNAMIC": 1,
-            "GHASH_STRIDE_IN_LOCAL": 0, "GCM_CRYPT_HASH_MAX_GROUP": CRYPT_HASH_MAX_GROUP}
+            "GHASH_STRIDE_IN_LOCAL": 0}
+
+
+def crypt_hash_defines(rounds: int, tables: int, threads: int,
+                       stride_in_local: int) -> dict[str, int]:
+    """The ``-D`` options of the build that gcm_crypt_hash (cl/aes_gcm.cl) runs from: its
+    own round tables (fewer than the other kernels', so that several blocks share an
+    SM: its pairing's barriers stall a block), blocks of ``threads``, and GHASH's
+    stride tables in shared memory or read through the cache (workers.py,
+    _CRYPT_HASH_SHAPE, says what was measured)."""
+    return {**cuda_defines(rounds, tables), "GCM_CRYPT_HASH_MAX_GROUP": threads,
+            "GHASH_STRIDE_IN_LOCAL": stride_in_local}
 
 
 def nvrtc_version() -> str:

@@ -21,7 +21,14 @@ from ...chunkformat import base_j0
 from ..device_chunks import SLOT_BLOCKS, fused_gcm
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
-from .kernels import TABLE_KERNELS, cuda_defines, module, round_tables_for, table_bytes
+from .kernels import (
+    TABLE_KERNELS,
+    crypt_hash_defines,
+    cuda_defines,
+    module,
+    round_tables_for,
+    table_bytes,
+)
 
 # Launch shape of the kernels that stage no tables (the chunked format's layout
 # kernels). Those that do launch as the GPU's tuning says (tuning.py, _Device.shape).
@@ -259,6 +266,17 @@ def ghash_grid(gpu: _Device, function: Any, count: int) -> int:
         per_sm = _ghash_blocks_per_sm[key] = max(1, int(_check(
             driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, _GHASH_ITEMS, 0))))
     return max(1, min(count, gpu.sms * per_sm))
+# gcm_crypt_hash (CTR, GHASH and the tags of the chunked format's batches in one launch):
+# threads per message, and (round tables, threads per block, the stride's position
+# tables copied into shared memory (1) or read through the cache (0)). Swept on the
+# H100 (2026-11-25, docs/benchmarks; 1 GiB, the bench's kernel figure, GB/s): 8
+# threads a message (8 Horner steps per chunk each, and a pairing of 3 levels, where
+# 128 threads a message, as gcm_ghash runs, took 180-190: the pairing's barriers
+# stall an SM that holds one block); 4 tables in blocks of 1024 with the stride's
+# tables in shared memory 297.5-297.8, read through the cache 267.9-269.9, 2 tables
+# 277-297, 1 table 232-269; the three launches 252.5-261.4.
+_CRYPT_HASH_ITEMS = 8
+_CRYPT_HASH_SHAPE = (4, 1024, 1)
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
@@ -386,13 +404,47 @@ class CudaGhash:
         return host.tobytes()
 
 
+class _CryptHash:
+    """gcm_crypt_hash as one GPU runs it for one key size: its build (kernels.
+    crypt_hash_defines), function and launch shape."""
+
+    def __init__(self, gpu: _Device, rounds: int) -> None:
+        from cuda.bindings import driver
+
+        tables, threads, in_local = _CRYPT_HASH_SHAPE
+        tables = min(tables, gpu.round_tables)
+        self.items = _CRYPT_HASH_ITEMS
+        self.shared_bytes = table_bytes(tables)
+        self._code = module("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
+                            gpu.arch)
+        self._kernel = self._code.get_kernel("gcm_crypt_hash")
+        self.function = _function(self._kernel, "gcm_crypt_hash", self.shared_bytes)
+        most = int(_check(driver.cuFuncGetAttribute(
+            driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, self.function)))
+        self.threads = max(self.items, min(threads, most) // self.items * self.items)
+        per_sm = _check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            self.function, self.threads, self.shared_bytes))
+        self.most_blocks = gpu.sms * max(1, int(per_sm))  # one wave: the kernel strides
+
+
+_crypt_hashes: dict[tuple[int, int, tuple[int, int, int]], _CryptHash] = {}
+_crypt_hashes_lock = threading.Lock()
+
+
+def _crypt_hash(gpu: _Device, rounds: int) -> _CryptHash:
+    with _crypt_hashes_lock:
+        key = (gpu.core.device_id, rounds, _CRYPT_HASH_SHAPE)
+        if key not in _crypt_hashes:
+            _crypt_hashes[key] = _CryptHash(gpu, rounds)
+        return _crypt_hashes[key]
+
+
 class CudaChunkKernels:
     """The chunked format's device operations (device_chunks.ChunkKernels) for one chunk
     key on one GPU, on one stream: the GCM kernels of ``cl/aes_gcm.cl`` over slots,
     and ``cl/chunk_layout.cl``'s packing."""
 
     def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
-        from cuda.bindings import driver
         from cuda.core import Stream
 
         self._gpu = cuda_device(ordinal)
@@ -400,8 +452,7 @@ class CudaChunkKernels:
         code = module("aes_gcm.cl", self._gpu.defines(keyschedule.rounds_for_key(key)),
                       self._gpu.arch)
         layout = module("chunk_layout.cl", {}, self._gpu.arch)
-        kernels = {name: code.get_kernel(name)
-                   for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags", "gcm_crypt_hash")}
+        kernels = {name: code.get_kernel(name) for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
         kernels.update({name: layout.get_kernel(name) for name in
                         ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
         self._kernels = kernels  # (their modules stay loaded while this launches them)
@@ -420,13 +471,8 @@ class CudaChunkKernels:
         self._key = keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
         self.fused = fused_gcm()
-        # gcm_crypt_hash's block: whole messages of _GHASH_ITEMS threads each, as many as
-        # the tuned shape's threads and the kernel's registers allow.
-        most = int(_check(driver.cuFuncGetAttribute(
-            driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-            self._functions["gcm_crypt_hash"])))
-        self._crypt_hash_threads = max(_GHASH_ITEMS, min(self._shape.threads, most)
-                                       // _GHASH_ITEMS * _GHASH_ITEMS)
+        if self.fused:
+            self._crypt_hash = _crypt_hash(self._gpu, keyschedule.rounds_for_key(key))
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
@@ -499,14 +545,14 @@ class CudaChunkKernels:
     def crypt_and_tags(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
                        j0s: CudaBytes, lengths: CudaBytes, strides: tuple[int, int],
                        tags: CudaBytes, tag_stride: int, sealing: bool) -> None:
-        threads = self._crypt_hash_threads
-        together = threads // _GHASH_ITEMS
-        grid = min(-(-count // together), self._gpu.sms * self._shape.blocks_per_sm)
-        self._launch("gcm_crypt_hash", threads, grid, source.pointer, target.pointer,
-                     np.uint32(blocks), np.uint32(SLOT_BLOCKS), np.uint32(strides[0]),
-                     np.uint32(strides[1]), np.uint32(count), np.uint32(_GHASH_ITEMS),
-                     np.uint32(sealing), j0s.pointer, lengths.pointer,
-                     self._h_positions.pointer, tags.pointer, np.uint32(tag_stride), self._key)
+        fused = self._crypt_hash
+        grid = min(-(-count // (fused.threads // fused.items)), fused.most_blocks)
+        launch_kernel(fused.function, grid, fused.threads, fused.shared_bytes,
+                      self._like.stream, source.pointer, target.pointer, np.uint32(blocks),
+                      np.uint32(SLOT_BLOCKS), np.uint32(strides[0]), np.uint32(strides[1]),
+                      np.uint32(count), np.uint32(fused.items), np.uint32(sealing),
+                      j0s.pointer, lengths.pointer, self._h_positions.pointer, tags.pointer,
+                      np.uint32(tag_stride), self._key)
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: CudaBytes, lengths: CudaBytes) -> None:

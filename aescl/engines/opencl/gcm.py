@@ -43,6 +43,9 @@ _SEGMENT_STEPS = 64  # Horner steps per work-item when one long message is split
 _MAX_LAUNCH_BLOCKS = 2**32 - 2**20  # kernels index blocks with 32-bit integers
 _MAX_GHASH_ITEMS = 256  # GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
 _MAX_CRYPT_HASH_GROUP = 256  # GCM_CRYPT_HASH_MAX_GROUP's default in cl/aes_gcm.cl
+# Work-items per message in gcm_crypt_hash: few, each with many Horner steps, so that
+# the pairing's barriers are rare (engines/cuda/workers.py, _CRYPT_HASH_ITEMS).
+_CRYPT_HASH_ITEMS = 8
 
 
 _CARRYLESS_RUN = 8  # GCM_CARRYLESS_RUN in aes_gcm.cl
@@ -90,7 +93,7 @@ class GcmEngine:
         if self._crypt_hash is not None:  # whole messages of _ghash_items work-items each
             most = min(config.work_group_size, self._limit(self._crypt_hash),
                        _MAX_CRYPT_HASH_GROUP)
-            self._crypt_hash_items = min(self._ghash_items, _floor_power_of_two(most))
+            self._crypt_hash_items = min(_CRYPT_HASH_ITEMS, _floor_power_of_two(most))
             self._crypt_hash_group = most // self._crypt_hash_items * self._crypt_hash_items
         self.key = key_argument(key, key_schedule, decrypt=False)
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
