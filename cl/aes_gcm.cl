@@ -151,6 +151,62 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
     }
 }
 #else
+/* The stride's position tables (ghash.cl) of H^(2^level): a copy in __local memory
+ * (GHASH_STRIDE_IN_LOCAL, made by the whole work-group) or __global memory through
+ * the cache. Declares `name` at kernel scope, where OpenCL C wants __local arrays. */
+#if GHASH_STRIDE_IN_LOCAL
+#define GHASH_STRIDE_TABLES(name, positions, level)                            \
+    AES_LOCAL_ARRAY ulong name[2 * GHASH_POSITION_ENTRIES];                     \
+    for (uint n_ = get_local_id(0); n_ < 2u * GHASH_POSITION_ENTRIES;           \
+         n_ += get_local_size(0))                                               \
+        name[n_] = (positions)[2u * GHASH_POSITION_ENTRIES * (level) + n_];     \
+    barrier(CLK_LOCAL_MEM_FENCE)
+#define GHASH_STRIDE_MULTIPLY ghash_multiply_positions_local
+#else
+#define GHASH_STRIDE_TABLES(name, positions, level)                            \
+    __global const ulong *name = (positions) + 2u * GHASH_POSITION_ENTRIES * (level)
+#define GHASH_STRIDE_MULTIPLY ghash_multiply_positions_global
+#endif
+
+inline uint ghash_log2(uint items)   /* of a power of two */
+{
+    uint level = 0;
+    while ((1u << level) < items)
+        ++level;
+    return level;
+}
+
+/* A message's partial sum from the Horner sums S_t of its `items` work-items (this
+ * one is item t, and the message's item 0 is work-item `here` of the group): the
+ * total is the sum over t of S_t·H^(items-t). Adjacent sums pair up level by level,
+ * the earlier one times H^(2^level); after log2(items) levels one sum is left, and
+ * one multiplication by H puts it in place. Item 0 gets the result (the others
+ * zero). Every work-item of the group calls this alike: it has barriers, and leaves
+ * `scratch` free for the next call. */
+inline ulong2 ghash_pair_sums(ulong2 sum, __local ulong2 *scratch, const uint here,
+                              const uint t, const uint items,
+                              __global const ulong *positions)
+{
+    scratch[here + t] = sum;
+    uint level = 0;
+    for (uint width = items >> 1; width; width >>= 1, ++level) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        ulong2 paired = AES_ULONG2(0ul, 0ul);
+        if (t < width)
+            paired = ghash_multiply_positions_global(
+                         scratch[here + 2u * t], positions + 2u * GHASH_POSITION_ENTRIES * level)
+                     ^ scratch[here + 2u * t + 1u];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (t < width)
+            scratch[here + t] = paired;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong2 total = t == 0u ? ghash_multiply_positions_global(scratch[here], positions)
+                                 : AES_ULONG2(0ul, 0ul);
+    barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is read before the next call writes */
+    return total;
+}
+
 AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_stride,
                         const uint message_count, __global const ulong2 *h_tables,
@@ -158,22 +214,9 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
 {
     const uint t = get_local_id(0);
     const uint items = get_local_size(0);
-    uint level_of_items = 0;   /* log2(T) */
-    while ((1u << level_of_items) < items)
-        ++level_of_items;
     AES_LOCAL_ARRAY ulong2 scratch[GCM_MAX_GHASH_ITEMS];
     __global const ulong *positions = (__global const ulong *)h_positions;
-#if GHASH_STRIDE_IN_LOCAL
-    AES_LOCAL_ARRAY ulong stride_positions[2 * GHASH_POSITION_ENTRIES];   /* of H^T */
-    for (uint n = t; n < 2u * GHASH_POSITION_ENTRIES; n += items)
-        stride_positions[n] = positions[2u * GHASH_POSITION_ENTRIES * level_of_items + n];
-    barrier(CLK_LOCAL_MEM_FENCE);
-#define GHASH_STRIDE_MULTIPLY ghash_multiply_positions_local
-#else
-    __global const ulong *stride_positions =
-        positions + 2u * GHASH_POSITION_ENTRIES * level_of_items;
-#define GHASH_STRIDE_MULTIPLY ghash_multiply_positions_global
-#endif
+    GHASH_STRIDE_TABLES(stride_positions, positions, ghash_log2(items));   /* of H^T */
 
     for (uint m = get_group_id(0); m < message_count; m += get_num_groups(0)) {
         const uint first = m * message_blocks;
@@ -187,28 +230,12 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
                                        : AES_ULONG2(0ul, 0ul);
             sum = (s ? GHASH_STRIDE_MULTIPLY(sum, stride_positions) : sum) ^ x;
         }
-        /* The total is the sum over t of S_t·H^(T-t). Adjacent sums pair up level by
-         * level, the earlier one times H^(2^level): after log2(T) levels one sum is
-         * left, and one multiplication by H puts it in place. */
-        scratch[t] = sum;
-        uint level = 0;
-        for (uint width = items >> 1; width; width >>= 1, ++level) {
-            barrier(CLK_LOCAL_MEM_FENCE);
-            ulong2 paired = AES_ULONG2(0ul, 0ul);
-            if (t < width)
-                paired = ghash_multiply_positions_global(
-                             scratch[2u * t], positions + 2u * GHASH_POSITION_ENTRIES * level)
-                         ^ scratch[2u * t + 1u];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (t < width)
-                scratch[t] = paired;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        const ulong2 total = ghash_pair_sums(sum, scratch, 0u, t, items, positions);
         if (t == 0u)
-            partials[m] = ghash_multiply_positions_global(scratch[0], positions);
-        barrier(CLK_LOCAL_MEM_FENCE);   /* scratch[0] is read before the next message writes */
+            partials[m] = total;
     }
 }
+
 /* CTR, GHASH and the tags in one pass: the chunked format's batches (all messages
  * from block 0 of their own counter, first_step 1, and with empty AAD): the text
  * is read and written once, and one launch does the work of gcm_ctr_xor, gcm_ghash
@@ -242,24 +269,13 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
     const uint t = get_local_id(0) % items;
     const uint here = get_local_id(0) - t;   /* the message's first work-item */
     const uint together = get_local_size(0) / items;   /* messages at a time */
-    uint level_of_items = 0;   /* log2(items) */
-    while ((1u << level_of_items) < items)
-        ++level_of_items;
     AES_LOCAL_ARRAY ulong2 scratch[GCM_CRYPT_HASH_MAX_GROUP];
     __global const ulong *positions = (__global const ulong *)h_positions;
-#if GHASH_STRIDE_IN_LOCAL
-    AES_LOCAL_ARRAY ulong stride_positions[2 * GHASH_POSITION_ENTRIES];   /* of H^items */
-    for (uint n = get_local_id(0); n < 2u * GHASH_POSITION_ENTRIES; n += get_local_size(0))
-        stride_positions[n] = positions[2u * GHASH_POSITION_ENTRIES * level_of_items + n];
-    barrier(CLK_LOCAL_MEM_FENCE);
-#else
-    __global const ulong *stride_positions =
-        positions + 2u * GHASH_POSITION_ENTRIES * level_of_items;
-#endif
+    GHASH_STRIDE_TABLES(stride_positions, positions, ghash_log2(items));   /* of H^items */
 
     for (uint first_message = get_group_id(0) * together; first_message < message_count;
          first_message += get_num_groups(0) * together) {
-        /* (every work-item goes round the loop alike: the pairing below has barriers) */
+        /* (every work-item goes round the loop alike: the pairing has barriers) */
         const uint m = first_message + get_local_id(0) / items;
         const uint first = m * message_blocks;
         const uint length = m < message_count && first < block_count
@@ -287,30 +303,14 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
             }
             sum = (s ? GHASH_STRIDE_MULTIPLY(sum, stride_positions) : sum) ^ x;
         }
-        scratch[get_local_id(0)] = sum;
-        uint level = 0;
-        for (uint width = items >> 1; width; width >>= 1, ++level) {
-            barrier(CLK_LOCAL_MEM_FENCE);
-            ulong2 paired = AES_ULONG2(0ul, 0ul);
-            if (t < width)
-                paired = ghash_multiply_positions_global(
-                             scratch[here + 2u * t], positions + 2u * GHASH_POSITION_ENTRIES * level)
-                         ^ scratch[here + 2u * t + 1u];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (t < width)
-                scratch[here + t] = paired;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        const ulong2 partial = ghash_pair_sums(sum, scratch, here, t, items, positions);
         if (t == 0u && m < message_count) {
-            const ulong2 partial = ghash_multiply_positions_global(scratch[here], positions);
             const ulong2 hash = ghash_multiply_positions_global(
                 partial ^ AES_ULONG2(0ul, 8ul * bytes), positions);
             tags[m * tag_stride] = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
         }
-        barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is read before the next messages write */
     }
 }
-#undef GHASH_STRIDE_MULTIPLY
 
 #endif
 

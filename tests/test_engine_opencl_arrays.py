@@ -263,6 +263,17 @@ def test_chunked_on_arrays_with_ghash_by_tables_fused_or_not(queue, monkeypatch,
         aescl.chunked.decrypt(key, cl_array.to_device(queue, np.frombuffer(final, np.uint8)))
 
 
+def test_the_fused_gcm_setting_is_0_or_1(monkeypatch):
+    from aescl.engines.device_chunks import fused_gcm
+
+    for value, fused in (("", True), ("1", True), (" 0 ", False)):
+        monkeypatch.setenv("AESCL_GCM_FUSED", value)
+        assert fused_gcm() is fused
+    monkeypatch.setenv("AESCL_GCM_FUSED", "no")
+    with pytest.raises(ValueError, match="AESCL_GCM_FUSED must be 0 or 1, not 'no'"):
+        fused_gcm()
+
+
 def test_chunked_sealing_is_ordered_after_the_producer_and_before_what_follows(queue):
     """Sealing returns once enqueued: it runs after the work queued on the input's queue
     (a fill not yet waited for), and pyopencl work on the input queued after it (another

@@ -21,10 +21,13 @@ SEALED = chunked.SEALED_CHUNK_SIZE
 
 # The one-pass route (on the wide instructions where the CPU has them), the same on
 # the 128-bit ones; the portable route on AES-NI (12 blocks per work-item do not
-# divide a chunk's 1024); the portable route on T-tables.
+# divide a chunk's 1024); the portable route on T-tables, as GPUs run it: CTR, GHASH
+# and the tags in one launch (aes_gcm.cl's gcm_crypt_hash), and in three.
 ROUTES = {"one-pass": {}, "one-pass-aes-ni": {"AESCL_WIDE_ROUNDS": "0"},
           "portable-aes-ni": {"AESCL_BLOCKS_PER_ITEM": "12"},
-          "portable-tables": {"AESCL_HARDWARE_ROUNDS": "0"}}
+          "portable-tables": {"AESCL_HARDWARE_ROUNDS": "0"},
+          "portable-tables-three-launches": {"AESCL_HARDWARE_ROUNDS": "0",
+                                             "AESCL_GCM_FUSED": "0"}}
 ONE_PASS = ("one-pass", "one-pass-aes-ni")
 
 
