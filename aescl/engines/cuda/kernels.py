@@ -47,7 +47,6 @@ TABLE_KERNELS = frozenset({"aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr_xor", 
                            "gcm_tags", "gcm_crypt_hash"})
 
 
-
 def table_bytes(tables: int) -> int:
     """Dynamic shared memory of a block that stages ``tables`` round tables."""
     return 256 * 4 * TABLE_LANES * tables
@@ -77,10 +76,9 @@ def cuda_defines(rounds: int, tables: int = ROUND_TABLES) -> dict[str, int]:
 def crypt_hash_defines(rounds: int, tables: int, threads: int,
                        stride_in_local: int) -> dict[str, int]:
     """The ``-D`` options of the build that gcm_crypt_hash (cl/aes_gcm.cl) runs from: its
-    own round tables (fewer than the other kernels', so that several blocks share an
-    SM: its pairing's barriers stall a block), blocks of ``threads``, and GHASH's
-    stride tables in shared memory or read through the cache (workers.py,
-    _CRYPT_HASH_SHAPE, says what was measured)."""
+    own count of round tables, blocks of ``threads`` (which size its sums' scratch),
+    and GHASH's stride tables in shared memory (1) or read through the cache (0), as
+    workers._CRYPT_HASH_SHAPE chose them by measurement."""
     return {**cuda_defines(rounds, tables), "GCM_CRYPT_HASH_MAX_GROUP": threads,
             "GHASH_STRIDE_IN_LOCAL": stride_in_local}
 

@@ -266,15 +266,17 @@ def ghash_grid(gpu: _Device, function: Any, count: int) -> int:
         per_sm = _ghash_blocks_per_sm[key] = max(1, int(_check(
             driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, _GHASH_ITEMS, 0))))
     return max(1, min(count, gpu.sms * per_sm))
+
+
 # gcm_crypt_hash (CTR, GHASH and the tags of the chunked format's batches in one launch):
 # threads per message, and (round tables, threads per block, the stride's position
 # tables copied into shared memory (1) or read through the cache (0)). Swept on the
 # H100 (2026-11-25, docs/benchmarks; 1 GiB, the bench's kernel figure, GB/s): 8
-# threads a message (8 Horner steps per chunk each, and a pairing of 3 levels, where
-# 128 threads a message, as gcm_ghash runs, took 180-190: the pairing's barriers
-# stall an SM that holds one block); 4 tables in blocks of 1024 with the stride's
-# tables in shared memory 297.5-297.8, read through the cache 267.9-269.9, 2 tables
-# 277-297, 1 table 232-269; the three launches 252.5-261.4.
+# threads a 16 KiB chunk (128 Horner steps each, and a pairing of 3 levels; with 128
+# threads a chunk, as gcm_ghash runs, 180-190: the pairing's barriers stall an SM that
+# holds one block); 4 tables in blocks of 1024 with the stride's tables in shared
+# memory 297.5-297.8, read through the cache 267.9-269.9, 2 tables 277-297, 1 table
+# 232-269; the three launches 252.5-261.4.
 _CRYPT_HASH_ITEMS = 8
 _CRYPT_HASH_SHAPE = (4, 1024, 1)
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)

@@ -90,7 +90,7 @@ class GcmEngine:
             min(config.work_group_size, self._limit(self._ghash), _MAX_GHASH_ITEMS)
         )
         self._max_work_groups = config.max_work_groups
-        if self._crypt_hash is not None:  # whole messages of _ghash_items work-items each
+        if self._crypt_hash is not None:  # whole messages of _CRYPT_HASH_ITEMS work-items
             most = min(config.work_group_size, self._limit(self._crypt_hash),
                        _MAX_CRYPT_HASH_GROUP)
             self._crypt_hash_items = min(_CRYPT_HASH_ITEMS, _floor_power_of_two(most))
