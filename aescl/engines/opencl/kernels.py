@@ -46,8 +46,12 @@ from ..sources import kernel_dir, load_source  # noqa: F401  (kernel_dir: its te
 
 # Room the AES tables and round keys take in __local memory, with margin.
 _LOCAL_BYTES_NEEDED = 4096
-# __local memory kept free beside the round-table copies (S-box, round keys, GHASH).
-_LOCAL_BYTES_BESIDE_TABLES = 8192
+# __local memory kept free beside the round-table copies (S-box, round keys, GHASH). The
+# most a kernel keeps there is gcm_crypt_hash's (aes_gcm.cl): the stride's position
+# tables (8 KiB), the sums of up to 256 work-items (4 KiB) and the round keys. With 8
+# KiB, a device whose __local memory is 8 KiB above a power of two (40 KiB: 32 copies)
+# could not have run it.
+_LOCAL_BYTES_BESIDE_TABLES = 16384
 _MAX_TABLE_LANES = 32  # the number of shared-memory banks on NVIDIA and AMD GPUs
 # On AMD GPUs the 64 KiB a work-group may take is the whole compute unit's LDS, which
 # its resident work-groups share (NVIDIA's 48 KiB per block come from 228 KiB per SM
