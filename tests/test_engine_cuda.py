@@ -66,6 +66,20 @@ def test_a_gpu_gets_the_round_tables_its_blocks_hold(block_shared_kib, tables):
     assert table_bytes(tables) < block_shared_kib * 1024
 
 
+@pytest.mark.parametrize("block_shared_kib, tables", [
+    (227, 4), (163, 4), (153, 4), (152, 2), (129, 2), (99, 2), (89, 2), (88, 1), (64, 1)])
+def test_the_fused_gcm_kernel_gets_the_round_tables_its_blocks_hold_beside_its_sums(
+        block_shared_kib, tables):
+    """gcm_crypt_hash's blocks of 1024 threads keep 16 KiB of sums and 8 KiB of stride
+    tables beside the round tables: a GPU whose blocks hold 4 tables for the other
+    kernels (129 KiB) may hold only 2 for this one."""
+    from aescl.engines.cuda.kernels import crypt_hash_tables, table_bytes
+
+    assert crypt_hash_tables(block_shared_kib * 1024, 4, 1024, 1) == tables
+    assert table_bytes(tables) + (16 + 8 + 1) * 1024 <= block_shared_kib * 1024 or tables == 1
+    assert crypt_hash_tables(227 * 1024, 2, 1024, 1) == 2  # never more than the GPU's own
+
+
 @needs_nvrtc
 def test_a_cuda_build_error_carries_nvrtcs_log(monkeypatch):
     from aescl.engines import sources

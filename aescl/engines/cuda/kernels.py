@@ -73,6 +73,19 @@ def cuda_defines(rounds: int, tables: int = ROUND_TABLES) -> dict[str, int]:
             "GHASH_STRIDE_IN_LOCAL": 0}
 
 
+def crypt_hash_tables(block_shared_bytes: int, wanted: int, threads: int,
+                      stride_in_local: int) -> int:
+    """Round tables (``wanted`` at most: 4, 2 or 1) for gcm_crypt_hash's blocks, whose
+    shared memory also holds the sums of ``threads`` threads and, with
+    ``stride_in_local``, the stride's position tables (8 KiB): the most that fit in
+    ``block_shared_bytes``, the shared memory a block may opt into."""
+    beside = _SHARED_BESIDE_TABLES + 16 * threads + 8192 * stride_in_local
+    for tables in (4, 2):
+        if tables <= wanted and table_bytes(tables) + beside <= block_shared_bytes:
+            return tables
+    return 1
+
+
 def crypt_hash_defines(rounds: int, tables: int, threads: int,
                        stride_in_local: int) -> dict[str, int]:
     """The ``-D`` options of the build that gcm_crypt_hash (cl/aes_gcm.cl) runs from: its

@@ -24,6 +24,7 @@ from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import (
     TABLE_KERNELS,
     crypt_hash_defines,
+    crypt_hash_tables,
     cuda_defines,
     module,
     round_tables_for,
@@ -106,7 +107,8 @@ class _Device:
         self.arch = self.core.arch
         properties = self.core.properties
         self.sms = properties.multiprocessor_count
-        self.round_tables = round_tables_for(properties.max_shared_memory_per_block_optin)
+        self.shared_optin = properties.max_shared_memory_per_block_optin
+        self.round_tables = round_tables_for(self.shared_optin)
         self.table_bytes = table_bytes(self.round_tables)
         self.lock = threading.RLock()
 
@@ -414,7 +416,8 @@ class _CryptHash:
         from cuda.bindings import driver
 
         tables, threads, in_local = _CRYPT_HASH_SHAPE
-        tables = min(tables, gpu.round_tables)
+        tables = crypt_hash_tables(gpu.shared_optin, min(tables, gpu.round_tables), threads,
+                                   in_local)
         self.items = _CRYPT_HASH_ITEMS
         self.shared_bytes = table_bytes(tables)
         self._code = module("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
