@@ -1,8 +1,9 @@
 """aescl/ghash.py: GF(2^128) arithmetic on the host, in GCM's bit order.
 
-The field laws are checked directly, the table-driven multiplier against the
-bit-serial one, and GHASH against a published value (McGrew and Viega's GCM
-specification, test case 2). The device half is checked by the GCM vectors.
+The field laws are checked directly, the product and the fixed multiplier against
+SP 800-38D's bit-serial Algorithm 1 (written out here), and GHASH against a
+published value (McGrew and Viega's GCM specification, test case 2). The device half
+is checked by the GCM vectors.
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ X = 1 << 126
 def _elements(count: int, seed: int) -> list[int]:
     rng = random.Random(seed)
     return [rng.getrandbits(128) for _ in range(count)] + [0, ONE, X, 1, (1 << 128) - 1]
+
+
+def _bit_serial_product(a: int, b: int) -> int:
+    """SP 800-38D's Algorithm 1, bit by bit in GCM's order: the reference."""
+    product = 0
+    for bit in range(127, -1, -1):
+        if (a >> bit) & 1:
+            product ^= b
+        b = ghash.times_x(b)
+    return product
+
+
+def test_the_product_is_sp_800_38ds_algorithm_1():
+    for a in _elements(40, 11):
+        for b in _elements(10, a & 0xFFFF):
+            assert ghash.multiply(a, b) == _bit_serial_product(a, b)
 
 
 def test_one_is_the_identity_and_zero_absorbs():
@@ -50,7 +67,7 @@ def test_fixed_multiplier_and_tables_agree_with_the_bit_serial_product():
         table = ghash.nibble_table(p)
         assert table[8] == p and table[0] == 0
         for a in _elements(10, p & 0xFFFF):
-            assert times_p(a) == ghash.multiply(a, p)
+            assert times_p(a) == _bit_serial_product(a, p)
     assert ghash.nibble_table(ONE)[8] == ONE  # entry 8 of the table of 1 is 1 itself
 
 
@@ -59,8 +76,18 @@ def test_power_is_repeated_multiplication(exponent):
     h = random.Random(exponent).getrandbits(128)
     expected = ONE
     for _ in range(exponent):
-        expected = ghash.multiply(expected, h)
+        expected = _bit_serial_product(expected, h)
     assert ghash.power(h, exponent) == expected
+
+
+def test_power_multipliers_give_the_same_powers_from_their_list_and_beyond_it():
+    """PowerMultipliers keeps a list of the first powers and squares and multiplies for
+    larger ones: the same values either way, asked in any order."""
+    h = random.Random(9).getrandbits(128)
+    multipliers = ghash.PowerMultipliers(h)
+    for exponent in (1024, 3, 33, 32, 0, 40, 5000, 31, 2**26):
+        assert multipliers.power(exponent) == ghash.power(h, exponent), exponent
+    assert multipliers.times_power(X, 1024) == ghash.multiply(X, ghash.power(h, 1024))
 
 
 def test_ghash_matches_the_gcm_specification():
