@@ -386,11 +386,6 @@ class GcmCipher:
                                                         output=output)
 
 
-def _host_ecb(key: bytes) -> EcbCipher:
-    """ECB on the host engine: a few blocks (H, E(J0)) that need no device."""
-    return EcbCipher(key, team("host"), "host")
-
-
 class ArrayGcmCipher(DeviceGcm):
     """One GCM message whose text is in device arrays of one kind (``"opencl"`` or
     ``"cuda"``), on the arrays' devices (engines/device_gcm.py): the CTR kernel over the
@@ -403,10 +398,8 @@ class ArrayGcmCipher(DeviceGcm):
     """
 
     def __init__(self, key: bytes, nonce: bytes, mac_len: int, kind: str, team: Team) -> None:
-        blocks = _host_ecb(key)
-        h = ghash.block_to_int(blocks.encrypt(bytes(BLOCK_SIZE)) or b"")
+        h, tag_mask = ghash.hash_subkey_and_tag_mask(key, nonce)
         multipliers = ghash.PowerMultipliers(h)
-        tag_mask = blocks.encrypt(ghash.initial_counter(h, nonce)) or b""
         super().__init__(nonce, mac_len, multipliers, tag_mask, device_nbytes)
         self._ctr = _array_job(kind, BlockTransform(key, counter=self.first_counter,
                                                     counter_bits=32), team)

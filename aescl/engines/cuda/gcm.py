@@ -41,14 +41,10 @@ class CudaHostGcm(DeviceGcm):
     """AES-GCM with pycryptodome's calls on host data, through GPU ``ordinal``."""
 
     def __init__(self, key: bytes, nonce: bytes | None, mac_len: int, ordinal: int) -> None:
-        from Crypto.Cipher import AES
-
         nonce = gcm_nonce(nonce, mac_len)
-        ecb = AES.new(bytes(key), AES.MODE_ECB)  # H and E(J0): two blocks, on the host
-        h = int.from_bytes(ecb.encrypt(bytes(16)), "big")
+        h, tag_mask = ghash.hash_subkey_and_tag_mask(key, nonce)
         multipliers = ghash.PowerMultipliers(h)
-        super().__init__(nonce, mac_len, multipliers,
-                         ecb.encrypt(ghash.initial_counter(h, nonce)), lambda span: span.nbytes)
+        super().__init__(nonce, mac_len, multipliers, tag_mask, lambda span: span.nbytes)
         self._ordinal = ordinal
         self._ctr = CudaBlocks(BlockTransform(bytes(key), counter=self.first_counter,
                                               counter_bits=32), ordinal)
