@@ -335,6 +335,56 @@ def test_gcm_on_device_arrays_matches_pycryptodome(library, bits, nonce_bytes):
     assert _to_host(untouched) == bytes(len(data))
 
 
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+@pytest.mark.parametrize("bits", KEY_BITS)
+def test_gcm_pieces_on_block_boundaries_match_pycryptodome(library, bits):
+    """Aligned pieces of whole blocks (the kernels' own case, with no bytes split
+    between calls): from further on the counter; into a new array, into output= and in
+    place. A wrong tag in place leaves the ciphertext there."""
+    key, nonce, aad = os.urandom(bits // 8), os.urandom(12), os.urandom(20)
+    sizes = [16 * (5 * 1024 + 7), 16 * 3, 16 * 2048]
+    data = os.urandom(sum(sizes))
+    expected, expected_tag = Reference.new(key, Reference.MODE_GCM, nonce=nonce) \
+        .update(aad).encrypt_and_digest(data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce).update(aad)
+    first = cipher.encrypt(_to_gpu(library, data[: sizes[0]]))
+    second = _to_gpu(library, bytes(sizes[1]))
+    assert cipher.encrypt(_to_gpu(library, data[sizes[0] : sizes[0] + sizes[1]]),
+                          output=second) is None
+    third = _to_gpu(library, data[sizes[0] + sizes[1] :])
+    assert cipher.encrypt(third, output=third) is None
+    assert b"".join(_to_host(a) for a in (first, second, third)) == expected
+    assert cipher.digest() == expected_tag
+
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce).update(aad)
+    assert _to_host(opener.decrypt_and_verify(_to_gpu(library, expected), expected_tag)) == data
+    reader = aescl.new(key, aescl.MODE_GCM, nonce=nonce).update(aad)
+    assert _to_host(reader.decrypt(_to_gpu(library, expected))) == data
+    sealed = _to_gpu(library, expected)
+    refused = aescl.new(key, aescl.MODE_GCM, nonce=nonce).update(aad)
+    with pytest.raises(aescl.AuthenticationError):
+        refused.decrypt_and_verify(sealed, bytes(16), output=sealed)
+    assert _to_host(sealed) == expected
+
+
+@needs_gpu
+def test_the_ghash_tables_of_the_last_four_hash_keys_stay_on_the_gpu():
+    """A GCM message is a new cipher: the GHASH tables of its key's H are kept for the
+    next message under that key, for the four keys used last on each GPU."""
+    torch = pytest.importorskip("torch")
+    from aescl import ghash
+    from aescl.engines.cuda import workers
+
+    keys = [os.urandom(16) for _ in range(5)]
+    text = torch.zeros(4096, dtype=torch.uint8, device="cuda")
+    for key in keys:
+        aescl.new(key, aescl.MODE_GCM, nonce=os.urandom(12)).encrypt(text)
+    on_gpu = text.device.index or 0
+    kept = [h for (gpu, h) in workers._tables_kept if gpu == on_gpu]
+    assert kept == [ghash.hash_subkey(key) for key in keys[1:]]
+
+
 # ---- the chunked format on CUDA arrays (engines/device_chunks.py) ---------------------
 
 CHUNK_SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]

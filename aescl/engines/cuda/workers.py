@@ -305,13 +305,68 @@ def launch_power_tables(stream: Any, code: Any, base: int, tables: int,
            code.get_kernel("ghash_position_tables"), np.uint64(tables), np.uint64(positions))
 
 
+class _GhashTables:
+    """The nibble and position tables (ghash.cl) of the powers 1..256 of H and of each
+    H^segment that folds segments' sums (ghash.fold_on_device), on one GPU, each made
+    there when first needed (under the GPU's lock)."""
+
+    def __init__(self, gpu: _Device, code: Any, multipliers: Any) -> None:
+        from cuda.bindings import driver
+
+        self._gpu, self._code, self._multipliers = gpu, code, multipliers
+        self._free = driver.cuMemFree
+        self._buffers: list[Any] = []
+        self._tables: dict[int, tuple[Any, Any]] = {}
+
+    def of(self, exponent: int) -> tuple[Any, Any]:
+        """The nibble tables of H^exponent's powers, and their position tables."""
+        from cuda.bindings import driver
+
+        if exponent not in self._tables:
+            tables = _check(driver.cuMemAlloc(_POWER_TABLES_BYTES))
+            self._buffers.append(tables)
+            positions = _check(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
+            self._buffers.append(positions)
+            stream = self._gpu.core.create_stream()
+            launch_power_tables(stream, self._code, self._multipliers.power(exponent),
+                                int(tables), int(positions))
+            stream.sync()
+            self._tables[exponent] = tables, positions
+        return self._tables[exponent]
+
+    def __del__(self) -> None:
+        for buffer in getattr(self, "_buffers", ()):
+            self._free(buffer)
+
+
+# The GHASH tables of the hash keys H used last on device arrays, per GPU. Each GCM
+# message is a new cipher object, and making its tables again cost 0.2 ms of GPU time
+# a message on the H100 (ghash_power_tables), and a cuMemFree, which waits for the
+# whole GPU. They stay in GPU memory until evicted or the process ends
+# (docs/gpu-arrays.md, "What aescl keeps").
+_TABLES_KEPT = 4
+_tables_kept: dict[tuple[int, int], _GhashTables] = {}
+_tables_kept_lock = threading.Lock()
+
+
+def _ghash_tables(gpu: _Device, code: Any, multipliers: Any) -> _GhashTables:
+    """H's tables on a GPU: kept ones, or new (then the oldest kept is let go)."""
+    with _tables_kept_lock:
+        key = (gpu.core.device_id, multipliers.h)
+        tables = _tables_kept.pop(key, None)
+        if tables is None:
+            tables = _GhashTables(gpu, code, multipliers)
+        _tables_kept[key] = tables  # (the most recent last)
+        while len(_tables_kept) > _TABLES_KEPT:
+            del _tables_kept[next(iter(_tables_kept))]
+        return tables
+
+
 class CudaGhash:
     """GHASH partial sums of whole blocks in device memory, for one H on one GPU: the
     GHASH half of GCM on device arrays (the host keeps the running hash)."""
 
     def __init__(self, multipliers: Any, ordinal: int) -> None:
-        from cuda.bindings import driver
-
         self._multipliers = multipliers
         self._gpu = cuda_device(ordinal)
         self._gpu.core.set_current()
@@ -319,30 +374,8 @@ class CudaGhash:
         self._ghash = self._code.get_kernel("gcm_ghash")
         self._ghash_function = _function(self._ghash, "gcm_ghash", 0)
         self._sums_as_blocks = self._code.get_kernel("ghash_sums_as_blocks")
-        self._free = driver.cuMemFree
         self._segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
-        # The nibble tables (ghash.cl) of H^1..H^256, and of the powers of H^segment that
-        # fold the segments' sums (ghash.fold_on_device), made on the GPU once.
-        # (each base's nibble tables, then its position tables)
-        self._buffers: list[Any] = []
-        self._tables = [self._power_tables(multipliers.h),
-                        self._power_tables(multipliers.power(self._segment))]
-
-    def _power_tables(self, base: int) -> tuple[Any, Any]:
-        from cuda.bindings import driver
-
-        tables = _check(driver.cuMemAlloc(_POWER_TABLES_BYTES))
-        self._buffers.append(tables)
-        positions = _check(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
-        self._buffers.append(positions)
-        stream = self._gpu.core.create_stream()
-        launch_power_tables(stream, self._code, base, int(tables), int(positions))
-        stream.sync()
-        return tables, positions
-
-    def __del__(self) -> None:
-        for buffer in getattr(self, "_buffers", ()):
-            self._free(buffer)
+        self._tables = _ghash_tables(self._gpu, self._code, multipliers)
 
     def _launch(self, stream: Any, data: int, blocks: int, message_blocks: int, count: int,
                 tables: tuple[Any, Any], partials: int) -> None:
@@ -373,14 +406,14 @@ class CudaGhash:
                 partials = memory.scratch(16 * (segments + 1))  # then the fold
                 folded = partials.pointer + 16 * segments
                 self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
-                             segments, self._tables[0], partials.pointer)
+                             segments, self._tables.of(1), partials.pointer)
                 if segments > 1:  # the sums as blocks, folded by powers of H^segment
                     launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)),
                                                 block=256),
                            self._sums_as_blocks, np.uint64(partials.pointer),
                            np.uint32(segments))
                     self._launch(stream, partials.pointer, segments - 1, segments - 1, 1,
-                                 self._tables[1], folded)
+                                 self._tables.of(self._segment), folded)
                 values = np.zeros(32, np.uint8)  # the last sum, then the fold
                 _check(driver.cuMemcpyDtoHAsync(values, partials.pointer + 16 * (segments - 1),
                                                 32, span.stream))
