@@ -111,6 +111,33 @@ class _Device:
         self.round_tables = round_tables_for(self.shared_optin)
         self.table_bytes = table_bytes(self.round_tables)
         self.lock = threading.RLock()
+        self._sums: Any = None  # (sums_buffer)
+        self._sums_bytes = 0
+        self._kernels: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def kernel(self, filename: str, name: str, rounds: int) -> tuple[Any, Any]:
+        """A kernel of the engine's build for ``rounds`` here, and its driver function
+        (_function), looked up once: a GCM message makes a new CTR worker, for which the
+        lookups cost about 0.1 ms."""
+        key = (filename, name, rounds)
+        with self.lock:
+            if key not in self._kernels:
+                kernel = module(filename, self.defines(rounds), self.arch).get_kernel(name)
+                self._kernels[key] = kernel, _function(kernel, name, self.shared_bytes(name))
+            return self._kernels[key]
+
+    def sums_buffer(self, nbytes: int) -> int:
+        """Device memory for GHASH's partial sums, kept from call to call: allocating it
+        in a stream's order each time cost 0.1-0.2 ms a call on the H100 host. The
+        caller holds the lock, and has synchronized its stream before letting go."""
+        from cuda.bindings import driver
+
+        if nbytes > self._sums_bytes:
+            if self._sums is not None:
+                _check(driver.cuMemFree(self._sums))
+            self._sums = _check(driver.cuMemAlloc(nbytes))
+            self._sums_bytes = nbytes
+        return int(self._sums)
 
     def shape(self) -> Any:
         """The launch shape of the table kernels here (tuning.LaunchShape): tuned on the
@@ -156,9 +183,7 @@ class CudaBlocks:
         else:
             filename, decrypt = "aes_ecb.cl", transform.decrypt
             name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
-        kernel = module(filename, self._gpu.defines(rounds), self._gpu.arch).get_kernel(name)
-        self._kernel = kernel  # (its module stays loaded while this launches it)
-        self._function = _function(kernel, name, self._gpu.table_bytes)
+        self._kernel, self._function = self._gpu.kernel(filename, name, rounds)
         # The kernel's arguments (every one 64 bits, but the key's round keys, passed by
         # value), then their addresses, as void**; the key's is that of its words.
         self._key = keyschedule.kernel_key_argument(transform.key, "host", decrypt)
@@ -310,10 +335,10 @@ class _GhashTables:
     H^segment that folds segments' sums (ghash.fold_on_device), on one GPU, each made
     there when first needed (under the GPU's lock)."""
 
-    def __init__(self, gpu: _Device, code: Any, multipliers: Any) -> None:
+    def __init__(self, gpu: _Device, multipliers: Any) -> None:
         from cuda.bindings import driver
 
-        self._gpu, self._code, self._multipliers = gpu, code, multipliers
+        self._gpu, self._multipliers = gpu, multipliers
         self._free = driver.cuMemFree
         self._buffers: list[Any] = []
         self._tables: dict[int, tuple[Any, Any]] = {}
@@ -328,7 +353,8 @@ class _GhashTables:
             positions = _check(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
             self._buffers.append(positions)
             stream = self._gpu.core.create_stream()
-            launch_power_tables(stream, self._code, self._multipliers.power(exponent),
+            code = module("aes_gcm.cl", self._gpu.defines(10), self._gpu.arch)
+            launch_power_tables(stream, code, self._multipliers.power(exponent),
                                 int(tables), int(positions))
             stream.sync()
             self._tables[exponent] = tables, positions
@@ -343,19 +369,19 @@ class _GhashTables:
 # message is a new cipher object, and making its tables again cost 0.2 ms of GPU time
 # a message on the H100 (ghash_power_tables), and a cuMemFree, which waits for the
 # whole GPU. They stay in GPU memory until evicted or the process ends
-# (docs/gpu-arrays.md, "What aescl keeps").
+# (docs/gpu-arrays.md, "GCM on device arrays").
 _TABLES_KEPT = 4
 _tables_kept: dict[tuple[int, int], _GhashTables] = {}
 _tables_kept_lock = threading.Lock()
 
 
-def _ghash_tables(gpu: _Device, code: Any, multipliers: Any) -> _GhashTables:
+def _ghash_tables(gpu: _Device, multipliers: Any) -> _GhashTables:
     """H's tables on a GPU: kept ones, or new (then the oldest kept is let go)."""
     with _tables_kept_lock:
         key = (gpu.core.device_id, multipliers.h)
         tables = _tables_kept.pop(key, None)
         if tables is None:
-            tables = _GhashTables(gpu, code, multipliers)
+            tables = _GhashTables(gpu, multipliers)
         _tables_kept[key] = tables  # (the most recent last)
         while len(_tables_kept) > _TABLES_KEPT:
             del _tables_kept[next(iter(_tables_kept))]
@@ -370,12 +396,11 @@ class CudaGhash:
         self._multipliers = multipliers
         self._gpu = cuda_device(ordinal)
         self._gpu.core.set_current()
-        self._code = module("aes_gcm.cl", self._gpu.defines(10), self._gpu.arch)  # (no AES here)
-        self._ghash = self._code.get_kernel("gcm_ghash")
-        self._ghash_function = _function(self._ghash, "gcm_ghash", 0)
-        self._sums_as_blocks = self._code.get_kernel("ghash_sums_as_blocks")
+        # (the build for AES-128: no AES here)
+        self._ghash, self._ghash_function = self._gpu.kernel("aes_gcm.cl", "gcm_ghash", 10)
+        self._sums_as_blocks, _ = self._gpu.kernel("aes_gcm.cl", "ghash_sums_as_blocks", 10)
         self._segment = _GHASH_ITEMS * _GHASH_SEGMENT_STEPS
-        self._tables = _ghash_tables(self._gpu, self._code, multipliers)
+        self._tables = _ghash_tables(self._gpu, multipliers)
 
     def _launch(self, stream: Any, data: int, blocks: int, message_blocks: int, count: int,
                 tables: tuple[Any, Any], partials: int) -> None:
@@ -402,22 +427,18 @@ class CudaGhash:
             for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
                 count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
                 segments = -(-count // segment)
-                memory = StreamMemory(None, span)
-                partials = memory.scratch(16 * (segments + 1))  # then the fold
-                folded = partials.pointer + 16 * segments
+                partials = self._gpu.sums_buffer(16 * (segments + 1))  # then the fold
                 self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
-                             segments, self._tables.of(1), partials.pointer)
+                             segments, self._tables.of(1), partials)
                 if segments > 1:  # the sums as blocks, folded by powers of H^segment
                     launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)),
                                                 block=256),
-                           self._sums_as_blocks, np.uint64(partials.pointer),
-                           np.uint32(segments))
-                    self._launch(stream, partials.pointer, segments - 1, segments - 1, 1,
-                                 self._tables.of(self._segment), folded)
+                           self._sums_as_blocks, np.uint64(partials), np.uint32(segments))
+                    self._launch(stream, partials, segments - 1, segments - 1, 1,
+                                 self._tables.of(self._segment), partials + 16 * segments)
                 values = np.zeros(32, np.uint8)  # the last sum, then the fold
-                _check(driver.cuMemcpyDtoHAsync(values, partials.pointer + 16 * (segments - 1),
-                                                32, span.stream))
-                memory.release(partials)
+                _check(driver.cuMemcpyDtoHAsync(values, partials + 16 * (segments - 1), 32,
+                                                span.stream))
                 stream.sync()
                 last, outer = values[:16], values[16:].view(np.uint64)
                 if segments == 1:  # (still as gcm_ghash left it)
