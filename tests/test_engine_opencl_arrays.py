@@ -224,6 +224,29 @@ def test_chunked_on_arrays_is_byte_identical_to_the_host_path(queue, monkeypatch
             data[offset:].tobytes()
 
 
+def test_arrays_from_a_memory_pool_take_every_call(queue):
+    """Arrays a pyopencl MemoryPool serves (its buffers are not cl.Buffer and have no
+    sub-regions, and are larger than asked): CTR, GCM and the chunked format, whose
+    results come from the same pool."""
+    import pyopencl.tools as cl_tools
+
+    pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+    key, nonce = bytes(range(32)), bytes(range(12))
+    data = _random(3 * 16384 + 100, seed=7)
+    array = cl_array.to_device(queue, data, allocator=pool)
+    assert not isinstance(array.base_data, cl.Buffer)
+    ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8]).encrypt(array[5:])
+    assert ctr.get().tobytes() == Reference.new(key, Reference.MODE_CTR, nonce=nonce[:8]) \
+        .encrypt(data[5:].tobytes())
+    sealed, tag = aescl.new(key, aescl.MODE_GCM, nonce=nonce).encrypt_and_digest(array)
+    assert (sealed.get().tobytes(), tag) == Reference.new(key, Reference.MODE_GCM,
+                                                          nonce=nonce).encrypt_and_digest(
+        data.tobytes())
+    chunks = aescl.chunked.encrypt(key, array)
+    assert aescl.chunked.decrypt(key, chunks).get().tobytes() == data.tobytes()
+    assert aescl.chunked.decrypt(key, chunks.get().tobytes(), device="host") == data.tobytes()
+
+
 @pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "in-three-launches"])
 def test_chunked_on_arrays_with_ghash_by_tables_fused_or_not(queue, monkeypatch, fused):
     """GHASH by position tables (GPUs; a CPU held to the T-table rounds): CTR, GHASH and

@@ -56,7 +56,16 @@ def _span(array: Any, what: str) -> BufferSpan:
         raise ValueError(f"{what} is not contiguous: pass a C-contiguous array")
     if array.queue is None:
         raise ValueError(f"{what} has no queue: give it one (array.with_queue(queue))")
-    return BufferSpan(array.base_data, array.offset, array.nbytes)
+    return BufferSpan(_cl_buffer(array.base_data), array.offset, array.nbytes)
+
+
+def _cl_buffer(memory: Any) -> Any:
+    """An array's memory as a ``cl.Buffer``: a pyopencl memory pool's PooledBuffer has no
+    sub-regions, so it is taken by its handle (retained while the Buffer lives). An
+    empty array has none (None)."""
+    if memory is None or isinstance(memory, cl.Buffer):
+        return memory
+    return cl.Buffer.from_int_ptr(memory.int_ptr, retain=True)
 
 
 def device_of(array: Any) -> Device:
@@ -408,7 +417,7 @@ class OpenclArrayChunks:
             # there), without waiting for it here.
             cl.enqueue_barrier(rt.queue, wait_for=[*data.events, cl.enqueue_marker(data.queue)])
             try:
-                work(kernels, source, BufferSpan(result.base_data, result.offset, out_bytes))
+                work(kernels, source, _span(result, "the result").at(0, out_bytes))
             except BaseException:  # (a failed opening's zeroing is done before it leaves)
                 rt.queue.finish()
                 kernels.release()
