@@ -369,6 +369,20 @@ def test_gcm_pieces_on_block_boundaries_match_pycryptodome(library, bits):
 
 
 @needs_gpu
+def test_a_failed_driver_call_raises_with_the_drivers_name_for_it():
+    from cuda.bindings import driver
+
+    from aescl.engines.cuda.workers import _check, cuda_device
+
+    cuda_device(0)  # (its context current here)
+    assert _check((driver.CUresult.CUDA_SUCCESS, 7)) == 7
+    with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
+        _check((driver.CUresult.CUDA_ERROR_INVALID_VALUE, None))
+    with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
+        _check(driver.cuMemAlloc(0))  # (a size of zero is refused)
+
+
+@needs_gpu
 def test_the_ghash_tables_of_the_last_four_hash_keys_stay_on_the_gpu():
     """A GCM message is a new cipher: the GHASH tables of its key's H are kept for the
     next message under that key, for the four keys used last on each GPU."""

@@ -40,10 +40,10 @@ _GRID_BLOCKS_PER_SM = 4
 
 def _check(result: Any) -> Any:
     """The values of a cuda.bindings call; raises on an error code."""
-    from cuda.bindings import driver
-
     error, *values = result if isinstance(result, tuple) else (result,)
-    if error != driver.CUresult.CUDA_SUCCESS:
+    if error:  # (CUDA_SUCCESS is 0; the import stays off the path of a call that worked)
+        from cuda.bindings import driver
+
         _, name = driver.cuGetErrorName(error)
         raise RuntimeError(f"CUDA: {name.decode() if name else error}")
     return values[0] if len(values) == 1 else values
@@ -193,6 +193,9 @@ class CudaBlocks:
         self._key_slot = 3 + 4 * transform.is_ctr  # (after source, target, blocks, counter)
         self._pointers[self._key_slot] = self._key.ctypes.data
         self._shape = self._gpu.shape()
+        from cuda.bindings import driver  # (kept: an import statement a call costs µs)
+
+        self._launch_kernel, self._stream_of = driver.cuLaunchKernel, driver.CUstream
 
     @property
     def ordinal(self) -> int:
@@ -213,16 +216,14 @@ class CudaBlocks:
         Through cuLaunchKernel with the arguments written into memory set up once
         (every argument is 64 bits): a small call's time is mostly Python, and packing
         them anew through cuda.core cost a third of it on the H100 host."""
-        from cuda.bindings import driver
-
         shape = self._shape
         grid = self._gpu.table_grid(blocks, shape)
         values = (source, target, blocks, *self._kernel_args(first_block))
         with self._gpu.lock:  # (the engine's feeding threads launch at once)
             self._arguments[: len(values)] = values
-            _check(driver.cuLaunchKernel(self._function, grid, 1, 1, shape.threads, 1, 1,
-                                         self._gpu.table_bytes, driver.CUstream(stream),
-                                         self._argument_addresses, 0))
+            _check(self._launch_kernel(self._function, grid, 1, 1, shape.threads, 1, 1,
+                                       self._gpu.table_bytes, self._stream_of(stream),
+                                       self._argument_addresses, 0))
 
     def run(self, source: CudaBytes, target: CudaBytes, first_block: int, skip: int = 0) -> None:
         """``source`` into ``target`` (the same length; may be the same memory) on the
@@ -230,6 +231,14 @@ class CudaBlocks:
         keystream (CTR; ECB takes whole blocks from 0). Returns once it is enqueued."""
         with self._gpu.lock:
             self._gpu.core.set_current()
+            if not skip and source.nbytes % BLOCK_SIZE == 0 \
+                    and (source.pointer | target.pointer) % BLOCK_SIZE == 0:
+                # Whole aligned blocks, as most calls are: the one launch run_blocks would
+                # make, without its spans (a 4 KiB call is nearly all Python).
+                if source.nbytes:
+                    self.launch(source.stream, source.pointer, target.pointer,
+                                source.nbytes // BLOCK_SIZE, first_block)
+                return
             run_blocks(StreamMemory(self, source), source, target, first_block, skip)
 
 
