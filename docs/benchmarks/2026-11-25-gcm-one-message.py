@@ -18,20 +18,9 @@ import aescl
 SIZE = 1 << 30
 
 
-def rate(work, messages=3, nbytes=SIZE):
-    work()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(messages):
-            work()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) / messages)
-    return round(nbytes / best / 1e9, 1)
-
-
-def per_call_us(work, calls):
+def best_seconds(work, calls):
+    """Seconds a call, best of three rounds of ``calls``, the GPU synchronized at each
+    round's end (after one call to warm up)."""
     work()
     torch.cuda.synchronize()
     best = float("inf")
@@ -41,7 +30,15 @@ def per_call_us(work, calls):
             work()
         torch.cuda.synchronize()
         best = min(best, (time.perf_counter() - start) / calls)
-    return round(best * 1e6, 2)
+    return best
+
+
+def rate(work):
+    return round(SIZE / best_seconds(work, 3) / 1e9, 1)
+
+
+def per_call_us(work, calls):
+    return round(best_seconds(work, calls) * 1e6, 2)
 
 
 def one_message(bits, results):
