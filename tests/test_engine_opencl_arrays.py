@@ -247,6 +247,25 @@ def test_arrays_from_a_memory_pool_take_every_call(queue):
     assert aescl.chunked.decrypt(key, chunks.get().tobytes(), device="host") == data.tobytes()
 
 
+def test_ghash_tables_are_kept_for_the_keys_used_last(queue):
+    """Each GCM message makes a new engine: the GHASH tables of H stay with the array's
+    runtime for the next message under that key, for the last eight bases."""
+    from aescl import ghash
+    from aescl.engines.opencl.arrays import device_of
+    from aescl.engines.opencl.kernels import runtime
+
+    array = cl_array.to_device(queue, _random(4096, seed=3))
+    keys = [bytes([k]) * 16 for k in range(9)]
+    for key in keys:
+        aescl.new(key, aescl.MODE_GCM, nonce=bytes(12)).encrypt_and_digest(array)
+    kept = runtime(device_of(array), queue.context).ghash_tables
+    assert list(kept) == [ghash.hash_subkey(key) for key in keys[1:]]
+    again = aescl.new(keys[3], aescl.MODE_GCM, nonce=bytes(12)).encrypt_and_digest(array)
+    assert again[1] == Reference.new(keys[3], Reference.MODE_GCM, nonce=bytes(12)) \
+        .encrypt_and_digest(array.get().tobytes())[1]
+    assert list(kept)[-1] == ghash.hash_subkey(keys[3])
+
+
 @pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "in-three-launches"])
 def test_chunked_on_arrays_with_ghash_by_tables_fused_or_not(queue, monkeypatch, fused):
     """GHASH by position tables (GPUs; a CPU held to the T-table rounds): CTR, GHASH and

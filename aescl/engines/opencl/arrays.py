@@ -275,20 +275,26 @@ class _QueueChunkKernels:
                                    span.nbytes)
 
     def upload(self, target: BufferSpan, data: bytes) -> None:
-        # Into a buffer of its own as it is made, then copied on the device: a write from
-        # ordinary memory waits (on NVIDIA's OpenCL) for all the work queued before it,
-        # and a call that returns before its work is done must hold no host memory.
-        staged = cl.Buffer(self._context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                           hostbuf=np.frombuffer(data, np.uint8))
-        self.held.append(staged)
-        cl.enqueue_copy(self._queue, target.buffer, staged, byte_count=len(data),
-                        dst_offset=target.offset)
+        # As fill patterns (up to 128 bytes each, as the offsets allow), which the enqueue
+        # copies: a write from ordinary memory waits (on NVIDIA's OpenCL) for all the work
+        # queued before it, a call that returns before its work is done must hold no
+        # host memory, and a buffer staged for it would be freed later, which waits
+        # there for all the work on the device.
+        at = 0
+        while at < len(data):
+            size = 1
+            while size < 128 and (target.offset + at) % (2 * size) == 0 \
+                    and at + 2 * size <= len(data):
+                size *= 2
+            cl.enqueue_fill_buffer(self._queue, target.buffer,
+                                   np.frombuffer(data[at : at + size], np.uint8).copy(),
+                                   target.offset + at, size)
+            at += size
 
     def first_mismatch(self, computed: BufferSpan, received: BufferSpan, count: int) -> int:
         found = np.array([count], np.uint32)
-        index = cl.Buffer(self._context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                          hostbuf=found)
-        self.held.append(index)
+        index = self._take(found.nbytes)  # (scratch: nothing freed once the call is done)
+        cl.enqueue_fill_buffer(self._queue, index, found, 0, found.nbytes)
         buffers = self._buffer(computed), self._buffer(received)
         self._first_mismatch.set_args(*buffers, np.uint32(count), index)
         groups = min(self._groups, -(-count // self._group))

@@ -52,6 +52,7 @@ _CARRYLESS_RUN = 8  # GCM_CARRYLESS_RUN in aes_gcm.cl
 # Position tables (cl/ghash.cl) of B^1, B^2, B^4 .. B^256: GHASH_POSITION_POWERS tables of
 # GHASH_POSITION_ENTRIES 16-byte entries in cl/aes_gcm.cl.
 _POSITION_TABLES_BYTES = 9 * 512 * 16
+_TABLES_KEPT = 8  # bases whose GHASH tables a runtime keeps: H and H^segment of 4 keys
 
 
 def _floor_power_of_two(n: int) -> int:
@@ -97,8 +98,6 @@ class GcmEngine:
             self._crypt_hash_group = most // self._crypt_hash_items * self._crypt_hash_items
         self.key = key_argument(key, key_schedule, decrypt=False)
         self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
-        self._tables: dict[int, tuple[Any, int]] = {}  # by base: (buffer, tables in it)
-        self._positions: dict[int, Any] = {}  # by base: its position tables
         # H on the device unless the caller made it (ghash.hash_subkey): a call that must
         # not wait for the work queued before it does.
         self.h = h if h is not None else \
@@ -123,10 +122,24 @@ class GcmEngine:
         on the device: on the host the powers and tables cost milliseconds per key."""
         return self._power_tables_of(self.h, count)
 
+    def _kept_tables(self, base: int) -> dict[str, Any]:
+        """The tables of ``base`` kept in the runtime for every engine there, the device's
+        lock held: the chunked format on arrays makes an engine a call, and tables made
+        and freed a call cost their launches, and a free that waits (in NVIDIA's OpenCL)
+        for all the work on the device. Kept for _TABLES_KEPT bases, in GPU memory until
+        evicted or the process ends (docs/gpu-arrays.md)."""
+        kept = self.runtime.ghash_tables
+        tables = kept.pop(base, None)
+        kept[base] = tables = {} if tables is None else tables  # (the most recent last)
+        while len(kept) > _TABLES_KEPT:
+            del kept[next(iter(kept))]
+        return tables
+
     @one_job_per_device
     def _power_tables_of(self, base: int, count: int) -> Any:
         """The nibble tables of base^1..base^count in a device buffer (grown on demand)."""
-        tables, built = self._tables.get(base, (None, 0))
+        kept = self._kept_tables(base)
+        tables, built = kept.get("nibbles", (None, 0))
         if count > built:
             tables = self._scratch(count * 16 * BLOCK_SIZE)
             self._power_tables.set_args(np.uint64(base >> 64), np.uint64(base % 2**64),
@@ -134,23 +147,24 @@ class GcmEngine:
             group = min(16, self._limit(self._power_tables))  # a few groups: cores or SMs
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._power_tables,
                                        (-(-count // group) * group,), (group,))
-            self._tables[base] = (tables, count)
+            kept["nibbles"] = (tables, count)
         return tables
 
     @one_job_per_device
     def _positions_of(self, base: int) -> Any:
         """The position tables (cl/ghash.cl) of base^1, base^2 .. base^256 in a device
         buffer, built on the device from the nibble tables."""
-        if base not in self._positions:
-            tables = self._power_tables_of(base, _MAX_GHASH_ITEMS)
+        tables = self._power_tables_of(base, _MAX_GHASH_ITEMS)
+        kept = self._kept_tables(base)
+        if "positions" not in kept:
             positions = self._scratch(_POSITION_TABLES_BYTES)
             self._position_tables.set_args(tables, positions)
             group = min(64, self._limit(self._position_tables))
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._position_tables,
                                        (-(-(_POSITION_TABLES_BYTES // 16) // group) * group,),
                                        (group,))
-            self._positions[base] = positions
-        return self._positions[base]
+            kept["positions"] = positions
+        return kept["positions"]
 
     # ---- launches over a device buffer ------------------------------------------
 

@@ -299,6 +299,9 @@ class DeviceRuntime:
     build_log: list[BuildRecord] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
     spare: dict[int, list[Any]] = field(default_factory=dict)  # scratch let go, by size
+    # GHASH's tables of the bases used last (H, or a power of H that folds sums), for
+    # every GCM engine here (gcm.py, GcmEngine._power_tables_of), the most recent last.
+    ghash_tables: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def take_scratch(self, nbytes: int) -> Any:
         """A buffer of at least ``nbytes`` (a power of two) in this context, one given
