@@ -248,8 +248,11 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
  * out and adds the ciphertext (the output when sealing, `hash_output` = 1; the input
  * when opening) into its Horner sum by H^items. The sums pair up as in gcm_ghash, and
  * the first item of each message writes its tag, E(J0) ^ ((sum·H) ^ L)·H, to
- * tags[m * tag_stride]. Bytes past a message's end are written as zeros and hashed
- * as zeros (SP 800-38D's padding), on both sides.
+ * tags[tags_first + m * tag_stride]. Bytes past a message's end are written as zeros
+ * and hashed as zeros (SP 800-38D's padding), on both sides. Message m is read from
+ * block input_first + m * input_stride and written from output_first + m *
+ * output_stride: offsets in the buffers, so that the host needs no sub-buffers, whose
+ * release waits in NVIDIA's OpenCL for all the work on the device.
  *
  * -D GCM_CRYPT_HASH_MAX_GROUP: the largest L the host launches (default 256; the
  * sums' scratch is L 16-byte elements of __local memory). */
@@ -259,11 +262,13 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
 AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __global uint4 *output,
                              const uint block_count, const uint message_blocks,
                              const uint input_stride, const uint output_stride,
+                             const uint input_first, const uint output_first,
                              const uint message_count, const uint items,
                              const uint hash_output,
                              __global const uint4 *j0s, __global const ulong *message_bytes,
                              __global const ulong2 *h_positions, __global uint4 *tags,
-                             const uint tag_stride, AES_KEY_ARGUMENT(key_material))
+                             const uint tags_first, const uint tag_stride,
+                             AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
     const uint t = get_local_id(0) % items;
@@ -291,14 +296,14 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
             if (v >= lead) {
                 const uint j = v - lead;
                 const ulong offset = 16ul * j;
-                uint4 text = aes_load(input[m * input_stride + j]);
+                uint4 text = aes_load(input[input_first + m * input_stride + j]);
                 uint4 block = text ^ aes_encrypt_block(gcm_counter(j0, 1u + j), rk, te);
                 if (bytes < offset + 16ul) {
                     const uint kept = bytes > offset ? (uint)(bytes - offset) : 0u;
                     text = gcm_keep_bytes(text, kept);
                     block = gcm_keep_bytes(block, kept);
                 }
-                output[m * output_stride + j] = aes_store(block);
+                output[output_first + m * output_stride + j] = aes_store(block);
                 x = ghash_load(aes_store(hash_output ? block : text));
             }
             sum = (s ? GHASH_STRIDE_MULTIPLY(sum, stride_positions) : sum) ^ x;
@@ -307,7 +312,8 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
         if (t == 0u && m < message_count) {
             const ulong2 hash = ghash_multiply_positions_global(
                 partial ^ AES_ULONG2(0ul, 8ul * bytes), positions);
-            tags[m * tag_stride] = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
+            tags[tags_first + m * tag_stride] =
+                ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
         }
     }
 }

@@ -618,8 +618,9 @@ class CudaChunkKernels:
         launch_kernel(fused.function, grid, fused.threads, fused.shared_bytes,
                       self._like.stream, source.pointer, target.pointer, np.uint32(blocks),
                       np.uint32(SLOT_BLOCKS), np.uint32(strides[0]), np.uint32(strides[1]),
-                      np.uint32(count), np.uint32(fused.items), np.uint32(sealing),
-                      j0s.pointer, lengths.pointer, self._h_positions.pointer, tags.pointer,
+                      np.uint32(0), np.uint32(0), np.uint32(count), np.uint32(fused.items),
+                      np.uint32(sealing), j0s.pointer, lengths.pointer,
+                      self._h_positions.pointer, tags.pointer, np.uint32(0),
                       np.uint32(tag_stride), self._key)
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,

@@ -249,6 +249,14 @@ class _QueueChunkKernels:
         self.held.append(buffer)
         return buffer
 
+    def _at_block(self, span: BufferSpan) -> tuple[Any, int]:
+        """A span as its buffer and first block, for a kernel that takes offsets (no
+        sub-buffer to let go of later: see aes_gcm.cl's gcm_crypt_hash); a sub-buffer
+        from block 0 where the span starts inside a block."""
+        if span.offset % BLOCK_SIZE:
+            return self._buffer(span), 0
+        return span.buffer, span.offset // BLOCK_SIZE
+
     def scratch(self, nbytes: int) -> BufferSpan:
         buffer = self._take(nbytes)
         cl.enqueue_fill_buffer(self._queue, buffer, np.uint8(0), 0, buffer.size)
@@ -327,10 +335,11 @@ class _QueueChunkKernels:
     def crypt_and_tags(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
                        j0s: BufferSpan, lengths: BufferSpan, strides: tuple[int, int],
                        tags: BufferSpan, tag_stride: int, sealing: bool) -> None:
-        buffers = self._buffer(source), self._buffer(target), self._buffer(tags)
-        self._engine.enqueue_crypt_hash(buffers[0], buffers[1], blocks,
+        spans = [self._at_block(span) for span in (source, target, tags)]
+        self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks,
                                         device_chunks.SLOT_BLOCKS, count, strides, j0s.buffer,
-                                        lengths.buffer, buffers[2], tag_stride, sealing)
+                                        lengths.buffer, spans[2][0], tag_stride, sealing,
+                                        (spans[0][1], spans[1][1], spans[2][1]))
         self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,

@@ -217,20 +217,22 @@ class GcmEngine:
     def enqueue_crypt_hash(
         self, source: Any, target: Any, blocks: int, message_blocks: int, count: int,
         strides: tuple[int, int], j0s: Any, message_bytes: Any, tags: Any, tag_stride: int,
-        sealing: bool,
+        sealing: bool, firsts: tuple[int, int, int] = (0, 0, 0),
     ) -> Any:
         """CTR, GHASH and the tags of ``count`` messages of up to ``message_blocks`` blocks
         (``blocks`` in all) in one launch (aes_gcm.cl's gcm_crypt_hash), each from its first
         block's counter on (J0 + 1): message m from block ``m * strides[0]`` of
         ``source`` to block ``m * strides[1]`` of ``target``, its tag to block
-        ``m * tag_stride`` of ``tags``; GHASH over the output when ``sealing``, else
-        over the input."""
+        ``m * tag_stride`` of ``tags``, each counted from block ``firsts`` (source,
+        target, tags) of its buffer; GHASH over the output when ``sealing``, else over
+        the input."""
         group, items = self._crypt_hash_group, self._crypt_hash_items
         groups = min(self._max_work_groups, -(-count // (group // items)))
         self._crypt_hash.set_args(
             source, target, np.uint32(blocks), np.uint32(message_blocks), np.uint32(strides[0]),
-            np.uint32(strides[1]), np.uint32(count), np.uint32(items), np.uint32(sealing),
-            j0s, message_bytes, self._positions_of(self.h), tags, np.uint32(tag_stride),
+            np.uint32(strides[1]), np.uint32(firsts[0]), np.uint32(firsts[1]),
+            np.uint32(count), np.uint32(items), np.uint32(sealing), j0s, message_bytes,
+            self._positions_of(self.h), tags, np.uint32(firsts[2]), np.uint32(tag_stride),
             self.key,
         )
         return cl.enqueue_nd_range_kernel(self.runtime.queue, self._crypt_hash,
