@@ -247,19 +247,34 @@ def test_arrays_from_a_memory_pool_take_every_call(queue):
     assert aescl.chunked.decrypt(key, chunks.get().tobytes(), device="host") == data.tobytes()
 
 
+def _table_buffers(tables: dict) -> list:
+    """One base's kept table buffers (runtime.ghash_tables)."""
+    return [value[0] if isinstance(value, tuple) else value for value in tables.values()]
+
+
 def test_ghash_tables_are_kept_for_the_keys_used_last(queue):
     """Each GCM message makes a new engine: the GHASH tables of H stay with the array's
-    runtime for the next message under that key, for the last eight bases."""
+    runtime for the next message under that key, for the last eight bases; an evicted
+    base's buffers go back to the runtime's scratch (a free waits, in NVIDIA's OpenCL,
+    for the whole device), from which the next tables may take them."""
     from aescl import ghash
     from aescl.engines.opencl.arrays import device_of
     from aescl.engines.opencl.kernels import runtime
 
     array = cl_array.to_device(queue, _random(4096, seed=3))
+    here = runtime(device_of(array), queue.context)
     keys = [bytes([k]) * 16 for k in range(9)]
+    first = None
     for key in keys:
         aescl.new(key, aescl.MODE_GCM, nonce=bytes(12)).encrypt_and_digest(array)
-    kept = runtime(device_of(array), queue.context).ghash_tables
+        if first is None:
+            first = _table_buffers(here.ghash_tables[ghash.hash_subkey(key)])
+    kept = here.ghash_tables
     assert list(kept) == [ghash.hash_subkey(key) for key in keys[1:]]
+    # (``first`` holds the buffers themselves: a handle freed could come back as another's)
+    reused = {buffer.int_ptr for tables in kept.values() for buffer in _table_buffers(tables)}
+    spare = {buffer.int_ptr for buffers in here.spare.values() for buffer in buffers}
+    assert first and {buffer.int_ptr for buffer in first} <= reused | spare
     again = aescl.new(keys[3], aescl.MODE_GCM, nonce=bytes(12)).encrypt_and_digest(array)
     assert again[1] == Reference.new(keys[3], Reference.MODE_GCM, nonce=bytes(12)) \
         .encrypt_and_digest(array.get().tobytes())[1]

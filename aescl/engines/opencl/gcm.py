@@ -124,15 +124,21 @@ class GcmEngine:
 
     def _kept_tables(self, base: int) -> dict[str, Any]:
         """The tables of ``base`` kept in the runtime for every engine there, the device's
-        lock held: the chunked format on arrays makes an engine a call, and tables made
-        and freed a call cost their launches, and a free that waits (in NVIDIA's OpenCL)
-        for all the work on the device. Kept for _TABLES_KEPT bases, in GPU memory until
-        evicted or the process ends (docs/gpu-arrays.md)."""
+        lock held: MODE_GCM on arrays makes an engine a message, and tables made a
+        message cost their launches. Kept for _TABLES_KEPT bases, in GPU memory until
+        evicted or the process ends (docs/gpu-arrays.md). Their buffers are the
+        runtime's scratch, and an evicted base's go back to it rather than being freed
+        (the chunked format's every call has a new key, so evicts one): a free waits, in
+        NVIDIA's OpenCL, for all the work on the device. The queue is in order, so
+        whoever takes them next writes after the work that reads them."""
         kept = self.runtime.ghash_tables
         tables = kept.pop(base, None)
         kept[base] = tables = {} if tables is None else tables  # (the most recent last)
         while len(kept) > _TABLES_KEPT:
-            del kept[next(iter(kept))]
+            evicted = kept.pop(next(iter(kept)))
+            self.runtime.give_back_scratch(
+                [buffer for buffer in (evicted.get("nibbles", (None, 0))[0],
+                                       evicted.get("positions")) if buffer is not None])
         return tables
 
     @one_job_per_device
@@ -141,7 +147,9 @@ class GcmEngine:
         kept = self._kept_tables(base)
         tables, built = kept.get("nibbles", (None, 0))
         if count > built:
-            tables = self._scratch(count * 16 * BLOCK_SIZE)
+            if tables is not None:  # (grown: the smaller one back to the scratch)
+                self.runtime.give_back_scratch([tables])
+            tables = self.runtime.take_scratch(count * 16 * BLOCK_SIZE)
             self._power_tables.set_args(np.uint64(base >> 64), np.uint64(base % 2**64),
                                         np.uint32(count), tables)
             group = min(16, self._limit(self._power_tables))  # a few groups: cores or SMs
@@ -157,7 +165,7 @@ class GcmEngine:
         tables = self._power_tables_of(base, _MAX_GHASH_ITEMS)
         kept = self._kept_tables(base)
         if "positions" not in kept:
-            positions = self._scratch(_POSITION_TABLES_BYTES)
+            positions = self.runtime.take_scratch(_POSITION_TABLES_BYTES)
             self._position_tables.set_args(tables, positions)
             group = min(64, self._limit(self._position_tables))
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._position_tables,
