@@ -29,6 +29,33 @@ def test_every_kernel_file_opens_with_its_contract():
         assert "-D" in head, f"{path.name} does not say which -D options it reads"
 
 
+def test_every_kernels_scalar_arguments_are_read_as_the_compiler_reports_them(device):
+    """sources.scalar_arguments reads each kernel's signature from the source, and
+    kernels.kernel gives pyopencl those types: a wrong one would pass a wrong value
+    silently. Every kernel of every file, built here from source with the options aescl
+    uses on the device, against the argument types its compiler reports
+    (clGetKernelArgInfo)."""
+    from aescl.engines.opencl.tuning import launch_config
+    from aescl.engines.sources import scalar_arguments
+
+    context = kernels.runtime(device).context
+    options = kernels.aes_options(14, "host", launch_config(device)) + " -cl-kernel-arg-info"
+    scalars = {"uint": "uint32", "ulong": "uint64", "int": "int32", "long": "int64",
+               "uchar": "uint8", "ushort": "uint16", "char": "int8", "short": "int16",
+               "float": "float32"}
+    checked = 0
+    for path in sorted(kernels.kernel_dir().glob("*.cl")):
+        program = cl.Program(context, kernels.load_source(path.name)).build(options=options)
+        for name in filter(None, program.get_info(cl.program_info.KERNEL_NAMES).split(";")):
+            made = cl.Kernel(program, name)
+            reported = [made.get_arg_info(i, cl.kernel_arg_info.TYPE_NAME).strip()
+                        for i in range(made.num_args)]
+            expected = tuple(scalars.get(kind) for kind in reported)
+            assert scalar_arguments(path.name, name) == expected, (path.name, name, reported)
+            checked += 1
+    assert checked >= 15
+
+
 def _fresh_runtime(device):
     # Drop the in-memory programs so the next build must come from disk or source.
     kernels._runtimes.pop(device.id, None)
