@@ -52,7 +52,7 @@ def gf_mul(a: int, b: int) -> int:
 
 
 def _sub_word(word: int) -> int:
-    return int.from_bytes(bytes(SBOX[b] for b in word.to_bytes(4, "big")), "big")
+    return int.from_bytes(word.to_bytes(4, "big").translate(SBOX), "big")
 
 
 def expand_key(key: bytes) -> list[int]:

@@ -39,6 +39,14 @@ def test_chunk_nonces_are_the_base_nonce_xor_the_index():
         assert fmt.chunk_nonce(int.from_bytes(base, "big"), index) == fmt.chunk_nonce(base, index)
 
 
+def test_the_base_j0_is_chunk_0s_nonce_then_the_counter_1():
+    base = bytes(range(1, 13))
+    assert fmt.base_j0(base) == fmt.chunk_j0s(base, 0, 1).tobytes()
+    assert fmt.base_j0(base) == fmt.chunk_nonce(base, 0) + b"\x00\x00\x00\x01"
+    with pytest.raises(ValueError, match="12 bytes"):
+        fmt.base_j0(base[:11])
+
+
 @pytest.mark.parametrize("size", [0, 1, fmt.CHUNK_SIZE - 1, fmt.CHUNK_SIZE, 3 * fmt.CHUNK_SIZE + 5])
 def test_sizes_and_offsets_match_a_real_message(size):
     key, salt, message = os.urandom(32), os.urandom(fmt.SALT_SIZE), os.urandom(size)
