@@ -32,12 +32,17 @@ def int_to_block(value: int) -> bytes:
     return value.to_bytes(BLOCK_SIZE, "big")
 
 
-def hash_subkey(key: bytes) -> int:
-    """GCM's hash subkey H = E(0^128) under ``key``, made on the host: on a device it
-    is a round trip for one block, which waits for the work queued before it."""
+def encrypt_block(key: bytes, block: bytes) -> bytes:
+    """E(block) under ``key``, on the host (pycryptodome): for one block a device is a
+    round trip, which waits for the work queued before it."""
     from Crypto.Cipher import AES
 
-    return block_to_int(AES.new(key, AES.MODE_ECB).encrypt(bytes(16)))
+    return AES.new(bytes(key), AES.MODE_ECB).encrypt(block)
+
+
+def hash_subkey(key: bytes) -> int:
+    """GCM's hash subkey H = E(0^128) under ``key``, made on the host."""
+    return block_to_int(encrypt_block(key, bytes(BLOCK_SIZE)))
 
 
 def hash_subkey_and_tag_mask(key: bytes, nonce: bytes) -> tuple[int, bytes]:

@@ -365,6 +365,35 @@ def test_chunked_calls_in_a_row_reuse_scratch_only_once_its_work_is_done(queue):
     assert runtime.spare  # (sizes of scratch given back; a later call may hold it again)
 
 
+def test_scratch_an_earlier_call_wrote_leaves_no_trace_in_a_later_one(queue):
+    """Scratch memory comes back to later calls as the earlier ones left it
+    (device_chunks.ChunkKernels.scratch): here every spare buffer of a final chunk's
+    slot size is all ones when a call takes it. GHASH reads the slot's padding as zeros,
+    so sealed and opened, each message is still byte-identical to the host's."""
+    from aescl.engines.opencl import kernels
+
+    device = next(d for d in aescl.devices() if d.is_opencl and d.cl_device == queue.device)
+    runtime = kernels.runtime(device, queue.context)
+
+    def leave_ones_in_spare_slots() -> None:
+        taken = [runtime.take_scratch(16384) for _ in range(8)]
+        for buffer in taken:
+            cl.enqueue_fill_buffer(runtime.queue, buffer, np.uint8(0xFF), 0, buffer.size)
+        runtime.queue.finish()
+        runtime.give_back_scratch(taken)
+
+    key, salt = bytes(range(32)), bytes(range(24))
+    for size in (3, 16384 + 1000, 2 * 16384 + 16383):
+        data = _random(size, seed=size)
+        expected = aescl.chunked.encrypt(key, data.tobytes(), salt=salt, device="host")
+        leave_ones_in_spare_slots()
+        sealed = aescl.chunked.encrypt(key, cl_array.to_device(queue, data), salt=salt)
+        assert sealed.get().tobytes() == expected
+        uploaded = cl_array.to_device(queue, np.frombuffer(expected, np.uint8))
+        leave_ones_in_spare_slots()
+        assert aescl.chunked.decrypt(key, uploaded).get().tobytes() == data.tobytes()
+
+
 def test_decrypt_range_on_arrays_opens_only_the_range_and_matches_the_host(queue):
     """Only the chunks that hold the range are opened (a damaged chunk outside it goes
     unnoticed, one inside raises), the end is always checked, and every range gives

@@ -8,7 +8,8 @@ the sealed one (CTR from the one into the other, then GHASH and the tags over th
 sealed chunks, each tag written after its chunk), and opened the same way back, with
 no copies through slots. Only a side that lies where a kernel cannot take it (an
 array at an odd offset) goes through aligned scratch memory by a copy; the final,
-shorter chunk goes through a zero-padded slot of its own (GHASH pads it with zeros).
+shorter chunk goes through a zero-padded slot of its own (GHASH pads it with zeros),
+and where it is empty (a message of whole chunks) its tag, E(J0), is made on the host.
 Every step is device work on one queue or stream, in order. Opening compares the
 tags on the device once all are made (only the first mismatch's index comes back),
 and on a mismatch zeroes all the plaintext written before raising.
@@ -31,6 +32,7 @@ from ..chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
     TAG_SIZE,
+    chunk_nonce,
     plaintext_run,
     sealed_run,
 )
@@ -53,13 +55,20 @@ class ChunkKernels(Protocol):
         """Whether a kernel can take ``span`` where it lies."""
 
     def scratch(self, nbytes: int) -> Any:
-        """A new span of ``nbytes`` on the device, zero-filled."""
+        """A new span of ``nbytes`` on the device, its bytes undefined until written (it
+        may hold an earlier call's: every use here writes before it reads, or zeroes).
+        Filling each one cost the GPU's host a command apiece before a call's first
+        launch."""
 
     def copy(self, target: Any, source: Any) -> None: ...
 
     def zero(self, span: Any) -> None: ...
 
     def upload(self, target: Any, data: bytes) -> None: ...
+
+    def empty_message_tag(self, j0: bytes) -> bytes:
+        """The GCM tag of an empty message with no AAD under the chunk key: E(J0), since
+        GHASH of nothing is 0. On the host: one AES block."""
 
     def first_mismatch(self, computed: Any, received: Any, count: int) -> int:
         """The first of ``count`` tags that differ between the two spans, ``count`` where
@@ -207,22 +216,31 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
             targets.written(first, count)
     if run_final:
         at = full * SEALED_CHUNK_SIZE
-        slot, tag = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
-                                 plaintext.at(full * CHUNK_SIZE, final_bytes), decrypt=False)
-        kernels.copy(sealed.at(at, final_bytes), slot.at(0, final_bytes))
-        kernels.copy(sealed.at(at + final_bytes, TAG_SIZE), tag)
+        slot = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
+                            plaintext.at(full * CHUNK_SIZE, final_bytes), decrypt=False,
+                            tag_into=sealed.at(at + final_bytes, TAG_SIZE))
+        if slot is not None:
+            kernels.copy(sealed.at(at, final_bytes), slot.at(0, final_bytes))
 
 
 def _final_chunk(kernels: ChunkKernels, base_nonce: bytes, index: int, nbytes: int,
-                 text: Any, decrypt: bool) -> tuple[Any, Any]:
+                 text: Any, decrypt: bool, tag_into: Any) -> Any:
     """The final chunk (``nbytes`` of plaintext or ciphertext in ``text``) through a slot
-    of its own, whose zero padding GHASH reads: (the slot, processed; its tag)."""
+    of its own, whose zero padding GHASH reads: returns the slot, processed, and writes
+    its tag into ``tag_into``. An empty one (that of a message of whole chunks) has no
+    slot: its tag is made on the host, so no kernel runs for it (None)."""
+    if not nbytes:
+        j0 = chunk_nonce(base_nonce, index) + (1).to_bytes(4, "big")
+        kernels.upload(tag_into, kernels.empty_message_tag(j0))
+        return None
     slot, tag = kernels.scratch(CHUNK_SIZE), kernels.scratch(TAG_SIZE)
     batch = _Batch(kernels, base_nonce, index, 1, nbytes)
+    kernels.zero(slot.at(nbytes, CHUNK_SIZE - nbytes))
     kernels.copy(slot.at(0, nbytes), text)
     _crypt_and_tags(kernels, slot, slot, 1, batch, (SLOT_BLOCKS, SLOT_BLOCKS), tag, 1,
                     sealing=not decrypt)
-    return slot, tag
+    kernels.copy(tag_into, tag)
+    return slot
 
 
 def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
@@ -248,29 +266,29 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
         given_sealed = sealed.at(0, full * SEALED_CHUNK_SIZE)
         text = plaintext.at(0, full * CHUNK_SIZE)
         per_batch = _per_batch(kernels, given_sealed, text)
-        # (a batch's tags are made in scratch of their own, which a kernel can take
-        # wherever the batch is, and copied into place)
-        batch_tags = [kernels.scratch(min(full, per_batch) * TAG_SIZE) for _ in range(2)]
         sources = _Staging(kernels, given_sealed, SEALED_CHUNK_SIZE, per_batch)
         targets = _Staging(kernels, text, CHUNK_SIZE, per_batch)
+        # (a batch's tags go straight into place where a kernel takes them there)
+        made_tags, found_tags = (_Staging(kernels, tags, TAG_SIZE, per_batch)
+                                 for tags in (computed, received))
         for first, count in _batches(full, per_batch):
             batch = _Batch(kernels, base_nonce, run_first + first, count)
             source = sources.source(first, count)
-            made, found = (tags.at(0, count * TAG_SIZE) for tags in batch_tags)
+            made, found = made_tags.target(first, count), found_tags.target(first, count)
             kernels.gather_tags(source, found, count)
             _crypt_and_tags(kernels, source, targets.target(first, count), count, batch,
                             (SEALED_BLOCKS, SLOT_BLOCKS), made, 1, sealing=False)
-            kernels.copy(computed.at(first * TAG_SIZE, count * TAG_SIZE), made)
-            kernels.copy(received.at(first * TAG_SIZE, count * TAG_SIZE), found)
-            targets.written(first, count)
+            for staging in (targets, made_tags, found_tags):
+                staging.written(first, count)
     if run_final:
         at = full * SEALED_CHUNK_SIZE
-        slot, tag = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
-                                 sealed.at(at, final_bytes), decrypt=True)
-        kernels.copy(computed.at(full * TAG_SIZE, TAG_SIZE), tag)
+        slot = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
+                            sealed.at(at, final_bytes), decrypt=True,
+                            tag_into=computed.at(full * TAG_SIZE, TAG_SIZE))
         kernels.copy(received.at(full * TAG_SIZE, TAG_SIZE),
                      sealed.at(at + final_bytes, TAG_SIZE))
-        kernels.copy(plaintext.at(full * CHUNK_SIZE, final_bytes), slot.at(0, final_bytes))
+        if slot is not None:
+            kernels.copy(plaintext.at(full * CHUNK_SIZE, final_bytes), slot.at(0, final_bytes))
     index = kernels.first_mismatch(computed, received, chunks)
     if index < chunks:
         kernels.zero(plaintext)

@@ -74,11 +74,24 @@ def launch_kernel(function: Any, grid: int, threads: int, shared_bytes: int, str
     (a 32-bit value; a vector or the key argument by value)."""
     from cuda.bindings import driver
 
-    values = [np.array(a, np.uint64) if isinstance(a, int) else np.ascontiguousarray(a)
-              for a in arguments]
-    pointers = np.array([v.ctypes.data for v in values], np.uint64)
+    # The arguments' bytes side by side in one buffer, each 16-byte aligned, and a
+    # pointer to each: asking numpy for each argument's address (.ctypes) cost 3-4 µs
+    # apiece, 70 µs for gcm_crypt_hash's 18 (H100 host, 2026-11-25).
+    parts, offsets, at = [], [], 0
+    for argument in arguments:
+        data = argument.to_bytes(8, "little") if isinstance(argument, int) \
+            else np.ascontiguousarray(argument).tobytes()
+        offsets.append(at)
+        parts.append(data + bytes(-len(data) % 16))
+        at += len(parts[-1])
+    storage = np.frombuffer(b"".join(parts), np.uint8)
+    pointers = np.array(offsets, np.uint64) + np.uint64(_address(storage))
     _check(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared_bytes,
-                                 driver.CUstream(stream), pointers.ctypes.data, 0))
+                                 driver.CUstream(stream), _address(pointers), 0))
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
 
 
 @dataclass(frozen=True)
@@ -113,16 +126,18 @@ class _Device:
         self.lock = threading.RLock()
         self._sums: Any = None  # (sums_buffer)
         self._sums_bytes = 0
-        self._kernels: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._kernels: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
 
-    def kernel(self, filename: str, name: str, rounds: int) -> tuple[Any, Any]:
-        """A kernel of the engine's build for ``rounds`` here, and its driver function
-        (_function), looked up once: a GCM message makes a new CTR worker, for which the
-        lookups cost about 0.1 ms."""
+    def kernel(self, filename: str, name: str, rounds: int | None) -> tuple[Any, Any]:
+        """A kernel of the engine's build for ``rounds`` here (None: a file with no AES,
+        built without the core's defines), and its driver function (_function), looked
+        up once: a GCM message makes a new CTR worker, and a chunked call new chunk
+        kernels, for which the lookups cost about 0.1 ms."""
         key = (filename, name, rounds)
         with self.lock:
             if key not in self._kernels:
-                kernel = module(filename, self.defines(rounds), self.arch).get_kernel(name)
+                defines = {} if rounds is None else self.defines(rounds)
+                kernel = module(filename, defines, self.arch).get_kernel(name)
                 self._kernels[key] = kernel, _function(kernel, name, self.shared_bytes(name))
             return self._kernels[key]
 
@@ -257,12 +272,15 @@ class StreamMemory:
         self._blocks.launch(self._like.stream, source.pointer, target.pointer, blocks,
                             first_block)
 
-    def scratch(self, nbytes: int) -> CudaBytes:
+    def scratch(self, nbytes: int, zeroed: bool = True) -> CudaBytes:
+        """New memory on the stream, zero-filled unless ``zeroed`` is False (then it may
+        hold what an earlier allocation on the GPU left there)."""
         from cuda.bindings import driver
 
         handle = self._like.stream
         pointer = int(_check(driver.cuMemAllocAsync(nbytes, handle)))
-        _check(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
+        if zeroed:
+            _check(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
         return CudaBytes(pointer, nbytes, self._like.device, handle, False)
 
     def copy(self, target: CudaBytes, source: CudaBytes) -> None:
@@ -326,17 +344,17 @@ _POWER_TABLES_BYTES = _POWER_TABLES * 16 * BLOCK_SIZE
 _POSITION_TABLES_BYTES = 9 * 512 * BLOCK_SIZE
 
 
-def launch_power_tables(stream: Any, code: Any, base: int, tables: int,
+def launch_power_tables(gpu: _Device, stream: int, base: int, tables: int,
                         positions: int) -> None:
     """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``, then the
-    position tables of base^1, base^2 .. base^256 made from them into ``positions``."""
-    from cuda.core import LaunchConfig, launch
-
-    launch(stream, LaunchConfig(grid=_POWER_TABLES // 64, block=64),
-           code.get_kernel("ghash_power_tables"), np.uint64(base >> 64),
-           np.uint64(base & (2**64 - 1)), np.uint32(_POWER_TABLES), np.uint64(tables))
-    launch(stream, LaunchConfig(grid=_POSITION_TABLES_BYTES // BLOCK_SIZE // 256, block=256),
-           code.get_kernel("ghash_position_tables"), np.uint64(tables), np.uint64(positions))
+    position tables of base^1, base^2 .. base^256 made from them into ``positions``, on
+    the stream with handle ``stream`` (from the AES-128 build: no AES here)."""
+    launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_power_tables", 10)[1], _POWER_TABLES // 64,
+                  64, 0, stream, np.uint64(base >> 64), np.uint64(base & (2**64 - 1)),
+                  np.uint32(_POWER_TABLES), tables)
+    launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_position_tables", 10)[1],
+                  _POSITION_TABLES_BYTES // BLOCK_SIZE // 256, 256, 0, stream, tables,
+                  positions)
 
 
 class _GhashTables:
@@ -362,8 +380,7 @@ class _GhashTables:
             positions = _check(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
             self._buffers.append(positions)
             stream = self._gpu.core.create_stream()
-            code = module("aes_gcm.cl", self._gpu.defines(10), self._gpu.arch)
-            launch_power_tables(stream, code, self._multipliers.power(exponent),
+            launch_power_tables(self._gpu, int(stream.handle), self._multipliers.power(exponent),
                                 int(tables), int(positions))
             stream.sync()
             self._tables[exponent] = tables, positions
@@ -513,40 +530,35 @@ class CudaChunkKernels:
     and ``cl/chunk_layout.cl``'s packing."""
 
     def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
-        from cuda.core import Stream
-
-        self._gpu = cuda_device(ordinal)
-        self._gpu.core.set_current()
-        code = module("aes_gcm.cl", self._gpu.defines(keyschedule.rounds_for_key(key)),
-                      self._gpu.arch)
-        layout = module("chunk_layout.cl", {}, self._gpu.arch)
-        kernels = {name: code.get_kernel(name) for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
-        kernels.update({name: layout.get_kernel(name) for name in
-                        ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
-        self._kernels = kernels  # (their modules stay loaded while this launches them)
-        self._functions = {name: _function(kernel, name, self._gpu.shared_bytes(name))
-                           for name, kernel in kernels.items()}
+        self._gpu = gpu = cuda_device(ordinal)
+        gpu.core.set_current()
+        rounds = keyschedule.rounds_for_key(key)
+        # (each looked up once per GPU: _Device.kernel; its module stays loaded)
+        self._functions = {name: gpu.kernel("aes_gcm.cl", name, rounds)[1]
+                           for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
+        self._functions.update({name: gpu.kernel("chunk_layout.cl", name, None)[1] for name in
+                                ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
         self._shape = self._gpu.shape()
         self._like = like
-        self._stream = Stream.from_handle(like.stream)
         self._memory = StreamMemory(None, like)
         self._spans: list[CudaBytes] = []
         # H's nibble tables, made and freed in the stream's order: nothing here waits.
         self._h_tables = self.scratch(_POWER_TABLES_BYTES)
         self._h_positions = self.scratch(_POSITION_TABLES_BYTES)
-        launch_power_tables(self._stream, code, h, self._h_tables.pointer,
+        launch_power_tables(gpu, like.stream, h, self._h_tables.pointer,
                             self._h_positions.pointer)
+        self._chunk_key = bytes(key)
         self._key = keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
         self.fused = fused_gcm()
         if self.fused:
-            self._crypt_hash = _crypt_hash(self._gpu, keyschedule.rounds_for_key(key))
+            self._crypt_hash = _crypt_hash(self._gpu, rounds)
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
 
     def scratch(self, nbytes: int) -> CudaBytes:
-        span = self._memory.scratch(max(BLOCK_SIZE, nbytes))
+        span = self._memory.scratch(max(BLOCK_SIZE, nbytes), zeroed=False)
         self._spans.append(span)
         return CudaBytes(span.pointer, nbytes, span.device, span.stream, False)
 
@@ -572,6 +584,9 @@ class CudaChunkKernels:
         host = np.frombuffer(data, np.uint8).copy()
         self._held.append(host)
         _check(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
+
+    def empty_message_tag(self, j0: bytes) -> bytes:
+        return ghash.encrypt_block(self._chunk_key, j0)
 
     def first_mismatch(self, computed: CudaBytes, received: CudaBytes, count: int) -> int:
         from cuda.bindings import driver

@@ -224,8 +224,9 @@ class _QueueChunkKernels:
     """The chunked format's device operations (device_chunks.ChunkKernels) in a caller's
     context, on the GCM engine's queue there."""
 
-    def __init__(self, engine: GcmEngine, device: Device, context: Any) -> None:
+    def __init__(self, engine: GcmEngine, device: Device, context: Any, key: bytes) -> None:
         self._engine, self._device, self._context = engine, device, context
+        self._key = key
         self._queue = engine.runtime.queue
         self._scratch: list[Any] = []  # (runtime.take_scratch: given back by release)
         self._align = device.cl_device.mem_base_addr_align // 8
@@ -258,9 +259,7 @@ class _QueueChunkKernels:
         return span.buffer, span.offset // BLOCK_SIZE
 
     def scratch(self, nbytes: int) -> BufferSpan:
-        buffer = self._take(nbytes)
-        cl.enqueue_fill_buffer(self._queue, buffer, np.uint8(0), 0, buffer.size)
-        return BufferSpan(buffer, 0, nbytes)
+        return BufferSpan(self._take(nbytes), 0, nbytes)
 
     def _take(self, nbytes: int) -> Any:
         buffer = self._engine.runtime.take_scratch(nbytes)
@@ -298,6 +297,9 @@ class _QueueChunkKernels:
                                    np.frombuffer(data[at : at + size], np.uint8).copy(),
                                    target.offset + at, size)
             at += size
+
+    def empty_message_tag(self, j0: bytes) -> bytes:
+        return ghash.encrypt_block(self._key, j0)
 
     def first_mismatch(self, computed: BufferSpan, received: BufferSpan, count: int) -> int:
         found = np.array([count], np.uint32)
@@ -414,7 +416,7 @@ class OpenclArrayChunks:
         device = _device_within(array, self._devices)
         engine = GcmEngine(self._key, device, "host", array.context,
                            ghash.hash_subkey(self._key))
-        return _QueueChunkKernels(engine, device, array.context), engine.runtime
+        return _QueueChunkKernels(engine, device, array.context, self._key), engine.runtime
 
     def _run(self, data: Any, header_bytes: int, out_bytes: int, work: Any) -> Any:
         import pyopencl.array as cl_array
@@ -426,7 +428,9 @@ class OpenclArrayChunks:
         lead = -header_bytes % (data.queue.device.mem_base_addr_align // 8)
         # (with the input's allocator: a caller's memory pool serves the result too)
         result = cl_array.empty(data.queue, lead + out_bytes, np.uint8,
-                                allocator=data.allocator)[lead:]
+                                allocator=data.allocator)
+        if lead:
+            result = result[lead:]
         with rt.lock:
             # After the work before on the input's queue (its events, then a marker
             # there), without waiting for it here.
