@@ -405,6 +405,44 @@ CHUNK_SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]
 
 
 @needs_gpu
+def test_chunked_scratch_stays_in_aescls_pool_and_leaves_no_trace_in_later_calls():
+    """Opening waits for its tags. Its freed scratch then stays mapped in aescl's own pool
+    on the GPU (workers._Device.memory_pool, up to _POOL_KEEPS), where the device's
+    default pool would give it back to the driver at that wait. Scratch comes back as
+    earlier calls left it: here as all ones, and a short final chunk's slot (whose
+    padding GHASH reads as zeros) still seals and opens as the host does."""
+    torch = pytest.importorskip("torch")
+    from cuda.bindings import driver
+
+    from aescl.engines.cuda import workers
+    from aescl.engines.cuda.arrays import cuda_bytes
+
+    key, salt = bytes(range(32)), bytes(range(24))
+    gpu = torch.cuda.current_device()
+    attribute = driver.CUmemPool_attribute
+    for size in (3, 16384 + 1000, 2 * 16384 + 16383):
+        data = torch.randint(0, 256, (size,), dtype=torch.uint8, device="cuda")
+        like = cuda_bytes(data, "data")
+        memory = workers.StreamMemory(None, like)
+        spans = [memory.scratch(16384, zeroed=False) for _ in range(8)]
+        for span in spans:
+            driver.cuMemsetD8Async(span.pointer, 0xFF, span.nbytes, like.stream)
+            memory.release(span)
+        expected = aescl.chunked.encrypt(key, data.cpu().numpy().tobytes(), salt=salt,
+                                         device="host")
+        sealed = aescl.chunked.encrypt(key, data, salt=salt)
+        assert sealed.cpu().numpy().tobytes() == expected
+        assert torch.equal(aescl.chunked.decrypt(key, sealed), data)
+    torch.cuda.synchronize()
+    pool = workers.cuda_device(gpu).memory_pool()
+    threshold = workers._check(driver.cuMemPoolGetAttribute(
+        pool, attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD))
+    assert int(threshold) == workers._POOL_KEEPS
+    assert int(workers._check(driver.cuMemPoolGetAttribute(
+        pool, attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT))) > 0
+
+
+@needs_gpu
 @pytest.mark.parametrize("library", _libraries())
 @pytest.mark.parametrize("batch", [2, 4096], ids=["batches-of-2", "one-batch"])
 @pytest.mark.parametrize("offset", [0, 3], ids=["aligned", "at-an-odd-offset"])
