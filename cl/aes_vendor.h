@@ -63,12 +63,16 @@ typedef struct {
 #define AES_UNROLL _Pragma("unroll")
 
 /* aes_extract_byte(word, row): byte `row` (0..3) of word, zero-extended.
- * With -DAES_BYTE_PERMUTE=1 (NVIDIA GPUs, set by aescl/kernels.py) rows 0..2 are
+ * With -DAES_BYTE_PERMUTE=1 (NVIDIA GPUs, set by aescl/kernels.py) each row is
  * one PRMT (byte permute) in inline PTX. The compiler cannot see through it, so it
  * keeps the table-offset arithmetic that follows as one multiply-add (IMAD),
  * which NVIDIA runs on the floating-point pipe, instead of folding it into shifts
  * and masks on the integer pipe that the rotates and XORs already saturate
- * (aes_core.cl, aes_entry_offset). */
+ * (aes_core.cl, aes_entry_offset). Row 3 too, though `word >> 24` is as cheap as
+ * the PRMT: the shift let the compiler fold the offset into a shift and a mask, and
+ * the PRMT took 40 integer instructions a block off AES-128 CTR with one round
+ * table (442 to 402 of 816, sm_90), 559 to 576 GB/s on the H100's OpenCL
+ * (2026-11-25, docs/benchmarks). */
 #ifndef AES_BYTE_PERMUTE
 #define AES_BYTE_PERMUTE 0
 #endif
@@ -83,7 +87,7 @@ inline uint aes_extract_byte(uint word, uint row)
     else if (row == 2u)
         asm("prmt.b32 %0, %1, 0, 0x4442;" : "=r"(byte) : "r"(word));
     else
-        byte = word >> 24;
+        asm("prmt.b32 %0, %1, 0, 0x4443;" : "=r"(byte) : "r"(word));
     return byte;
 }
 /* Byte `row` of word as byte 1 of the result and byte 0 of `low` (below 256) as
