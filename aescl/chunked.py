@@ -157,7 +157,7 @@ def decrypt_raw(
 
 def encrypt(
     key: bytes, message: BytesLike, context: bytes = b"", *, salt: bytes | None = None,
-    device: DevicesSpec = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+    device: DevicesSpec = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS, output: Any = None,
 ) -> Any:
     """Encrypt a whole message: salt || commitment || sealed chunks.
 
@@ -167,28 +167,44 @@ def encrypt(
     restricts where the array may lie (``cuda``/``cuda:N`` for CUDA arrays, OpenCL
     devices for pyopencl arrays); ``batch_chunks`` does not apply.
 
+    With ``output`` (``sealed_size(n)`` bytes that do not overlap the message: a
+    writable host buffer for host data, an array of the same kind on the same device
+    for a device array) the result goes there and None is returned.
+
     ``key`` is 32 uniformly random bytes. A fresh random salt makes every
     encryption use a new chunk key and base nonce. ``salt=`` is for tests only.
     """
     salt = _random_salt(salt)
     chunk_key, base_nonce, commitment = derive(key, salt, context)
     kind = device_array_kind(message)
-    if kind is not None:  # a device array: sealed into a new one on its device
+    if kind is not None:  # a device array: sealed on its device
         return _array_chunks(kind, chunk_key, base_nonce, device).seal(
-            message, salt + commitment, sealed_size(device_nbytes(message)))
-    body = encrypt_raw(chunk_key, base_nonce, message, device=device, batch_chunks=batch_chunks)
-    assert body is not None
-    return salt + commitment + body
+            message, salt + commitment, sealed_size(device_nbytes(message)), output)
+    if output is None:
+        body = encrypt_raw(chunk_key, base_nonce, message, device=device,
+                           batch_chunks=batch_chunks)
+        assert body is not None
+        return salt + commitment + body
+    source = byte_view(message)
+    target = output_view(output, sealed_size(len(source)))
+    target[:HEADER_SIZE] = salt + commitment
+    encrypt_raw(chunk_key, base_nonce, source, device=device, batch_chunks=batch_chunks,
+                output=target[HEADER_SIZE:])
+    return None
 
 
 def decrypt(
     key: bytes, ciphertext: BytesLike, context: bytes = b"", *,
-    device: DevicesSpec = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS,
+    device: DevicesSpec = None, batch_chunks: int = DEFAULT_BATCH_CHUNKS, output: Any = None,
 ) -> Any:
     """Decrypt and authenticate a whole message, or raise (no plaintext is returned then).
 
     A device array is opened on its own device into a new flat uint8 array of the same
     kind; on a failed tag it raises, and the array it was opening into is zeroed.
+
+    With ``output`` (the message's size, not overlapping the ciphertext; of the
+    ciphertext's kind, as for :func:`encrypt`) the plaintext goes there and None is
+    returned; on any failure after the header's check ``output`` is left zeroed.
 
     :class:`WrongKeyError`: the commitment does not match (wrong key or context).
     :class:`AuthenticationError`: a chunk was modified, reordered or added.
@@ -201,14 +217,11 @@ def decrypt(
         chunk_key, base_nonce = _open_header(key, header, context)
         return _array_chunks(kind, chunk_key, base_nonce, device).open(
             ciphertext, HEADER_SIZE, nbytes - HEADER_SIZE, 0, True,
-            _opened_size(nbytes - HEADER_SIZE))
+            _opened_size(nbytes - HEADER_SIZE), output)
     data = byte_view(ciphertext)
     chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)
-    plaintext = decrypt_raw(
-        chunk_key, base_nonce, data[HEADER_SIZE:], device=device, batch_chunks=batch_chunks
-    )
-    assert plaintext is not None
-    return plaintext
+    return decrypt_raw(chunk_key, base_nonce, data[HEADER_SIZE:], device=device,
+                       batch_chunks=batch_chunks, output=output)
 
 
 class Writer:

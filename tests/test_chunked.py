@@ -48,6 +48,32 @@ def test_round_trip_matches_the_reference_byte_for_byte(device, key, length):
     assert chunked.decrypt(key, sealed, b"context", device=device) == message
 
 
+def test_whole_messages_into_an_output_buffer(device, key):
+    """``output=`` on encrypt and decrypt: the same bytes, in the caller's buffer; None
+    is returned; a failed opening leaves the buffer zeroed; a wrong size is refused
+    before anything is written."""
+    message, salt = os.urandom(3 * CHUNK + 11), os.urandom(24)
+    expected = reference.encrypt(key, message, b"ctx", salt)
+    sealed = np.full(len(expected), 0xEE, np.uint8)
+    assert chunked.encrypt(key, message, b"ctx", salt=salt, device=device,
+                           output=sealed) is None
+    assert sealed.tobytes() == expected
+    plaintext = bytearray(len(message))
+    assert chunked.decrypt(key, sealed, b"ctx", device=device, output=plaintext) is None
+    assert plaintext == message
+    damaged = bytearray(expected)
+    damaged[56 + 2 * SEALED + 1] ^= 1
+    with pytest.raises(aescl.AuthenticationError, match="chunk 2"):
+        chunked.decrypt(key, bytes(damaged), b"ctx", device=device, output=plaintext)
+    assert plaintext == bytes(len(message))
+    short = bytearray(b"\xee" * (len(expected) - 1))
+    with pytest.raises(ValueError, match="output must be"):
+        chunked.encrypt(key, message, b"ctx", device=device, output=short)
+    assert short == b"\xee" * len(short)
+    with pytest.raises(TypeError, match="output must be"):
+        chunked.decrypt(key, expected, b"ctx", device=device, output=bytes(len(message)))
+
+
 def test_past_256_chunks_in_small_batches(device, key):
     # The chunk index crosses a byte of the nonce, and batches split the message.
     message, salt = os.urandom(257 * CHUNK + 5), os.urandom(24)

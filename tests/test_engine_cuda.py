@@ -523,6 +523,40 @@ def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monk
 
 @needs_gpu
 @pytest.mark.parametrize("library", _libraries())
+def test_chunked_output_on_cuda_arrays(library):
+    """``output=`` on chunked calls: the result in the caller's array (any dtype, as its
+    bytes), None returned; zeroed on a failed tag; refused before any work when it does
+    not fit. A fresh array's chunks lie after the 56-byte header, not 16-aligned (the
+    scratch route); a sealed array aescl returned lies right for the one-pass route."""
+    key, salt = os.urandom(32), os.urandom(24)
+    data = os.urandom(3 * 16384 + 100)
+    expected = aescl.chunked.encrypt(key, data, b"ctx", salt=salt, device="host")
+    message = _to_gpu(library, data)
+    placed = aescl.chunked.encrypt(key, message, b"ctx")
+    for output in (_to_gpu(library, b"\xee" * len(expected)), placed):
+        assert aescl.chunked.encrypt(key, message, b"ctx", salt=salt, output=output) is None
+        assert _to_host(output) == expected
+    as_floats = _to_gpu(library, b"\xee" * len(data)).view(library.float32)
+    assert aescl.chunked.decrypt(key, placed, b"ctx", output=as_floats) is None
+    assert _to_host(as_floats) == data
+    damaged = bytearray(expected)
+    damaged[56 + 2 * 16400 + 1] ^= 1
+    with pytest.raises(aescl.AuthenticationError, match="chunk 2"):
+        aescl.chunked.decrypt(key, _to_gpu(library, bytes(damaged)), b"ctx", output=as_floats)
+    assert _to_host(as_floats) == bytes(len(data))
+    short = _to_gpu(library, b"\xee" * (len(expected) - 1))
+    with pytest.raises(ValueError, match="bytes"):
+        aescl.chunked.encrypt(key, message, output=short)
+    assert _to_host(short) == b"\xee" * (len(expected) - 1)
+    with pytest.raises(TypeError, match="CUDA array"):
+        aescl.chunked.encrypt(key, message, output=bytearray(len(expected)))
+    with pytest.raises(ValueError, match="overlaps"):  # opened over its own ciphertext
+        aescl.chunked.decrypt(key, placed, b"ctx", output=placed[56 : 56 + len(data)])
+    assert _to_host(aescl.chunked.decrypt(key, placed, b"ctx")) == data
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
 def test_decrypt_range_on_cuda_arrays_matches_the_host(library):
     key = os.urandom(32)
     message = os.urandom(4 * 16384 + 1234)

@@ -455,3 +455,65 @@ def test_chunked_on_arrays_rejects_what_the_host_path_rejects(queue, monkeypatch
     with pytest.raises(aescl.WrongKeyError):
         aescl.chunked.decrypt(bytes(32), cl_array.to_device(queue, np.frombuffer(sealed,
                                                                                   np.uint8)))
+
+
+def test_chunked_output_takes_the_result_in_the_arrays_own_bytes(queue):
+    """``output=`` on chunked calls: the sealed message and the plaintext go into the
+    caller's arrays (any dtype, taken as its bytes) and None is returned. A fresh array
+    has its chunks after the 56-byte header, where no sub-buffer starts (the scratch
+    route); a sealed array that aescl returned lies right for the one-pass route."""
+    key, salt = bytes(range(32)), bytes(range(24))
+    data = _random(3 * 16384 + 100)
+    expected = aescl.chunked.encrypt(key, data.tobytes(), b"ctx", salt=salt, device="host")
+    message = cl_array.to_device(queue, data)
+    fresh = cl_array.to_device(queue, np.full(len(expected), 0xEE, np.uint8))
+    placed = aescl.chunked.encrypt(key, message, b"ctx", salt=bytes(24))
+    for output in (fresh, placed):
+        assert aescl.chunked.encrypt(key, message, b"ctx", salt=salt, output=output) is None
+        assert output.get().tobytes() == expected
+    whole = data[: len(data) // 4 * 4]  # (opened into float32: 4 bytes an element)
+    sealed = aescl.chunked.encrypt(key, cl_array.to_device(queue, whole), b"ctx")
+    for plaintext in (cl_array.to_device(queue, np.full(len(whole), 0xEE, np.uint8)),
+                      cl_array.to_device(queue, np.full(len(whole) // 4, -1.5, np.float32))):
+        assert aescl.chunked.decrypt(key, sealed, b"ctx", output=plaintext) is None
+        assert plaintext.get().tobytes() == whole.tobytes()
+
+
+def test_chunked_output_is_zeroed_on_a_failed_tag(queue):
+    key = bytes(range(32))
+    data = _random(5 * 16384 + 3)
+    damaged = bytearray(aescl.chunked.encrypt(key, data.tobytes(), device="host"))
+    damaged[56 + 4 * 16400 + 20] ^= 1
+    output = cl_array.to_device(queue, np.full(len(data), 0xEE, np.uint8))
+    with pytest.raises(aescl.AuthenticationError, match="chunk 4"):
+        aescl.chunked.decrypt(key, cl_array.to_device(queue, np.frombuffer(damaged, np.uint8)),
+                              output=output)
+    assert not output.get().any()
+
+
+def test_a_chunked_output_that_does_not_fit_is_refused_before_any_work(queue):
+    key = bytes(range(32))
+    data = _random(2 * 16384 + 5)
+    message = cl_array.to_device(queue, data)
+    size = len(data) + 56 + 3 * 16
+    sealed = aescl.chunked.encrypt(key, message)
+    other_context = cl.CommandQueue(cl.Context([queue.device]))
+    both = cl_array.to_device(queue, np.zeros(size + len(data), np.uint8))
+    untouched = np.full(size, 0xEE, np.uint8)
+    for output, error, match in (
+            (cl_array.to_device(queue, untouched[:-1]), ValueError, "bytes"),
+            (untouched.copy(), TypeError, "pyopencl array"),
+            (cl_array.to_device(other_context, untouched), ValueError, "context"),
+            (both[: size], None, None)):
+        if error is None:  # (the input lies in the second part: apart, so it is taken)
+            both[size:] = message
+            aescl.chunked.encrypt(key, both[size:], output=output)
+            assert aescl.chunked.decrypt(key, output).get().tobytes() == data.tobytes()
+            continue
+        with pytest.raises(error, match=match):
+            aescl.chunked.encrypt(key, message, output=output)
+        got = output if isinstance(output, np.ndarray) else output.get()
+        assert (got == 0xEE).all()
+    with pytest.raises(ValueError, match="overlaps"):  # opened over its own ciphertext
+        aescl.chunked.decrypt(key, sealed, output=sealed[56 : 56 + len(data)])
+    assert aescl.chunked.decrypt(key, sealed).get().tobytes() == data.tobytes()

@@ -104,6 +104,19 @@ class ChunkKernels(Protocol):
         (chunk_layout.cl's chunks_counters)."""
 
 
+def check_output(source_at: int, source_bytes: int, output_at: int, output_bytes: int,
+                 result_bytes: int, same_memory: bool = True) -> None:
+    """A caller's ``output=`` for a sealed or opened message: ``result_bytes`` long, and
+    apart from the input (positions ``*_at`` in one memory where ``same_memory``; the
+    kernels read each chunk at another offset than they write it, so an overlap would
+    read what the call already wrote)."""
+    if output_bytes != result_bytes:
+        raise ValueError(f"output has {output_bytes} bytes; the result has {result_bytes}")
+    if same_memory and output_at < source_at + source_bytes \
+            and source_at < output_at + output_bytes:
+        raise ValueError("output overlaps the input: a chunked call cannot work in place")
+
+
 def fused_gcm() -> bool:
     """``$AESCL_GCM_FUSED``: unset or 1 seals and opens each batch with the fused kernel
     where an engine has it; 0 keeps CTR and GHASH apart (to compare the two)."""

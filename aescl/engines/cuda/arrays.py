@@ -254,9 +254,25 @@ class CudaArrayGhash:
         return CudaGhash.read(span)
 
 
+def _chunked_output(output: Any, source: CudaBytes, out_bytes: int) -> CudaBytes:
+    """A caller's ``output=`` for a chunked call on ``source``, checked before any work: a
+    writable CUDA array on the input's GPU, of the result's size and apart from the
+    input; ordered on the input's stream."""
+    if not is_cuda_array(output):
+        raise TypeError("output= must be a CUDA array like the input (host memory "
+                        "takes a host input)")
+    target = cuda_bytes(output, "output", writable=True, stream=source.stream)
+    if target.device != source.device:
+        raise ValueError(f"output is on GPU {target.device}, the input on GPU {source.device}")
+    device_chunks.check_output(source.pointer, source.nbytes, target.pointer, target.nbytes,
+                               out_bytes)
+    return target
+
+
 class CudaArrayChunks:
     """The chunked format's chunks (one chunk key and base nonce) between CUDA arrays: a
-    message array sealed into a new uint8 array of its library, and opened back, on
+    message array sealed into a new uint8 array of its library (or the caller's
+    ``output=``), and opened back, on
     the input's stream. Sealing returns once the work is enqueued; opening waits for
     the chunks' tags at the end (device_chunks.open_sealed)."""
 
@@ -268,36 +284,43 @@ class CudaArrayChunks:
         # (H on the host: a GPU round trip for it would wait on the producer's stream)
         return CudaChunkKernels(self._key, ghash.hash_subkey(self._key), source.device, source)
 
-    def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0) -> Any:
+    def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0,
+             output: Any = None) -> Any:
         source = _on_gpu(cuda_bytes(data, "the input"), self._device)
-        # So that the chunks after a header lie aligned; not for JAX, which takes in
-        # only memory that starts where an allocation may.
-        lead = 0 if _is_jax(data) else -header_bytes % 16
-        result = empty_bytes(data, source.device, lead + out_bytes)[lead:]
+        if output is None:
+            # So that the chunks after a header lie aligned; not for JAX, which takes in
+            # only memory that starts where an allocation may.
+            lead = 0 if _is_jax(data) else -header_bytes % 16
+            result = empty_bytes(data, source.device, lead + out_bytes)[lead:]
+            target = cuda_bytes(result, "the result", writable=True, stream=source.stream)
+        else:
+            result, target = None, _chunked_output(output, source, out_bytes)
         kernels = self._kernels(source)
         try:
-            work(kernels, source, cuda_bytes(result, "the result", writable=True))
+            work(kernels, source, target)
         finally:
             kernels.release_all()
         return as_kind_of(data, result)
 
-    def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
-        """A new uint8 array: ``header`` and then the sealed chunks of ``message``."""
+    def seal(self, message: Any, header: bytes, sealed_bytes: int, output: Any = None) -> Any:
+        """A new uint8 array, or ``output`` (then None is returned): ``header`` and then
+        the sealed chunks of ``message``."""
         def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
             kernels.upload(target.at(0, len(header)), header)
             device_chunks.seal(kernels, self._base_nonce, source,
                                target.at(len(header), sealed_bytes - len(header)))
-        return self._run(message, sealed_bytes, work, len(header))
+        return self._run(message, sealed_bytes, work, len(header), output)
 
     def open(self, sealed: Any, at: int, nbytes: int, first: int, final: bool,
-             out_bytes: int) -> Any:
-        """A new uint8 array of ``out_bytes``: the plaintext of the sealed chunks in bytes
-        ``at .. at + nbytes`` of ``sealed``, chunks ``first, ...`` of the message (the
-        last of them the final one where ``final`` says so)."""
+             out_bytes: int, output: Any = None) -> Any:
+        """A new uint8 array of ``out_bytes``, or ``output`` (then None is returned): the
+        plaintext of the sealed chunks in bytes ``at .. at + nbytes`` of ``sealed``,
+        chunks ``first, ...`` of the message (the last of them the final one where
+        ``final`` says so)."""
         def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
             device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
                                       target, first, final)
-        return self._run(sealed, out_bytes, work)
+        return self._run(sealed, out_bytes, work, output=output)
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:

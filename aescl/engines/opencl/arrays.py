@@ -399,9 +399,27 @@ def _let_go_of_parked() -> None:
         holder.release()
 
 
+def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int) -> Any:
+    """A caller's ``output=`` for a chunked call on ``data``, checked before any work: a
+    pyopencl array in the input's context, on its device, of the result's size and
+    apart from the input."""
+    if not is_opencl_array(output):
+        raise TypeError("output= must be a pyopencl array like the input (host memory "
+                        "takes a host input)")
+    target = _span(output, "output")
+    if output.context != data.context or output.queue.device != data.queue.device:
+        raise ValueError("output is in another context or on another device than the input")
+    same = None not in (source.buffer, target.buffer) \
+        and source.buffer.int_ptr == target.buffer.int_ptr
+    device_chunks.check_output(source.offset, source.nbytes, target.offset, target.nbytes,
+                               out_bytes, same)
+    return output
+
+
 class OpenclArrayChunks:
     """The chunked format's chunks (one chunk key and base nonce) between pyopencl
-    arrays: a message array sealed into a new array, and opened back. A call runs on
+    arrays: a message array sealed into a new array (or the caller's ``output=``), and
+    opened back. A call runs on
     aescl's queue in the array's context, after the work before on the input's queue;
     sealing returns once its work is enqueued, with its event added to both arrays
     (pyopencl's ``Array.events``, which later pyopencl work on them waits for); opening
@@ -412,29 +430,37 @@ class OpenclArrayChunks:
         self._key, self._base_nonce = key, base_nonce
         self._devices = devices  # the only devices an array may be on (None: any)
 
-    def _kernels(self, array: Any) -> tuple[_QueueChunkKernels, Any]:
-        device = _device_within(array, self._devices)
+    def _kernels(self, array: Any, device: Device) -> tuple[_QueueChunkKernels, Any]:
         engine = GcmEngine(self._key, device, "host", array.context,
                            ghash.hash_subkey(self._key))
         return _QueueChunkKernels(engine, device, array.context, self._key), engine.runtime
 
-    def _run(self, data: Any, header_bytes: int, out_bytes: int, work: Any) -> Any:
+    def _run(self, data: Any, header_bytes: int, out_bytes: int, work: Any,
+             output: Any = None) -> Any:
         import pyopencl.array as cl_array
 
         source = _span(data, "the input")
+        device_of_input = _device_within(data, self._devices)
+        after = [*data.events]  # (what the work waits for: pyopencl's rule)
+        if output is None:
+            # Placed so that what follows the header starts where a sub-buffer may.
+            lead = -header_bytes % (data.queue.device.mem_base_addr_align // 8)
+            # (with the input's allocator: a caller's memory pool serves the result too)
+            result = cl_array.empty(data.queue, lead + out_bytes, np.uint8,
+                                    allocator=data.allocator)
+            if lead:
+                result = result[lead:]
+        else:
+            result = _chunked_output(output, data, source, out_bytes)
+            after += output.events
+            if output.queue != data.queue:
+                after.append(cl.enqueue_marker(output.queue))
         _let_go_of_parked()
-        kernels, rt = self._kernels(data)
-        # Placed so that what follows the header starts where a sub-buffer may.
-        lead = -header_bytes % (data.queue.device.mem_base_addr_align // 8)
-        # (with the input's allocator: a caller's memory pool serves the result too)
-        result = cl_array.empty(data.queue, lead + out_bytes, np.uint8,
-                                allocator=data.allocator)
-        if lead:
-            result = result[lead:]
+        kernels, rt = self._kernels(data, device_of_input)
         with rt.lock:
             # After the work before on the input's queue (its events, then a marker
             # there), without waiting for it here.
-            cl.enqueue_barrier(rt.queue, wait_for=[*data.events, cl.enqueue_marker(data.queue)])
+            cl.enqueue_barrier(rt.queue, wait_for=[*after, cl.enqueue_marker(data.queue)])
             try:
                 work(kernels, source, _span(result, "the result").at(0, out_bytes))
             except BaseException:  # (a failed opening's zeroing is done before it leaves)
@@ -445,25 +471,27 @@ class OpenclArrayChunks:
         for array in (data, result):  # (what pyopencl orders later work on them after)
             array.add_event(done)
         _park(done, kernels)
-        return result
+        return result if output is None else None
 
-    def seal(self, message: Any, header: bytes, sealed_bytes: int) -> Any:
-        """A new uint8 array: ``header`` and then the sealed chunks of ``message``."""
+    def seal(self, message: Any, header: bytes, sealed_bytes: int, output: Any = None) -> Any:
+        """A new uint8 array, or ``output`` (then None is returned): ``header`` and then
+        the sealed chunks of ``message``."""
         def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
             kernels.upload(target.at(0, len(header)), header)
             device_chunks.seal(kernels, self._base_nonce, source,
                                target.at(len(header), sealed_bytes - len(header)))
-        return self._run(message, len(header), sealed_bytes, work)
+        return self._run(message, len(header), sealed_bytes, work, output)
 
     def open(self, sealed: Any, at: int, nbytes: int, first: int, final: bool,
-             out_bytes: int) -> Any:
-        """A new uint8 array of ``out_bytes``: the plaintext of the sealed chunks in bytes
-        ``at .. at + nbytes`` of ``sealed``, chunks ``first, ...`` of the message (the
-        last of them the final one where ``final`` says so)."""
+             out_bytes: int, output: Any = None) -> Any:
+        """A new uint8 array of ``out_bytes``, or ``output`` (then None is returned): the
+        plaintext of the sealed chunks in bytes ``at .. at + nbytes`` of ``sealed``,
+        chunks ``first, ...`` of the message (the last of them the final one where
+        ``final`` says so)."""
         def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
             device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
                                       target, first, final)
-        return self._run(sealed, 0, out_bytes, work)
+        return self._run(sealed, 0, out_bytes, work, output)
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:
