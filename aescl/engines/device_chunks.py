@@ -259,7 +259,7 @@ def _final_chunk(kernels: ChunkKernels, base_nonce: bytes, index: int, nbytes: i
 def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
                 run_first: int = 0, run_final: bool = True) -> None:
     """Open the sealed chunks in ``sealed`` (after the header; their size checked by the
-    caller) into ``plaintext``: chunks ``run_first, ...`` of the message, ending in the
+    caller) into ``plaintext``, which does not overlap it: chunks ``run_first, ...`` of the message, ending in the
     final chunk where ``run_final`` says so. Raises :class:`AuthenticationError` naming
     the first chunk (of the message) whose tag does not match; ``plaintext`` is then all
     zeros.
@@ -288,9 +288,13 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
             batch = _Batch(kernels, base_nonce, run_first + first, count)
             source = sources.source(first, count)
             made, found = made_tags.target(first, count), found_tags.target(first, count)
-            kernels.gather_tags(source, found, count)
             _crypt_and_tags(kernels, source, targets.target(first, count), count, batch,
                             (SEALED_BLOCKS, SLOT_BLOCKS), made, 1, sealing=False)
+            # The received tags after the batch's launch, which writes only the plaintext
+            # side, so that the device starts on the batch a command sooner (the host's
+            # commands before a launch are time the device idles, in an opening that
+            # waits for its tags at the end).
+            kernels.gather_tags(source, found, count)
             for staging in (targets, made_tags, found_tags):
                 staging.written(first, count)
     if run_final:
