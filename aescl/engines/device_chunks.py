@@ -259,10 +259,10 @@ def _final_chunk(kernels: ChunkKernels, base_nonce: bytes, index: int, nbytes: i
 def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
                 run_first: int = 0, run_final: bool = True) -> None:
     """Open the sealed chunks in ``sealed`` (after the header; their size checked by the
-    caller) into ``plaintext``, which does not overlap it: chunks ``run_first, ...`` of the message, ending in the
-    final chunk where ``run_final`` says so. Raises :class:`AuthenticationError` naming
-    the first chunk (of the message) whose tag does not match; ``plaintext`` is then all
-    zeros.
+    caller) into ``plaintext``, which does not overlap it: chunks ``run_first, ...`` of
+    the message, ending in the final chunk where ``run_final`` says so. Raises
+    :class:`AuthenticationError` naming the first chunk (of the message) whose tag does
+    not match; ``plaintext`` is then all zeros.
 
     The batches run one after another with no wait between them: each batch's computed
     tags (made from the ciphertext before it is decrypted) and received ones are

@@ -202,13 +202,7 @@ class CudaArrayBlocks:
         if output is None:
             result = empty_like(data, source.device)
             output = result
-        elif not is_cuda_array(output):
-            raise TypeError("output= must be a CUDA array like the input (host memory "
-                            "takes a host input)")
-        target = cuda_bytes(output, "output", writable=True, stream=source.stream)
-        if target.device != source.device:
-            raise ValueError(f"output is on GPU {target.device}, the input on GPU "
-                             f"{source.device}")
+        target = _output_bytes(output, source)
         if target.nbytes != source.nbytes:
             raise ValueError(f"output has {target.nbytes} bytes; the input has {source.nbytes}")
         if source.nbytes:
@@ -254,16 +248,22 @@ class CudaArrayGhash:
         return CudaGhash.read(span)
 
 
-def _chunked_output(output: Any, source: CudaBytes, out_bytes: int) -> CudaBytes:
-    """A caller's ``output=`` for a chunked call on ``source``, checked before any work: a
-    writable CUDA array on the input's GPU, of the result's size and apart from the
-    input; ordered on the input's stream."""
+def _output_bytes(output: Any, source: CudaBytes) -> CudaBytes:
+    """The bytes of a caller's ``output=``, which must be a writable CUDA array on the
+    input's GPU (checked before any work); ordered on the input's stream."""
     if not is_cuda_array(output):
         raise TypeError("output= must be a CUDA array like the input (host memory "
                         "takes a host input)")
     target = cuda_bytes(output, "output", writable=True, stream=source.stream)
     if target.device != source.device:
         raise ValueError(f"output is on GPU {target.device}, the input on GPU {source.device}")
+    return target
+
+
+def _chunked_output(output: Any, source: CudaBytes, out_bytes: int) -> CudaBytes:
+    """A caller's ``output=`` for a chunked call on ``source`` (:func:`_output_bytes`), of
+    the result's size and apart from the input."""
+    target = _output_bytes(output, source)
     device_chunks.check_output(source.pointer, source.nbytes, target.pointer, target.nbytes,
                                out_bytes)
     return target

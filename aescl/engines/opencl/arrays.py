@@ -156,12 +156,7 @@ class OpenclArrayBlocks:
         result = None
         if output is None:
             result = output = cl_array.empty_like(data)
-        elif not is_opencl_array(output):
-            raise TypeError("output= must be a pyopencl array like the input (host memory "
-                            "takes a host input)")
-        target = _span(output, "output")
-        if output.context != data.context or output.queue.device != data.queue.device:
-            raise ValueError("output is in another context or on another device than the input")
+        target = _output_span(output, data)
         if target.nbytes != source.nbytes:
             raise ValueError(f"output has {target.nbytes} bytes; the input has {source.nbytes}")
         if source.nbytes:
@@ -399,16 +394,21 @@ def _let_go_of_parked() -> None:
         holder.release()
 
 
-def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int) -> Any:
-    """A caller's ``output=`` for a chunked call on ``data``, checked before any work: a
-    pyopencl array in the input's context, on its device, of the result's size and
-    apart from the input."""
+def _output_span(output: Any, data: Any) -> BufferSpan:
+    """The span of a caller's ``output=``, which must be a pyopencl array in the input's
+    context and on its device (checked before any work)."""
     if not is_opencl_array(output):
         raise TypeError("output= must be a pyopencl array like the input (host memory "
                         "takes a host input)")
-    target = _span(output, "output")
     if output.context != data.context or output.queue.device != data.queue.device:
         raise ValueError("output is in another context or on another device than the input")
+    return _span(output, "output")
+
+
+def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int) -> Any:
+    """A caller's ``output=`` for a chunked call on ``data`` (:func:`_output_span`), of
+    the result's size and apart from the input."""
+    target = _output_span(output, data)
     same = None not in (source.buffer, target.buffer) \
         and source.buffer.int_ptr == target.buffer.int_ptr
     device_chunks.check_output(source.offset, source.nbytes, target.offset, target.nbytes,
