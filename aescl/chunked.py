@@ -204,7 +204,9 @@ def decrypt(
 
     With ``output`` (the message's size, not overlapping the ciphertext; of the
     ciphertext's kind, as for :func:`encrypt`) the plaintext goes there and None is
-    returned; on any failure after the header's check ``output`` is left zeroed.
+    returned; a chunk that fails authentication leaves ``output`` zeroed, and what is
+    refused before any chunk is opened (a wrong key, a cut message, an ``output`` that
+    does not fit) leaves it as it was.
 
     :class:`WrongKeyError`: the commitment does not match (wrong key or context).
     :class:`AuthenticationError`: a chunk was modified, reordered or added.

@@ -272,9 +272,9 @@ def _chunked_output(output: Any, source: CudaBytes, out_bytes: int) -> CudaBytes
 class CudaArrayChunks:
     """The chunked format's chunks (one chunk key and base nonce) between CUDA arrays: a
     message array sealed into a new uint8 array of its library (or the caller's
-    ``output=``), and opened back, on
-    the input's stream. Sealing returns once the work is enqueued; opening waits for
-    the chunks' tags at the end (device_chunks.open_sealed)."""
+    ``output=``), and opened back, on the input's stream. Sealing returns once the work
+    is enqueued; opening waits for the chunks' tags at the end
+    (device_chunks.open_sealed)."""
 
     def __init__(self, key: bytes, base_nonce: bytes, device: int | None = None) -> None:
         self._key, self._base_nonce = key, base_nonce

@@ -419,11 +419,11 @@ def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int) 
 class OpenclArrayChunks:
     """The chunked format's chunks (one chunk key and base nonce) between pyopencl
     arrays: a message array sealed into a new array (or the caller's ``output=``), and
-    opened back. A call runs on
-    aescl's queue in the array's context, after the work before on the input's queue;
-    sealing returns once its work is enqueued, with its event added to both arrays
-    (pyopencl's ``Array.events``, which later pyopencl work on them waits for); opening
-    returns once its result is complete and checked."""
+    opened back. A call runs on aescl's queue in the array's context, after the work
+    before on the input's queue (and the output's); sealing returns once its work is
+    enqueued, with its event added to both arrays (pyopencl's ``Array.events``, which
+    later pyopencl work on them waits for); opening returns once its result is
+    complete and checked."""
 
     def __init__(self, key: bytes, base_nonce: bytes, devices: list[Device] | None = None
                  ) -> None:
