@@ -37,14 +37,35 @@ def default_slice_bytes(device: Device) -> int:
     return max(BLOCK_SIZE, limit - limit % BLOCK_SIZE)
 
 
+# DLPack's device types of memory that kernels on a CUDA GPU work on: kDLCUDA and
+# kDLCUDAManaged.
+_DLPACK_CUDA_TYPES = (2, 13)
+
+
 def on_cuda(data: Any) -> bool:
     """Whether ``data`` is a CUDA device array (the CUDA engine's), told without
-    importing anything: host arrays and CPU tensors have no CUDA array interface."""
+    importing anything: a torch tensor on a GPU, an object with a CUDA array interface,
+    or one that exports DLPack from CUDA memory and nothing else (cuda.core's Buffer).
+    Host arrays and CPU tensors are none of these."""
     if is_torch_tensor(data):  # (torch builds the interface's dict in Python at each look)
         return bool(data.is_cuda)
     try:
-        return isinstance(getattr(data, "__cuda_array_interface__", None), dict)
+        if isinstance(getattr(data, "__cuda_array_interface__", None), dict):
+            return True
     except (AttributeError, RuntimeError, TypeError):  # (a CPU torch tensor raises)
+        return False
+    return dlpack_on_cuda(data)
+
+
+def dlpack_on_cuda(data: Any) -> bool:
+    """Whether ``data`` says, through DLPack's ``__dlpack_device__``, that it lies in
+    CUDA memory (a NumPy array says it lies on the CPU)."""
+    where = getattr(data, "__dlpack_device__", None)
+    if where is None:
+        return False
+    try:
+        return int(where()[0]) in _DLPACK_CUDA_TYPES
+    except (BufferError, RuntimeError, TypeError, ValueError):
         return False
 
 
@@ -86,7 +107,12 @@ def cuda_nbytes(data: Any) -> int:
     """The bytes of a CUDA device array (:func:`on_cuda`): its elements times their size."""
     if is_torch_tensor(data):
         return int(data.nbytes)
-    interface = data.__cuda_array_interface__
+    interface = getattr(data, "__cuda_array_interface__", None)
+    if interface is None:  # described by DLPack alone: read through cuda.core (aescl[cuda])
+        from cuda.core.utils import StridedMemoryView
+
+        view = StridedMemoryView.from_dlpack(data, -1)  # (-1: only its size is read)
+        return int(view.size) * view.dtype.itemsize
     count = 1
     for extent in interface["shape"]:
         count *= extent

@@ -579,6 +579,56 @@ def test_decrypt_range_on_cuda_arrays_matches_the_host(library):
 # ---- JAX arrays: read in place, results made in CuPy and handed to JAX by DLPack -------
 
 
+@needs_gpu
+def test_an_array_that_only_dlpack_describes_is_read_and_written_where_it_lies():
+    """cuda.core's Buffer exports DLPack from GPU memory and has no CUDA array interface:
+    it is taken as a CUDA array, in place and into ``output=`` (aescl cannot make a
+    Buffer for a result, so a call without ``output=`` says so). Its bytes are written
+    and read back here through torch's DLPack view of the same memory."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (it fills the buffers)")
+    from cuda.core import Device
+
+    from aescl._arrays import device_array_kind, device_nbytes
+
+    gpu = Device(0)
+    gpu.set_current()
+    key, nonce, salt = os.urandom(32), os.urandom(8), os.urandom(24)
+    data = os.urandom(5 * 16384 + 48)
+
+    def buffer_of(content: bytes):
+        made = gpu.allocate(max(1, len(content)), stream=gpu.default_stream)
+        if content:
+            torch.from_dlpack(made)[: len(content)].view(torch.uint8).copy_(
+                torch.frombuffer(bytearray(content), dtype=torch.uint8).cuda())
+        torch.cuda.synchronize()
+        return made
+
+    def bytes_of(buffer, nbytes: int) -> bytes:
+        torch.cuda.synchronize()
+        return torch.from_dlpack(buffer)[:nbytes].view(torch.uint8).cpu().numpy().tobytes()
+
+    message = buffer_of(data)
+    assert device_array_kind(message) == "cuda" and device_nbytes(message) == len(data)
+    ciphertext = buffer_of(bytes(len(data)))
+    assert aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(message, output=ciphertext) \
+        is None
+    assert bytes_of(ciphertext, len(data)) == \
+        Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce).decrypt(ciphertext, output=ciphertext)
+    assert bytes_of(ciphertext, len(data)) == data  # (in place)
+    expected = aescl.chunked.encrypt(key, data, salt=salt, device="host")
+    sealed = buffer_of(bytes(len(expected)))
+    aescl.chunked.encrypt(key, message, salt=salt, output=sealed)
+    assert bytes_of(sealed, len(expected)) == expected
+    opened = buffer_of(bytes(len(data)))
+    aescl.chunked.decrypt(key, sealed, output=opened)
+    assert bytes_of(opened, len(data)) == data
+    for call in (lambda: aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(message),
+                 lambda: aescl.chunked.encrypt(key, message)):
+        with pytest.raises(TypeError, match="output="):
+            call()
+
+
 @pytest.fixture
 def jax_gpu():
     """JAX on a CUDA GPU, with CuPy beside it (skipped, visibly, without them). JAX is

@@ -1,5 +1,6 @@
 """CUDA device arrays as the CUDA engine takes them: any object with
-``__cuda_array_interface__`` (PyTorch, CuPy, JAX, Numba), its bytes in C order. A
+``__cuda_array_interface__`` (PyTorch, CuPy, JAX, Numba), or that exports only DLPack
+from CUDA memory (cuda.core's Buffer), its bytes in C order. A
 result for a JAX array is made in CuPy and handed to JAX by DLPack (JAX arrays are
 immutable: no ``output=``).
 
@@ -101,20 +102,13 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False, stream: int | None =
         # JAX's interface names no stream: its work that makes the array is waited for
         # here, on the host (block_until_ready), before aescl's work is queued.
         obj.block_until_ready()
-    interface = obj.__cuda_array_interface__
+    interface = getattr(obj, "__cuda_array_interface__", None)
+    if interface is None:  # (an object that only DLPack describes: on_cuda)
+        return _dlpack_bytes(obj, what, writable, stream)
     pointer, readonly = interface["data"]
     shape = tuple(interface["shape"])
     itemsize = int(interface["typestr"][2:])  # (the bytes of one element)
-    strides = interface.get("strides")
-    if strides is not None:
-        expected, step = [], itemsize
-        for extent in reversed(shape):
-            expected.append(step)
-            step *= extent
-        if any(extent > 1 and got != want
-               for extent, got, want in zip(shape, strides, reversed(expected), strict=True)):
-            raise ValueError(f"{what} is not contiguous: pass a C-contiguous array "
-                             f"(e.g. .contiguous() or cupy.ascontiguousarray)")
+    _check_contiguous(shape, interface.get("strides"), itemsize, what)
     if writable and readonly:
         raise ValueError(f"{what} is read-only")
     nbytes = cuda_nbytes(obj)
@@ -126,6 +120,43 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False, stream: int | None =
     if stream is None:
         stream = _producer_stream(obj, device, interface)
     return CudaBytes(int(pointer), nbytes, device, stream, bool(readonly))
+
+
+def _check_contiguous(shape: tuple[int, ...], strides: Any, unit: int, what: str) -> None:
+    """Refuse an array whose ``strides`` (None: C order; counted in ``unit``s of bytes
+    per element step, as its interface counts them) are not those of C order."""
+    if strides is None:
+        return
+    expected, step = [], unit
+    for extent in reversed(shape):
+        expected.append(step)
+        step *= extent
+    if any(extent > 1 and got != want
+           for extent, got, want in zip(shape, strides, reversed(expected), strict=True)):
+        raise ValueError(f"{what} is not contiguous: pass a C-contiguous array "
+                         f"(e.g. .contiguous() or cupy.ascontiguousarray)")
+
+
+# The stream for an array that only DLPack describes, when no other array of the call
+# names one: the legacy default stream, which every blocking stream of its GPU waits
+# for and is waited on by. DLPack asks the consumer to name its stream (where 1 is
+# that one, and 0 is not allowed), and the producer then orders its pending work
+# before it.
+_LEGACY_DEFAULT_STREAM = 1
+
+
+def _dlpack_bytes(obj: Any, what: str, writable: bool, stream: int | None) -> CudaBytes:
+    """:func:`cuda_bytes` of an object that exports only DLPack from CUDA memory
+    (cuda.core's Buffer, for one), viewed through cuda.core's StridedMemoryView."""
+    from cuda.core.utils import StridedMemoryView
+
+    stream = stream or _LEGACY_DEFAULT_STREAM  # (0, the null stream, is 1 to DLPack)
+    view = StridedMemoryView.from_dlpack(obj, stream)
+    _check_contiguous(tuple(view.shape), view.strides, 1, what)
+    if writable and view.readonly:
+        raise ValueError(f"{what} is read-only")
+    return CudaBytes(int(view.ptr), int(view.size) * view.dtype.itemsize, int(view.device_id),
+                     stream, bool(view.readonly))
 
 
 def _torch_bytes(tensor: Any, what: str, stream: int | None) -> CudaBytes:
@@ -173,7 +204,8 @@ def empty_bytes(obj: Any, device: int, nbytes: int) -> Any:
         with cupy.cuda.Device(device):
             return cupy.empty(nbytes, cupy.uint8)
     raise TypeError(f"aescl cannot make a {type(obj).__module__}.{type(obj).__name__} "
-                    "for the result: pass a torch tensor or a CuPy array")
+                    "for the result: pass output= (a writable CUDA array of the result's "
+                    "size)")
 
 
 def _on_gpu(span: Any, ordinal: int | None) -> Any:
