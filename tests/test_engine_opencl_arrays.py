@@ -112,6 +112,11 @@ def test_bad_arrays_are_refused_before_anything_is_written(queue):
         cipher.encrypt(array, output=cl_array.empty(elsewhere, 64, np.uint8))
     with pytest.raises(TypeError, match=r"cl\.Buffer has no queue"):
         cipher.encrypt(array.base_data)
+    for call in (lambda out: cipher.encrypt(array, output=out),
+                 lambda out: aescl.chunked.decrypt(bytes(32), aescl.chunked.encrypt(
+                     bytes(32), array), output=out)):
+        with pytest.raises(ValueError, match="output has no queue"):
+            call(cl_array.empty(queue, 64, np.uint8).with_queue(None))
     assert cipher.position == 0  # nothing was used of the keystream
     with pytest.raises(ValueError, match="aligned to block boundary"):
         aescl.new(bytes(16), aescl.MODE_ECB).encrypt(array[:20])

@@ -400,9 +400,10 @@ def _output_span(output: Any, data: Any) -> BufferSpan:
     if not is_opencl_array(output):
         raise TypeError("output= must be a pyopencl array like the input (host memory "
                         "takes a host input)")
+    target = _span(output, "output")  # (first: it refuses an array without a queue)
     if output.context != data.context or output.queue.device != data.queue.device:
         raise ValueError("output is in another context or on another device than the input")
-    return _span(output, "output")
+    return target
 
 
 def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int) -> Any:
