@@ -126,6 +126,11 @@ inline uint aes_extract_byte(uint word, uint row)
  * kernels fell back to tables without a word. (Inline assembly would avoid the
  * attribute, but PoCL 5.0's work-group compiler fails an LLVM assertion on it.)
  * With AVX in the target, the builtins come out in the VEX encoding by themselves.
+ * On another EPYC (Zen 3, the same PoCL) the attribute did not hold through
+ * PoCL's work-group function and code generation aborted the process (`Cannot
+ * select: intrinsic %llvm.x86.aesni.aesenclast`): so, as for the wide rounds
+ * below, tuning.hardware_rounds_work first runs these rounds in a separate
+ * process, and a device that fails keeps the tables.
  *
  * AESENC/AESDEC take the state and round key as 16 bytes in memory order, which
  * on a little-endian device is exactly the core's uint4 of columns, and AESDEC
@@ -167,7 +172,7 @@ AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
  * beside AES_HARDWARE_ROUNDS; aescl/kernels.py sets it only when the host CPU
  * reports VAES and VPCLMULQDQ (and AVX-512F and BW for 512, AVX2 for 256), and
  * aescl/tuning.py keeps it only once a separate process ran it correctly on the
- * device (tuning.wide_rounds_work).
+ * device (tuning.hardware_rounds_work).
  *
  * PoCL compiles a kernel for a target named after a CPU model it knows
  * (`skylake-avx512` on both an AMD EPYC and a Xeon with VAES), and inlines the

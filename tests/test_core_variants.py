@@ -53,11 +53,15 @@ def test_a_pocl_cpu_with_aes_ni_uses_the_instructions(device):
         pytest.skip("the instructions are requested from CPU devices; PoCL is the one known here")
     if not _host_cpu_has_aes_ni():
         pytest.skip("this host's CPU has no AES-NI, so the table rounds are right")
-    width = tuning.launch_config(device).wide_rounds  # (tests/test_tuning.py checks it)
+    config = tuning.launch_config(device)  # (tests/test_tuning.py checks the choice)
+    if not config.hardware_rounds:  # only where a separate process could not run them
+        narrow = kernels.without_wide_rounds(kernels.default_config(device))
+        assert tuning.hardware_rounds_work(device, narrow) is False
     for rounds in (10, 12, 14):
         for key_schedule in engines.KEY_SCHEDULES:
             assert _variant(device, rounds, key_schedule) == (
-                f"x86-vaes-{width}" if width else "x86-aes-ni")
+                f"x86-vaes-{config.wide_rounds}" if config.wide_rounds else
+                "x86-aes-ni" if config.hardware_rounds else "t-tables")
 
 
 @pytest.fixture(params=["t-tables", "x86-aes-ni"])
@@ -69,6 +73,9 @@ def other_rounds_cpu(request, device, monkeypatch):
         monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
     elif _host_cpu_has_aes_ni() and device.vendor == "pocl":
         monkeypatch.setenv("AESCL_WIDE_ROUNDS", "0")
+        if not tuning.launch_config(device).hardware_rounds:
+            pytest.skip("a separate process found that PoCL cannot run the 128-bit AES "
+                        "instructions on this machine (tuning.hardware_rounds_work)")
     else:
         pytest.skip("the 128-bit instructions need PoCL on a CPU with AES-NI")
     assert _variant(device) == request.param

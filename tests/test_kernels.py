@@ -182,7 +182,7 @@ def test_cpus_ask_for_the_widest_aes_instructions_they_have(monkeypatch):
     assert kernels.default_config(cpu).blocks_per_item == 8
     # A run that would not fill whole wide registers keeps the 128-bit instructions.
     monkeypatch.delenv("AESCL_WIDE_ROUNDS")
-    monkeypatch.setenv("AESCL_BLOCKS_PER_ITEM", "6")
+    monkeypatch.setenv("AESCL_BLOCKS_PER_ITEM", "5")
     assert kernels.default_config(cpu).wide_rounds == 0
     monkeypatch.setenv("AESCL_WIDE_ROUNDS", "128")
     with pytest.raises(ValueError, match="AESCL_WIDE_ROUNDS must be 0, 256 or 512"):

@@ -36,7 +36,7 @@ def test_candidates_start_with_the_default_and_fit_the_device():
                    fake("1:0", "gfx90a", "amd", "gpu", units=104),
                    fake("2:0", "pthread", "pocl", "cpu", units=16)):
         found = tuning.candidates(device)
-        assert found[0] == kernels.default_config(device)
+        assert found[0] == tuning.checked_default_config(device)
         assert len(found) == len(set(found)) > 1
         for config in found:
             assert config.work_group_size <= device.max_work_group_size
@@ -56,7 +56,7 @@ def test_tuning_chooses_the_fastest_verified_setting(device, own_cache):
     result = _small_tuning(device)
     assert result.chosen.verified is True
     assert result.chosen.gb_s == max(t.gb_s for t in result.trials if t.gb_s is not None)
-    assert result.default == tuning._trial(kernels.default_config(device),
+    assert result.default == tuning._trial(tuning.checked_default_config(device),
                                            result.default.gb_s, result.default.verified)
     assert result.data_bytes == 1 << 20 and len(result.trials) == 5
 
@@ -65,7 +65,7 @@ def test_a_stored_tuning_is_what_later_launches_use(device, own_cache, monkeypat
     if device.type == "simulator":
         pytest.skip("the simulator keeps its small default groups whatever is stored")
     if device.type == "cpu":  # CPUs are not tuned unless asked; GPUs are on first use
-        assert tuning.launch_config(device) == kernels.default_config(device)
+        assert tuning.launch_config(device) == tuning.checked_default_config(device)
         assert not tuning.tuning_path(device).exists()
     result = _small_tuning(device)
     chosen = replace(result.chosen, work_group_size=16, max_work_groups=device.compute_units)
@@ -79,7 +79,7 @@ def test_a_stored_tuning_is_what_later_launches_use(device, own_cache, monkeypat
 
     # AESCL_TUNE=0 keeps the defaults whatever is stored.
     monkeypatch.setenv("AESCL_TUNE", "0")
-    assert tuning.launch_config(device) == kernels.default_config(device)
+    assert tuning.launch_config(device) == tuning.checked_default_config(device)
     assert tuning.describe(device)["tuned"] is None
 
 
@@ -98,7 +98,7 @@ def test_a_damaged_or_outdated_stored_tuning_is_ignored(device, own_cache):
         assert (config.work_group_size, config.max_work_groups) == (
             again.chosen.work_group_size, again.chosen.max_work_groups)
     else:  # CPUs and the simulator keep their defaults until tuned on request
-        assert config == kernels.default_config(device)
+        assert config == tuning.checked_default_config(device)
 
 
 def test_a_bad_tune_setting_is_refused(monkeypatch):
@@ -172,13 +172,14 @@ def test_wide_rounds_are_used_once_a_separate_process_found_them_working(
     wanted = kernels.default_config(device)
     if not wanted.wide_rounds:
         pytest.skip("this host's CPU has no VAES with VPCLMULQDQ")
-    monkeypatch.setattr(tuning, "_wide_rounds_checked", {})  # (earlier tests' answers)
-    works = tuning.wide_rounds_work(device, wanted)
-    assert list((own_cache / "checks").glob("wide-rounds-*.json")), "the answer was not kept"
+    monkeypatch.setattr(tuning, "_rounds_checked", {})  # (earlier tests' answers)
+    works = tuning.hardware_rounds_work(device, wanted)
+    assert list((own_cache / "checks").glob("hardware-rounds-*.json")), "the answer was not kept"
     chosen = tuning.launch_config(device)
     assert chosen.wide_rounds == (wanted.wide_rounds if works else 0)
     # What the kernels compiled to follows the configuration (tests/test_core_variants.py).
-    expected = f"x86-vaes-{chosen.wide_rounds}" if chosen.wide_rounds else "x86-aes-ni"
+    expected = (f"x86-vaes-{chosen.wide_rounds}" if chosen.wide_rounds else
+                "x86-aes-ni" if chosen.hardware_rounds else "t-tables")
     assert kernels.core_variant(device, kernels.aes_options(10, "host", chosen)) == expected
 
 
@@ -187,8 +188,38 @@ def test_wide_rounds_that_do_not_run_are_not_used(device, own_cache, monkeypatch
         pytest.skip("needs a CPU device whose host CPU has VAES with VPCLMULQDQ")
     # Six blocks do not fill 512-bit registers, so the checking process gets the 128-bit
     # rounds (kernels.default_config), and says that the wide ones did not run.
-    monkeypatch.setattr(tuning, "_wide_rounds_checked", {})
+    monkeypatch.setattr(tuning, "_rounds_checked", {})
     broken = replace(kernels.default_config(device), wide_rounds=512, blocks_per_item=6)
-    assert tuning.wide_rounds_work(device, broken) is False
-    stored = list((own_cache / "checks").glob("wide-rounds-*.json"))
+    assert tuning.hardware_rounds_work(device, broken) is False
+    stored = list((own_cache / "checks").glob("hardware-rounds-*.json"))
     assert len(stored) == 1 and '"works": false' in stored[0].read_text()
+
+
+def test_the_aes_instructions_are_used_only_once_a_separate_process_ran_them(
+        device, own_cache, monkeypatch):
+    # PoCL 3.1's pthread-haswell target aborted the process in code generation on the
+    # 128-bit AES instructions (an AMD EPYC that has them): the settings chosen here must
+    # be ones a separate process built and ran, and must then build and run here.
+    if device.type != "cpu" or not kernels.default_config(device).hardware_rounds:
+        pytest.skip("needs a CPU device whose host CPU has the AES instructions")
+    monkeypatch.setattr(tuning, "_rounds_checked", {})
+    monkeypatch.setattr(tuning, "_configs", {})
+    narrow = kernels.without_wide_rounds(kernels.default_config(device))
+    works = tuning.hardware_rounds_work(device, narrow)
+    chosen = tuning.launch_config(device)
+    assert chosen.hardware_rounds == (works or bool(chosen.wide_rounds))
+    expected = (f"x86-vaes-{chosen.wide_rounds}" if chosen.wide_rounds else
+                "x86-aes-ni" if chosen.hardware_rounds else "t-tables")
+    assert kernels.core_variant(device, kernels.aes_options(14, "host", chosen)) == expected
+
+
+def test_aes_instructions_that_the_kernels_did_not_get_are_not_used(
+        device, own_cache, monkeypatch):
+    if device.type != "cpu" or "aes" not in kernels.cpu_features():
+        pytest.skip("needs a CPU device whose host CPU has the AES instructions")
+    # With $AESCL_HARDWARE_ROUNDS=0 the checking process builds the tables instead, and
+    # says that the instructions asked for did not run.
+    monkeypatch.setattr(tuning, "_rounds_checked", {})
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+    asked = replace(kernels.default_config(device), hardware_rounds=True, wide_rounds=0)
+    assert tuning.hardware_rounds_work(device, asked) is False

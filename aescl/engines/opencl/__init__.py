@@ -10,7 +10,7 @@
   context and queue (and the lock that gives one job at a time a device);
 * ``tuning.py``: launch settings per device, tuned on first use;
 * ``gcm.py``: GCM's device half, and the streaming GCM cipher;
-* ``_wide_check.py``: the separate-process check of a CPU's wide AES rounds.
+* ``_rounds_check.py``: the separate-process check of a CPU's AES instructions.
 
 Only this package imports pyopencl (besides the device layer, which lists platforms).
 Callers outside use the names below.

@@ -156,6 +156,14 @@ def without_wide_rounds(config: LaunchConfig) -> LaunchConfig:
                    blocks_per_item=_blocks_per_item(_HARDWARE_BLOCKS_PER_ITEM))
 
 
+def without_hardware_rounds(config: LaunchConfig) -> LaunchConfig:
+    """``config`` on the portable table rounds instead of the AES instructions."""
+    if not config.hardware_rounds:
+        return config
+    return replace(config, hardware_rounds=False, wide_rounds=0,
+                   blocks_per_item=_blocks_per_item(1))
+
+
 # Blocks in flight per work-item on the AES instructions: AESENC's latency over its
 # issue interval is 4 to 8 on recent x86 cores, and 8 states plus a round key still
 # fit the 16 vector registers. Measured on the CI kind (docs/benchmarks).

@@ -48,6 +48,7 @@ from .kernels import (
     load_source,
     runtime,
     table_lanes,
+    without_hardware_rounds,
     without_wide_rounds,
 )
 
@@ -84,7 +85,7 @@ class Tuning(TuningRecord):
 
 def candidates(device: Device) -> list[LaunchConfig]:
     """The settings tuning tries on a device, the default among them."""
-    base = default_config(device)
+    base = checked_default_config(device)
     if device.type == "gpu":
         sizes, per_unit = _GPU_GROUP_SIZES, _GPU_GROUPS_PER_UNIT
     else:
@@ -245,29 +246,30 @@ def _environment() -> tuple[str, ...]:
     return tuple(os.environ.get(name, "") for name in names)
 
 
-# The process that checks the wide rounds sets this, so that it does not check again.
-_CHECKING_WIDE_ROUNDS = "_AESCL_CHECKING_WIDE_ROUNDS"
-_wide_rounds_checked: dict[str, bool] = {}  # check key -> whether the rounds worked
+# The process that checks the AES instructions sets this, so that it does not check again.
+_CHECKING_ROUNDS = "_AESCL_CHECKING_ROUNDS"
+_rounds_checked: dict[str, bool] = {}  # check key -> whether the rounds worked
 
 
-def wide_rounds_work(device: Device, config: LaunchConfig) -> bool:
-    """Whether ``device`` builds and runs the wide rounds of ``config`` correctly, tried
-    once in a separate process and remembered (in memory, and on disk beside the
-    kernel binaries): a compiler that cannot generate them may abort the process that
-    asks (aes_vendor.h), and an abort cannot be caught. The check runs CTR, ECB both
-    ways and the chunked format both ways on the device, compared with pycryptodome
-    and the host engine (``python -m aescl.engines.opencl._wide_check``)."""
+def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
+    """Whether ``device`` builds and runs the AES instructions of ``config`` (the wide
+    rounds where it asks for them, else the 128-bit ones) correctly, tried once in a
+    separate process and remembered (in memory, and on disk beside the kernel
+    binaries): a compiler that cannot generate them may abort the process that asks
+    (aes_vendor.h), and an abort cannot be caught. The check runs CTR, ECB both ways
+    and the chunked format both ways on the device, compared with pycryptodome and the
+    host engine (``python -m aescl.engines.opencl._rounds_check``)."""
     import subprocess
     import sys
 
-    if os.environ.get(_CHECKING_WIDE_ROUNDS):
+    if os.environ.get(_CHECKING_ROUNDS):
         return True  # (this is the checking process)
     sources = "".join(load_source(name) for name in ("aes_ctr.cl", "aes_ecb.cl",
                                                       "chunk_seal.cl"))
     key = cache_key(device, sources, aes_options(14, "host", config))
-    if key in _wide_rounds_checked:
-        return _wide_rounds_checked[key]
-    path = cache_root() / "checks" / f"wide-rounds-{key}.json"
+    if key in _rounds_checked:
+        return _rounds_checked[key]
+    path = cache_root() / "checks" / f"hardware-rounds-{key}.json"
     try:
         known = json.loads(path.read_text())["works"] if disk_cache_enabled() else None
     except (OSError, ValueError, KeyError, TypeError):
@@ -275,37 +277,47 @@ def wide_rounds_work(device: Device, config: LaunchConfig) -> bool:
     if not isinstance(known, bool):
         environment = dict(os.environ, AESCL_WIDE_ROUNDS=str(config.wide_rounds),
                            AESCL_BLOCKS_PER_ITEM=str(config.blocks_per_item))
-        environment[_CHECKING_WIDE_ROUNDS] = "1"
+        environment[_CHECKING_ROUNDS] = "1"
         try:
             known = subprocess.run(
-                [sys.executable, "-m", "aescl.engines.opencl._wide_check", device.id],
+                [sys.executable, "-m", "aescl.engines.opencl._rounds_check", device.id],
                 env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, timeout=_WIDE_CHECK_SECONDS).returncode == 0
+                stderr=subprocess.DEVNULL, timeout=_ROUNDS_CHECK_SECONDS).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
-            _wide_rounds_checked[key] = False  # (not kept on disk: it may pass next time)
+            _rounds_checked[key] = False  # (not kept on disk: it may pass next time)
             return False
         if disk_cache_enabled():
             write_cache_file(path, json.dumps({"works": known}).encode())
-    _wide_rounds_checked[key] = known
+    _rounds_checked[key] = known
     return known
 
 
-_WIDE_CHECK_SECONDS = 300  # a dozen kernel builds on a slow or busy machine
+_ROUNDS_CHECK_SECONDS = 300  # a dozen kernel builds on a slow or busy machine
+
+
+def checked_default_config(device: Device) -> LaunchConfig:
+    """The device's defaults (kernels.default_config), on the AES instructions they ask
+    for only where those were checked to work there (:func:`hardware_rounds_work`): the
+    wide ones, else the 128-bit ones, else the portable tables."""
+    config = default_config(device)
+    if config.wide_rounds and not hardware_rounds_work(device, config):
+        config = without_wide_rounds(config)
+    if config.hardware_rounds and not hardware_rounds_work(device, config):
+        config = without_hardware_rounds(config)
+    return config
 
 
 def launch_config(device: Device) -> LaunchConfig:
     """The launch settings every mode uses on ``device``: the defaults, with the
     work-group size, grid and table copies of the device's tuning when there is
     one. A GPU with none is tuned now, once (a few seconds, stored). A CPU whose
-    defaults ask for the wide AES instructions gets them once they were checked to
-    work there (:func:`wide_rounds_work`, once, stored), else the 128-bit ones."""
+    defaults ask for the AES instructions gets them once they were checked to work
+    there (:func:`checked_default_config`)."""
     environment = _environment()
     known = _configs.get(device.id)
     if known is not None and known[0] == environment:
         return known[1]
-    config = base = default_config(device)
-    if config.wide_rounds and not wide_rounds_work(device, config):
-        config = base = without_wide_rounds(config)
+    config = base = checked_default_config(device)
     if tuning_enabled() and device.type != "simulator":
         tuning = stored(device)
         if tuning is None and device.type == "gpu":

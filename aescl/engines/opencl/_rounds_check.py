@@ -1,12 +1,15 @@
-"""``python -m aescl.engines.opencl._wide_check DEVICE_ID``: whether a CPU device runs
-the wide AES rounds (VAES, cl/aes_vendor.h) correctly, in a process of its own.
+"""``python -m aescl.engines.opencl._rounds_check DEVICE_ID``: whether a CPU device runs
+the AES instructions (AES-NI, or the wide VAES rounds; cl/aes_vendor.h) correctly, in
+a process of its own.
 
-aescl.tuning.wide_rounds_work starts this with the wide rounds requested
-(``$AESCL_WIDE_ROUNDS``), and keeps the answer: exit status 0 when the device's
-kernels compiled to those rounds, and CTR, ECB both ways (both key schedules, every
-key size) and the chunked format both ways give on the device what pycryptodome and
-the host engine give. A compiler that cannot generate the instructions aborts this
-process, not the one that asked.
+aescl.tuning.hardware_rounds_work starts this with the rounds requested
+(``$AESCL_WIDE_ROUNDS``: 0 for the 128-bit instructions), and keeps the answer: exit
+status 0 when the device's kernels compiled to those rounds, and CTR, ECB both ways
+(both key schedules, every key size) and the chunked format both ways give on the
+device what pycryptodome and the host engine give. A compiler that cannot generate
+the instructions aborts this process, not the one that asked: PoCL 3.1's
+``pthread-haswell`` target did so for the 128-bit ones on an AMD EPYC (Zen 3) that
+has them.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from aescl.engines.opencl import kernels, tuning
 
 def works(device: aescl.Device) -> bool:
     options = kernels.aes_options(14, "host", tuning.launch_config(device))
-    if kernels.core_variant(device, options) != f"x86-vaes-{os.environ['AESCL_WIDE_ROUNDS']}":
-        return False  # (the settings asked for did not give the wide rounds)
+    width = int(os.environ["AESCL_WIDE_ROUNDS"])
+    if kernels.core_variant(device, options) != (f"x86-vaes-{width}" if width else "x86-aes-ni"):
+        return False  # (the settings asked for did not give those rounds)
     # Several runs of blocks and chunks per work-item, and a partial last one of each.
     data = os.urandom(3 * chunked.CHUNK_SIZE + 16 * 77 + 5)
     whole = data[: len(data) // 16 * 16]
