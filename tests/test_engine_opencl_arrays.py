@@ -364,6 +364,9 @@ def test_chunked_calls_in_a_row_reuse_scratch_only_once_its_work_is_done(queue):
     for message, salt, result in zip(messages, salts, sealed, strict=True):
         assert result.get().tobytes() == aescl.chunked.encrypt(
             key, message.get().tobytes(), salt=salt, device="host")
+    # Their work is done now (read back above): the next call lets go of what it held,
+    # however busy the machine was while they ran.
+    aescl.chunked.encrypt(key, messages[0], salt=salts[0]).finish()
     runtime = kernels.runtime(next(d for d in aescl.devices()
                                    if d.is_opencl and d.cl_device == queue.device),
                               queue.context)
