@@ -373,6 +373,28 @@ def test_chunked_calls_in_a_row_reuse_scratch_only_once_its_work_is_done(queue):
     assert runtime.spare  # (sizes of scratch given back; a later call may hold it again)
 
 
+def test_opening_returns_with_its_work_done_and_leaves_nothing_to_wait_for(queue):
+    """chunked.decrypt waits for its tags, so when it returns its work is done: its
+    scratch is given back at once, and neither array gets an event of it (a marker,
+    events and parking cost host time before the next call's first launch, in which
+    the device idles: docs/benchmarks, 2026-11-26). A later call reuses the scratch."""
+    from aescl.engines.opencl import arrays, kernels
+
+    key = bytes(range(32))
+    message = cl_array.to_device(queue, _random(3 * 16384 + 9))
+    sealed = aescl.chunked.encrypt(key, message)
+    sealed.finish()
+    before = list(sealed.events)
+    runtime = kernels.runtime(next(d for d in aescl.devices()
+                                   if d.is_opencl and d.cl_device == queue.device),
+                              queue.context)
+    for _ in range(2):
+        opened = aescl.chunked.decrypt(key, sealed)
+        assert opened.events == [] and sealed.events == before
+        assert arrays._parked == [] and runtime.spare
+        assert opened.get().tobytes() == message.get().tobytes()
+
+
 def test_scratch_an_earlier_call_wrote_leaves_no_trace_in_a_later_one(queue):
     """Scratch memory comes back to later calls as the earlier ones left it
     (device_chunks.ChunkKernels.scratch): here every spare buffer of a final chunk's

@@ -268,7 +268,8 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
     tags (made from the ciphertext before it is decrypted) and received ones are
     gathered on the device, and compared there once, at the end. Until then the
     plaintext written lies only in ``plaintext``, which this call has not returned; on a
-    mismatch it is zeroed before the error is raised."""
+    mismatch it is zeroed before the error is raised. It returns once all the work it
+    enqueued is done (:meth:`ChunkKernels.first_mismatch` waits for it)."""
     full, rest = sealed_run(sealed.nbytes, run_first, run_final)
     final_bytes = rest - TAG_SIZE
     chunks = full + int(run_final)

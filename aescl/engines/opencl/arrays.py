@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -29,7 +28,6 @@ from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .gcm import GcmEngine
 from .kernels import kernel, runtime
-from .tuning import launch_config
 from .workers import OpenclBlocks
 
 
@@ -39,9 +37,10 @@ def is_opencl_array(obj: Any) -> bool:
     return module is not None and isinstance(obj, module.Array)
 
 
-@dataclass(frozen=True)
-class BufferSpan:
-    """Bytes ``offset .. offset + nbytes`` of an OpenCL buffer."""
+class BufferSpan(NamedTuple):
+    """Bytes ``offset .. offset + nbytes`` of an OpenCL buffer. (A named tuple: a
+    chunked call makes a dozen before its first launch, at a third of a frozen
+    dataclass's cost.)"""
 
     buffer: Any
     offset: int
@@ -225,7 +224,7 @@ class _QueueChunkKernels:
         self._queue = engine.runtime.queue
         self._scratch: list[Any] = []  # (runtime.take_scratch: given back by release)
         self._align = device.cl_device.mem_base_addr_align // 8
-        config = launch_config(device)
+        config = engine.launch  # (the device's launch_config, read once a call)
         self._group, self._groups = config.work_group_size, config.max_work_groups
         self._gather_tags = kernel(device, "chunk_layout.cl", "", "chunks_tags", context)
         # Every buffer and sub-buffer the call's work uses, let go once that work is done
@@ -341,7 +340,7 @@ class _QueueChunkKernels:
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: BufferSpan, lengths: BufferSpan) -> None:
-        first_j0 = np.frombuffer(base_j0(base_nonce), "<u4").view(cl.cltypes.uint4)
+        first_j0 = np.frombuffer(base_j0(base_nonce), cl.cltypes.uint4)
         self._counters.set_args(first_j0[0], np.uint64(first), np.uint32(count),
                                 np.uint64(last_bytes), j0s.buffer, lengths.buffer)
         groups = min(self._groups, -(-count // self._group))
@@ -437,7 +436,10 @@ class OpenclArrayChunks:
         return _QueueChunkKernels(engine, device, array.context, self._key), engine.runtime
 
     def _run(self, data: Any, header_bytes: int, out_bytes: int, work: Any,
-             output: Any = None) -> Any:
+             output: Any = None, work_waits: bool = False) -> Any:
+        """``work`` on aescl's queue after the work before on the arrays' queues; where
+        ``work_waits`` (opening: it waits for its tags), what it used is let go at once
+        and nothing is left for later work on the arrays to wait for."""
         import pyopencl.array as cl_array
 
         source = _span(data, "the input")
@@ -468,6 +470,13 @@ class OpenclArrayChunks:
                 rt.queue.finish()
                 kernels.release()
                 raise
+            if work_waits:
+                # Its last command was a blocking read on this in-order queue, so all
+                # of its work is done: a marker, events on the arrays and parking
+                # would be host time between this opening's end and the next call's
+                # first launch, in which the device idles.
+                kernels.release()
+                return result if output is None else None
             done = cl.enqueue_marker(rt.queue)
         for array in (data, result):  # (what pyopencl orders later work on them after)
             array.add_event(done)
@@ -492,7 +501,7 @@ class OpenclArrayChunks:
         def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
             device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
                                       target, first, final)
-        return self._run(sealed, 0, out_bytes, work, output)
+        return self._run(sealed, 0, out_bytes, work, output, work_waits=True)
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:

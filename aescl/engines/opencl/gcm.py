@@ -18,6 +18,7 @@ other length derives J0 with GHASH on the host, as SP 800-38D prescribes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -149,8 +150,17 @@ class GcmEngine:
         # not wait for the work queued before it does.
         self.h = h if h is not None else \
             ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
-        self.multipliers = ghash.PowerMultipliers(self.h)
-        self.times_power = self.multipliers.times_power
+        self.launch = config
+
+    @cached_property
+    def multipliers(self) -> ghash.PowerMultipliers:
+        """Products by powers of H on the host, for the callers that fold GHASH sums
+        there (the chunked format's tags are made on the device: made when first
+        used, they cost its calls nothing before their first launch)."""
+        return ghash.PowerMultipliers(self.h)
+
+    def times_power(self, value: int, exponent: int) -> int:
+        return self.multipliers.times_power(value, exponent)
 
     def _limit(self, kernel: Any) -> int:
         return kernel.get_work_group_info(

@@ -251,8 +251,7 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
 def key_argument(key: bytes, key_schedule: str, decrypt: bool) -> np.void:
     """A kernel's key argument for pyopencl: the words of
     keyschedule.kernel_key_argument as one value, which pyopencl passes by value."""
-    words = keyschedule.kernel_key_argument(key, key_schedule, decrypt)
-    return words.view(np.dtype((np.void, words.nbytes)))[0]
+    return np.void(keyschedule.kernel_key_bytes(key, key_schedule, decrypt))
 
 
 def carryless_ghash(config: LaunchConfig) -> bool:
