@@ -131,6 +131,8 @@ def _launch_line(launch: dict[str, Any]) -> str:
     copies = launch["table_lanes"]
     line = (f"launch: work-groups of {launch['work_group_size']}, at most "
             f"{launch['max_work_groups']}, {copies} table cop{'y' if copies == 1 else 'ies'}")
+    if launch.get("rounds"):  # (OpenCL devices: kernels.CORE_VARIANTS)
+        line += f", {launch['rounds']} rounds"
     tuned = launch["tuned"]
     if tuned is None:
         return line + " (defaults)"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from aescl import bench
-from aescl.engines.opencl import tuning
+from aescl.engines.opencl import kernels, tuning
 from conftest import selected_devices
 from test_cli import run
 
@@ -97,6 +97,12 @@ def test_bench_tune_stores_the_settings_that_later_runs_report(tmp_path, monkeyp
     assert again.returncode == 0, again.stderr
     assert "tuning" not in again.stderr
     assert f"launch: work-groups of {launch['work_group_size']}" in again.stdout
+    # Which AES rounds the kernels compiled to there (the tables where a CPU's AES
+    # instructions did not run: tuning.hardware_rounds_work).
+    config = tuning.launch_config(DEVICE)
+    assert launch["rounds"] == kernels.core_variant(DEVICE, kernels.aes_options(10, "host", config))
+    assert f"table cop{'y' if launch['table_lanes'] == 1 else 'ies'}, {launch['rounds']} rounds" \
+        in again.stdout
     assert f"over {launch['tuned']['trials']} settings" in again.stdout
 
     monkeypatch.setenv("AESCL_TUNE", "0")

@@ -42,6 +42,7 @@ from .kernels import (
     LaunchConfig,
     aes_options,
     cache_key,
+    core_variant,
     default_config,
     kernel,
     key_argument,
@@ -346,6 +347,9 @@ def describe(device: Device) -> dict[str, Any]:
             "max_work_groups": config.max_work_groups,
             "table_lanes": config.table_lanes,
             "round_tables": config.round_tables,
+            # What the rounds compiled to there: a CPU whose AES instructions did not
+            # run (hardware_rounds_work) is on the tables, ten times slower.
+            "rounds": core_variant(device, aes_options(10, "host", config)),
             "tuned": None if tuning is None else {
                 "date": tuning.date, "gb_s": tuning.chosen.gb_s,
                 "default_gb_s": tuning.default.gb_s, "trials": len(tuning.trials),
