@@ -102,7 +102,7 @@ def chunk_nonce(base_nonce: bytes | int, index: int) -> bytes:
 
 def base_j0(base_nonce: bytes) -> bytes:
     """J0 of chunk 0 (the base nonce, then the 32-bit counter 1), from which the device
-    makes every chunk's (cl/chunk_layout.cl, chunk_j0): 16 bytes in memory order."""
+    makes every chunk's (cl/chunk_j0.h): 16 bytes in memory order."""
     check_base_nonce(base_nonce)
     return bytes(base_nonce) + (1).to_bytes(4, "big")
 

@@ -23,6 +23,7 @@
  */
 #include "aes_core.cl"
 #include "ghash.cl"
+#include "chunk_j0.h"
 
 /* Work-items per GHASH work-group at most (the host picks a power of two). */
 #define GCM_MAX_GHASH_ITEMS 256
@@ -254,6 +255,17 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
  * output_stride: offsets in the buffers, so that the host needs no sub-buffers, whose
  * release waits in NVIDIA's OpenCL for all the work on the device.
  *
+ * J0s and lengths come from j0s and message_bytes; where those are NULL, the messages
+ * are chunks first_chunk, first_chunk + 1, ... of the chunked format (J0 from base_j0,
+ * chunk_j0.h), all message_blocks long but the last, of last_bytes. Opening a device
+ * array this way launches nothing before this kernel: each command before it is host
+ * time in which the device idles, since an opening waits for its verdict.
+ *
+ * Where `verdict` is not NULL (opening), each message's tag is compared in full with
+ * its received one, at block received_first + m * received_stride of `received`, and
+ * a mismatch lowers *verdict to verdict_first + m (atomic_min: the host sets it to
+ * 0xffffffff before). Where `tags` is NULL no tag is written.
+ *
  * -D GCM_CRYPT_HASH_MAX_GROUP: the largest L the host launches (default 256; the
  * sums' scratch is L 16-byte elements of __local memory). */
 #ifndef GCM_CRYPT_HASH_MAX_GROUP
@@ -266,8 +278,13 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
                              const uint message_count, const uint items,
                              const uint hash_output,
                              __global const uint4 *j0s, __global const ulong *message_bytes,
+                             const uint4 base_j0, const ulong first_chunk,
+                             const ulong last_bytes,
                              __global const ulong2 *h_positions, __global uint4 *tags,
                              const uint tags_first, const uint tag_stride,
+                             __global const uint4 *received, const uint received_first,
+                             const uint received_stride, __global uint *verdict,
+                             const uint verdict_first,
                              AES_KEY_ARGUMENT(key_material))
 {
     AES_ENCRYPT_SETUP(key_material);
@@ -287,8 +304,15 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
                                 ? min(message_blocks, block_count - first) : 0u;
         const uint steps = (length + items - 1u) / items;
         const uint lead = steps * items - length;   /* virtual zero blocks in front */
-        const uint4 j0 = m < message_count ? aes_load(j0s[m]) : AES_UINT4(0u, 0u, 0u, 0u);
-        const ulong bytes = m < message_count ? message_bytes[m] : 0ul;
+        uint4 j0 = AES_UINT4(0u, 0u, 0u, 0u);
+        ulong bytes = 0ul;
+        if (m < message_count && j0s) {
+            j0 = aes_load(j0s[m]);
+            bytes = message_bytes[m];
+        } else if (m < message_count) {
+            j0 = chunk_j0(base_j0, first_chunk + m);
+            bytes = m + 1u < message_count ? 16ul * message_blocks : last_bytes;
+        }
         ulong2 sum = AES_ULONG2(0ul, 0ul);
         for (uint s = 0; s < steps; ++s) {
             const uint v = t + s * items;
@@ -312,8 +336,14 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
         if (t == 0u && m < message_count) {
             const ulong2 hash = ghash_multiply_positions_global(
                 partial ^ AES_ULONG2(0ul, 8ul * bytes), positions);
-            tags[tags_first + m * tag_stride] =
-                ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
+            const uint4 tag = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
+            if (tags)
+                tags[tags_first + m * tag_stride] = tag;
+            if (verdict) {
+                const uint4 d = tag ^ received[received_first + m * received_stride];
+                if (d.x | d.y | d.z | d.w)
+                    atomic_min(verdict, verdict_first + m);
+            }
         }
     }
 }

@@ -9,6 +9,7 @@
  * Mapping: one work-item per output block, grid-stride loop. No -D options.
  */
 #include "aes_vendor.h"
+#include "chunk_j0.h"
 
 #define CHUNK_BLOCKS 1024u
 #define SEALED_CHUNK_BLOCKS (CHUNK_BLOCKS + 1u)
@@ -61,20 +62,11 @@ __kernel void chunks_first_mismatch(__global const uint4 *computed,
     }
 }
 
-/* The GCM batch arguments of chunks first .. first + count - 1: J0 (16 bytes
- * in memory order) and length (full but the last, of last_length bytes). J0 of chunk k is base_j0, the base nonce and the
- * 32-bit counter 1, with k XORed big-endian into nonce bytes 4..11; base_j0 holds
- * those 16 bytes as the AES core's columns. Computing them here keeps the
- * pipeline free of small uploads, which would queue behind the bulk ones.
- * chunk_j0 is J0 of chunk `index` in the core's columns (cl/chunk_seal.cl too). */
-inline uint4 chunk_j0(const uint4 base_j0, const ulong index)
-{
-    uint4 j0 = base_j0;
-    j0.y ^= aes_bswap32((uint)(index >> 32));
-    j0.z ^= aes_bswap32((uint)index);
-    return j0;
-}
-
+/* The GCM batch arguments of chunks first .. first + count - 1: J0 (16 bytes in memory
+ * order; chunk_j0.h) and length (full but the last, of last_length bytes), for the
+ * kernels that take them from memory (the host-data pipeline's; gcm_crypt_hash makes
+ * them itself for device arrays). Computing them here keeps the pipeline free of small
+ * uploads, which would queue behind the bulk ones. */
 __kernel void chunks_counters(const uint4 base_j0, const ulong first, const uint count,
                               const ulong last_length, __global uint4 *j0s,
                               __global ulong *lengths)

@@ -5,6 +5,7 @@ pyopencl arrays in a context and queue the test makes, on every selected OpenCL 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -323,6 +324,71 @@ def test_chunked_on_arrays_with_ghash_by_tables_fused_or_not(queue, monkeypatch,
     final[-20] ^= 1  # the final chunk's last byte
     with pytest.raises(aescl.AuthenticationError, match="chunk 4"):
         aescl.chunked.decrypt(key, cl_array.to_device(queue, np.frombuffer(final, np.uint8)))
+
+
+@pytest.mark.parametrize("fused", ["1", "0"], ids=["fused", "in-three-launches"])
+def test_an_opening_names_the_first_damaged_chunk_wherever_its_tag_is_compared(
+        queue, monkeypatch, fused):
+    """Opening compares every chunk's tag on the device: in the fused kernel as it makes
+    it, or by gathering them all; and an empty final chunk's (a message of whole chunks)
+    on the host against the received one. The first damaged chunk is named wherever
+    the damage is: two batches, the ciphertext where a kernel takes it (offset 0) or
+    staged (offset 3), the empty final chunk's tag, or a whole chunk cut off."""
+    from aescl.engines import device_chunks
+
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+    monkeypatch.setenv("AESCL_GCM_FUSED", fused)
+    monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)
+    key = bytes(range(32))
+    data = _random(3 * 16384)  # (three whole chunks: the final one is empty)
+    sealed = aescl.chunked.encrypt(key, data.tobytes(), device="host")
+
+    def opened(ciphertext: bytes, offset: int) -> Any:
+        array = cl_array.to_device(queue, np.frombuffer(bytes(offset) + ciphertext, np.uint8))
+        return aescl.chunked.decrypt(key, array[offset:])
+
+    for offset in (0, 3):
+        assert opened(sealed, offset).get().tobytes() == data.tobytes()
+        # (chunk, byte of its 16,400) damaged, and the chunk named: a tag in the second
+        # batch; two chunks in two batches; a tag in the first batch and a later chunk
+        for damage, chunk in (([(2, 16384 + 15)], 2), ([(1, 2), (2, 5)], 1),
+                              ([(2, 9), (0, 16390)], 0)):
+            damaged = bytearray(sealed)
+            for index, at in damage:
+                damaged[56 + index * 16400 + at] ^= 0x80
+            with pytest.raises(aescl.AuthenticationError, match=f"chunk {chunk} .*modified"):
+                opened(bytes(damaged), offset)
+        final = bytearray(sealed)
+        final[-1] ^= 1  # the empty final chunk's tag
+        with pytest.raises(aescl.AuthenticationError, match="chunk 3 .*truncated"):
+            opened(bytes(final), offset)
+        with pytest.raises(aescl.AuthenticationError, match="chunk 2 .*truncated"):
+            opened(sealed[: 56 + 2 * 16400] + sealed[-16:], offset)  # chunk 2 cut off
+
+
+def test_an_opening_from_arrays_a_kernel_takes_launches_only_the_fused_kernel(
+        queue, monkeypatch):
+    """With the fused kernel, a batch's J0s and lengths are made and its tags compared
+    inside the one launch: an opening launches nothing else (each command before the
+    launch is host time in which the device idles; after it, device time)."""
+    from aescl.engines import device_chunks
+
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)
+    key = bytes(range(32))
+    data = _random(5 * 16384)
+    sealed = aescl.chunked.encrypt(key, cl_array.to_device(queue, data))
+    launched: list[str] = []
+    launch = cl.enqueue_nd_range_kernel
+
+    def recorded(queue: Any, kernel: Any, *args: Any, **kwargs: Any) -> Any:
+        launched.append(kernel.function_name)
+        return launch(queue, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", recorded)
+    assert aescl.chunked.decrypt(key, sealed).get().tobytes() == data.tobytes()
+    assert launched == ["gcm_crypt_hash"] * 3  # (five whole chunks, two a batch)
 
 
 def test_the_fused_gcm_setting_is_0_or_1(monkeypatch):

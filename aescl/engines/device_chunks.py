@@ -11,13 +11,16 @@ array at an odd offset) goes through aligned scratch memory by a copy; the final
 shorter chunk goes through a zero-padded slot of its own (GHASH pads it with zeros),
 and where it is empty (a message of whole chunks) its tag, E(J0), is made on the host.
 Every step is device work on one queue or stream, in order. Opening compares the
-tags on the device once all are made (only the first mismatch's index comes back),
-and on a mismatch zeroes all the plaintext written before raising.
+tags on the device (only the first mismatch's index comes back), and on a mismatch
+zeroes all the plaintext written before raising.
 
 Where an engine has the fused kernel (``cl/aes_gcm.cl``'s gcm_crypt_hash), CTR, GHASH and
-the tags of a batch are one launch that reads the text once; elsewhere (the carry-less
-GHASH of x86 CPUs) CTR and the tags are two launches, the hashed side first when opening
-(:func:`_crypt_and_tags`).
+the tags of a batch are one launch that reads the text once, makes each chunk's J0 and
+length itself, and when opening compares each tag with the received one as it makes
+it: a batch is one command. Elsewhere (the carry-less GHASH of x86 CPUs) CTR and the
+tags are two launches, the hashed side first when opening, after a launch that makes
+the J0s and lengths (:func:`_crypt_and_tags`); the tags are gathered and compared by
+two more.
 
 The engines supply the operations (:class:`ChunkKernels`) over their spans of memory
 (anything with ``nbytes`` and ``at(offset, nbytes)``, as in device_runs.py).
@@ -25,13 +28,15 @@ The engines supply the operations (:class:`ChunkKernels`) over their spans of me
 
 from __future__ import annotations
 
+import hmac
 import os
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
     TAG_SIZE,
+    base_j0,
     chunk_nonce,
     plaintext_run,
     sealed_run,
@@ -46,6 +51,28 @@ BATCH_CHUNKS = 4096
 DIRECT_BATCH_CHUNKS = 65536
 SLOT_BLOCKS = CHUNK_SIZE // BLOCK_SIZE  # from one plaintext chunk to the next
 SEALED_BLOCKS = SEALED_CHUNK_SIZE // BLOCK_SIZE  # from one sealed chunk to the next
+NO_MISMATCH = 0xFFFFFFFF  # a verdict's value where every tag matched
+
+
+class ChunkRun(NamedTuple):
+    """A batch's chunks, whose J0s and lengths the fused kernel makes: chunks ``first``
+    on of the message with base J0 ``base_j0`` (chunkformat.base_j0), all full but the
+    batch's last, which holds ``last_bytes``."""
+
+    base_j0: bytes
+    first: int
+    last_bytes: int
+
+
+class TagCheck(NamedTuple):
+    """Where an opening launch compares the tags it makes: received tag m at block
+    ``m * stride`` of ``received``; a mismatch lowers the verdict word in ``verdict``
+    to ``first + m``."""
+
+    received: Any
+    stride: int
+    verdict: Any
+    first: int
 
 
 class ChunkKernels(Protocol):
@@ -74,6 +101,13 @@ class ChunkKernels(Protocol):
         """The first of ``count`` tags that differ between the two spans, ``count`` where
         none does, once the work before is done (compared on the device, every tag)."""
 
+    def verdict(self) -> Any:
+        """A new verdict word (:class:`TagCheck`) on the device, set to NO_MISMATCH."""
+
+    def read_verdict(self, verdict: Any, also: Any) -> tuple[int, bytes]:
+        """The verdict word's value and the bytes of the span ``also`` (none where it is
+        None), once the work before is done."""
+
     def crypt(self, source: Any, target: Any, count: int, blocks: int, j0s: Any,
               lengths: Any, strides: tuple[int, int]) -> None:
         """CTR over ``blocks`` blocks (``SLOT_BLOCKS`` a message but the last) of ``count``
@@ -88,11 +122,13 @@ class ChunkKernels(Protocol):
     fused: bool
     """Whether :meth:`crypt_and_tags` is there."""
 
-    def crypt_and_tags(self, source: Any, target: Any, count: int, blocks: int, j0s: Any,
-                       lengths: Any, strides: tuple[int, int], tags: Any, tag_stride: int,
-                       sealing: bool) -> None:
-        """:meth:`crypt` and :meth:`tags` in one launch: GHASH over the ciphertext, the
-        output when ``sealing``, else the input (which may be the same memory)."""
+    def crypt_and_tags(self, source: Any, target: Any, count: int, blocks: int,
+                       run: ChunkRun, strides: tuple[int, int], tags: Any, tag_stride: int,
+                       sealing: bool, check: TagCheck | None) -> None:
+        """:meth:`crypt` and :meth:`tags` in one launch over the chunks of ``run``: GHASH
+        over the ciphertext, the output when ``sealing``, else the input (which may be
+        the same memory). Where ``check`` is given, each tag is compared there, and
+        written to ``tags`` only where that is not None."""
 
     def gather_tags(self, sealed: Any, tags: Any, count: int) -> None:
         """The tags of ``count`` sealed full chunks, side by side into ``tags``."""
@@ -128,13 +164,15 @@ def fused_gcm() -> bool:
 
 def _crypt_and_tags(kernels: ChunkKernels, source: Any, target: Any, count: int,
                     batch: _Batch, strides: tuple[int, int], tags: Any, tag_stride: int,
-                    sealing: bool) -> None:
+                    sealing: bool, check: TagCheck | None = None) -> None:
     """CTR from ``source`` into ``target`` and the tags of the ciphertext (the target's
-    when ``sealing``, else the source's, hashed before it is decrypted) into ``tags``."""
+    when ``sealing``, else the source's, hashed before it is decrypted) into ``tags``;
+    or, with ``check`` (the fused kernel only), compared there."""
     if kernels.fused:
-        kernels.crypt_and_tags(source, target, count, batch.blocks, batch.j0s, batch.sizes,
-                               strides, tags, tag_stride, sealing)
+        kernels.crypt_and_tags(source, target, count, batch.blocks, batch.run, strides, tags,
+                               tag_stride, sealing, check)
         return
+    assert check is None  # (the separate kernels' tags are compared by first_mismatch)
     if not sealing:
         kernels.tags(source, strides[0], count, batch.blocks, batch.j0s, batch.sizes, tags,
                      tag_stride)
@@ -149,17 +187,22 @@ def _batches(chunks: int, per_batch: int) -> list[tuple[int, int]]:
 
 
 class _Batch:
-    """One batch's GCM arguments, made on the device: J0 and length of each of ``count``
-    chunks from chunk ``first``, all full but the last, which holds ``last_bytes``.
-    (Made on the host they took milliseconds a 1 GiB batch, with the GPU waiting; and an
-    upload from ordinary memory waits on NVIDIA's OpenCL for all the work before it.)"""
+    """One batch's GCM arguments: J0 and length of each of ``count`` chunks from chunk
+    ``first``, all full but the last, which holds ``last_bytes``. The fused kernel makes
+    them itself (``run``); for the separate kernels they are made on the device into
+    ``j0s`` and ``sizes``. (Made on the host they took milliseconds a 1 GiB batch, with
+    the GPU waiting; and an upload from ordinary memory waits on NVIDIA's OpenCL for all
+    the work before it.)"""
 
     def __init__(self, kernels: ChunkKernels, base_nonce: bytes, first: int, count: int,
                  last_bytes: int = CHUNK_SIZE) -> None:
         self.blocks = (count - 1) * SLOT_BLOCKS + -(-last_bytes // BLOCK_SIZE)
-        self.j0s = kernels.scratch(count * BLOCK_SIZE)
-        self.sizes = kernels.scratch(count * 8)
-        kernels.counters(base_nonce, first, count, last_bytes, self.j0s, self.sizes)
+        self.run = ChunkRun(base_j0(base_nonce), first, last_bytes)
+        self.j0s = self.sizes = None
+        if not kernels.fused:
+            self.j0s = kernels.scratch(count * BLOCK_SIZE)
+            self.sizes = kernels.scratch(count * 8)
+            kernels.counters(base_nonce, first, count, last_bytes, self.j0s, self.sizes)
 
 
 class _Staging:
@@ -236,23 +279,32 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
             kernels.copy(sealed.at(at, final_bytes), slot.at(0, final_bytes))
 
 
+def _empty_chunk_tag(kernels: ChunkKernels, base_nonce: bytes, index: int) -> bytes:
+    """The tag of an empty final chunk (that of a message of whole chunks), made on the
+    host: E(J0), with no kernel to run."""
+    return kernels.empty_message_tag(chunk_nonce(base_nonce, index) + (1).to_bytes(4, "big"))
+
+
 def _final_chunk(kernels: ChunkKernels, base_nonce: bytes, index: int, nbytes: int,
-                 text: Any, decrypt: bool, tag_into: Any) -> Any:
+                 text: Any, decrypt: bool, tag_into: Any, check: TagCheck | None = None
+                 ) -> Any:
     """The final chunk (``nbytes`` of plaintext or ciphertext in ``text``) through a slot
     of its own, whose zero padding GHASH reads: returns the slot, processed, and writes
-    its tag into ``tag_into``. An empty one (that of a message of whole chunks) has no
-    slot: its tag is made on the host, so no kernel runs for it (None)."""
+    its tag into ``tag_into`` (or compares it, with ``check``: the fused kernel's
+    opening). An empty one has no slot (None): its tag is made on the host
+    (:func:`_empty_chunk_tag`) and uploaded into ``tag_into``."""
     if not nbytes:
-        j0 = chunk_nonce(base_nonce, index) + (1).to_bytes(4, "big")
-        kernels.upload(tag_into, kernels.empty_message_tag(j0))
+        kernels.upload(tag_into, _empty_chunk_tag(kernels, base_nonce, index))
         return None
-    slot, tag = kernels.scratch(CHUNK_SIZE), kernels.scratch(TAG_SIZE)
+    slot = kernels.scratch(CHUNK_SIZE)
+    tag = None if check is not None else kernels.scratch(TAG_SIZE)
     batch = _Batch(kernels, base_nonce, index, 1, nbytes)
     kernels.zero(slot.at(nbytes, CHUNK_SIZE - nbytes))
     kernels.copy(slot.at(0, nbytes), text)
     _crypt_and_tags(kernels, slot, slot, 1, batch, (SLOT_BLOCKS, SLOT_BLOCKS), tag, 1,
-                    sealing=not decrypt)
-    kernels.copy(tag_into, tag)
+                    sealing=not decrypt, check=check)
+    if tag is not None:
+        kernels.copy(tag_into, tag)
     return slot
 
 
@@ -264,17 +316,81 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
     :class:`AuthenticationError` naming the first chunk (of the message) whose tag does
     not match; ``plaintext`` is then all zeros.
 
-    The batches run one after another with no wait between them: each batch's computed
-    tags (made from the ciphertext before it is decrypted) and received ones are
-    gathered on the device, and compared there once, at the end. Until then the
-    plaintext written lies only in ``plaintext``, which this call has not returned; on a
-    mismatch it is zeroed before the error is raised. It returns once all the work it
-    enqueued is done (:meth:`ChunkKernels.first_mismatch` waits for it)."""
+    The batches run one after another with no wait between them, each tag compared on
+    the device with the received one (by the fused kernel as it makes it; else
+    gathered and compared once, at the end). Until then the plaintext written lies
+    only in ``plaintext``, which this call has not returned; on a mismatch it is
+    zeroed before the error is raised. It returns once all the work it enqueued is
+    done (reading the verdict waits for it)."""
     full, rest = sealed_run(sealed.nbytes, run_first, run_final)
     final_bytes = rest - TAG_SIZE
     chunks = full + int(run_final)
     if not chunks:
         return
+    opened = _open_checked if kernels.fused else _open_then_compare
+    index = opened(kernels, base_nonce, sealed, plaintext, run_first, run_final, full,
+                   final_bytes)
+    if index < chunks:
+        kernels.zero(plaintext)
+        cause = "truncated or modified" if run_final and index == full else "modified"
+        raise AuthenticationError(f"chunk {run_first + index} failed authentication: the "
+                                  f"data was {cause}", chunk=run_first + index)
+
+
+def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
+                  run_first: int, run_final: bool, full: int, final_bytes: int) -> int:
+    """:func:`open_sealed` by the fused kernel, which compares each tag as it makes it:
+    the index (in the run) of the first chunk whose tag does not match, or more than the
+    last one's. Its only commands besides the batches' launches are setting the verdict
+    before them and reading it after (with an empty final chunk's received tag, which is
+    compared on the host with the one made there)."""
+    verdict = kernels.verdict()
+    if full:
+        given_sealed = sealed.at(0, full * SEALED_CHUNK_SIZE)
+        text = plaintext.at(0, full * CHUNK_SIZE)
+        per_batch = _per_batch(kernels, given_sealed, text)
+        sources = _Staging(kernels, given_sealed, SEALED_CHUNK_SIZE, per_batch)
+        targets = _Staging(kernels, text, CHUNK_SIZE, per_batch)
+        for first, count in _batches(full, per_batch):
+            batch = _Batch(kernels, base_nonce, run_first + first, count)
+            source = sources.source(first, count)
+            # (the received tags lie after each chunk: block 1024 of it, stride 1025)
+            check = TagCheck(source.at(CHUNK_SIZE, source.nbytes - CHUNK_SIZE), SEALED_BLOCKS,
+                             verdict, first)
+            _crypt_and_tags(kernels, source, targets.target(first, count), count, batch,
+                            (SEALED_BLOCKS, SLOT_BLOCKS), None, 0, sealing=False, check=check)
+            targets.written(first, count)
+    received_final = expected_final = None
+    if run_final:
+        at = full * SEALED_CHUNK_SIZE
+        received_final = sealed.at(at + final_bytes, TAG_SIZE)
+        if final_bytes:
+            received = kernels.scratch(TAG_SIZE)  # (where a kernel can read it)
+            kernels.copy(received, received_final)
+            slot = _final_chunk(kernels, base_nonce, run_first + full, final_bytes,
+                                sealed.at(at, final_bytes), decrypt=True, tag_into=None,
+                                check=TagCheck(received, 1, verdict, full))
+            kernels.copy(plaintext.at(full * CHUNK_SIZE, final_bytes), slot.at(0, final_bytes))
+            received_final = None
+        else:
+            expected_final = _empty_chunk_tag(kernels, base_nonce, run_first + full)
+    index, received_bytes = kernels.read_verdict(verdict, received_final)
+    if index == NO_MISMATCH:
+        index = full + int(run_final)
+        if expected_final is not None and not hmac.compare_digest(expected_final,
+                                                                  received_bytes):
+            index = full
+    return index
+
+
+def _open_then_compare(kernels: ChunkKernels, base_nonce: bytes, sealed: Any,
+                       plaintext: Any, run_first: int, run_final: bool, full: int,
+                       final_bytes: int) -> int:
+    """:func:`open_sealed` by the separate kernels: each batch's computed tags (made from
+    the ciphertext before it is decrypted) and received ones are gathered on the
+    device, and compared there once, at the end (the index as in
+    :func:`_open_checked`)."""
+    chunks = full + int(run_final)
     computed, received = (kernels.scratch(chunks * TAG_SIZE) for _ in range(2))
     if full:
         given_sealed = sealed.at(0, full * SEALED_CHUNK_SIZE)
@@ -291,10 +407,6 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
             made, found = made_tags.target(first, count), found_tags.target(first, count)
             _crypt_and_tags(kernels, source, targets.target(first, count), count, batch,
                             (SEALED_BLOCKS, SLOT_BLOCKS), made, 1, sealing=False)
-            # The received tags after the batch's launch, which writes only the plaintext
-            # side, so that the device starts on the batch a command sooner (the host's
-            # commands before a launch are time the device idles, in an opening that
-            # waits for its tags at the end).
             kernels.gather_tags(source, found, count)
             for staging in (targets, made_tags, found_tags):
                 staging.written(first, count)
@@ -307,9 +419,4 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
                      sealed.at(at + final_bytes, TAG_SIZE))
         if slot is not None:
             kernels.copy(plaintext.at(full * CHUNK_SIZE, final_bytes), slot.at(0, final_bytes))
-    index = kernels.first_mismatch(computed, received, chunks)
-    if index < chunks:
-        kernels.zero(plaintext)
-        cause = "truncated or modified" if run_final and index == full else "modified"
-        raise AuthenticationError(f"chunk {run_first + index} failed authentication: the "
-                                  f"data was {cause}", chunk=run_first + index)
+    return kernels.first_mismatch(computed, received, chunks)

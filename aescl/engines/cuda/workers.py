@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import ghash, keyschedule
 from ...chunkformat import base_j0
-from ..device_chunks import SLOT_BLOCKS, fused_gcm
+from ..device_chunks import NO_MISMATCH, SLOT_BLOCKS, ChunkRun, TagCheck, fused_gcm
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import (
@@ -652,17 +652,41 @@ class CudaChunkKernels:
                      self._h_tables.pointer, tags.pointer, np.uint32(tag_stride), self._key)
 
     def crypt_and_tags(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
-                       j0s: CudaBytes, lengths: CudaBytes, strides: tuple[int, int],
-                       tags: CudaBytes, tag_stride: int, sealing: bool) -> None:
+                       run: ChunkRun, strides: tuple[int, int], tags: CudaBytes | None,
+                       tag_stride: int, sealing: bool, check: TagCheck | None) -> None:
         fused = self._crypt_hash
         grid = min(-(-count // (fused.threads // fused.items)), fused.most_blocks)
+        received, received_stride, verdict, verdict_first = \
+            (0, 0, 0, 0) if check is None else (check.received.pointer, check.stride,
+                                                check.verdict.pointer, check.first)
+        # (J0s and lengths made by the kernel: NULL pointers, the run by value)
         launch_kernel(fused.function, grid, fused.threads, fused.shared_bytes,
                       self._like.stream, source.pointer, target.pointer, np.uint32(blocks),
                       np.uint32(SLOT_BLOCKS), np.uint32(strides[0]), np.uint32(strides[1]),
                       np.uint32(0), np.uint32(0), np.uint32(count), np.uint32(fused.items),
-                      np.uint32(sealing), j0s.pointer, lengths.pointer,
-                      self._h_positions.pointer, tags.pointer, np.uint32(0),
-                      np.uint32(tag_stride), self._key)
+                      np.uint32(sealing), 0, 0, np.frombuffer(run.base_j0, np.uint8),
+                      run.first, run.last_bytes, self._h_positions.pointer,
+                      0 if tags is None else tags.pointer, np.uint32(0),
+                      np.uint32(tag_stride), received, np.uint32(0),
+                      np.uint32(received_stride), verdict, np.uint32(verdict_first),
+                      self._key)
+
+    def verdict(self) -> CudaBytes:
+        from cuda.bindings import driver
+
+        word = self.scratch(4)
+        _check(driver.cuMemsetD32Async(word.pointer, NO_MISMATCH, 1, self._like.stream))
+        return word
+
+    def read_verdict(self, verdict: CudaBytes, also: CudaBytes | None) -> tuple[int, bytes]:
+        from cuda.bindings import driver
+
+        also_bytes = np.empty(0 if also is None else also.nbytes, np.uint8)
+        if also_bytes.nbytes:  # (before the verdict, in the stream's order: both done then)
+            _check(driver.cuMemcpyDtoHAsync(also_bytes, also.pointer, also.nbytes,
+                                            self._like.stream))
+        found = np.frombuffer(CudaGhash.read(verdict), np.uint32)
+        return int(found[0]), also_bytes.tobytes()
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: CudaBytes, lengths: CudaBytes) -> None:

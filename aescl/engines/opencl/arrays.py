@@ -329,14 +329,37 @@ class _QueueChunkKernels:
         return self._engine.fused and device_chunks.fused_gcm()
 
     def crypt_and_tags(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
-                       j0s: BufferSpan, lengths: BufferSpan, strides: tuple[int, int],
-                       tags: BufferSpan, tag_stride: int, sealing: bool) -> None:
-        spans = [self._at_block(span) for span in (source, target, tags)]
+                       run: device_chunks.ChunkRun, strides: tuple[int, int],
+                       tags: BufferSpan | None, tag_stride: int, sealing: bool,
+                       check: device_chunks.TagCheck | None) -> None:
+        spans = [self._at_block(span) for span in (source, target)]
+        tags_at = (None, 0) if tags is None else self._at_block(tags)
+        verdict_check = None
+        if check is not None:
+            received, received_first = self._at_block(check.received)
+            verdict_check = (received, received_first, check.stride, check.verdict.buffer,
+                             check.first)
         self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks,
-                                        device_chunks.SLOT_BLOCKS, count, strides, j0s.buffer,
-                                        lengths.buffer, spans[2][0], tag_stride, sealing,
-                                        (spans[0][1], spans[1][1], spans[2][1]))
+                                        device_chunks.SLOT_BLOCKS, count, strides, None, None,
+                                        tags_at[0], tag_stride, sealing,
+                                        (spans[0][1], spans[1][1], tags_at[1]), run,
+                                        verdict_check)
         self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
+
+    def verdict(self) -> BufferSpan:
+        word = self._take(4)
+        cl.enqueue_fill_buffer(self._queue, word, np.uint32(device_chunks.NO_MISMATCH), 0, 4)
+        return BufferSpan(word, 0, 4)
+
+    def read_verdict(self, verdict: BufferSpan, also: BufferSpan | None) -> tuple[int, bytes]:
+        also_bytes = np.empty(0 if also is None else also.nbytes, np.uint8)
+        if also_bytes.nbytes:  # (before the verdict, in the queue's order: both done then)
+            cl.enqueue_copy(self._queue, also_bytes, also.buffer, src_offset=also.offset,
+                            is_blocking=False)
+        found = np.empty(1, np.uint32)
+        cl.enqueue_copy(self._queue, found, verdict.buffer, src_offset=verdict.offset,
+                        is_blocking=True)
+        return int(found[0]), also_bytes.tobytes()
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: BufferSpan, lengths: BufferSpan) -> None:

@@ -283,22 +283,35 @@ class GcmEngine:
         self, source: Any, target: Any, blocks: int, message_blocks: int, count: int,
         strides: tuple[int, int], j0s: Any, message_bytes: Any, tags: Any, tag_stride: int,
         sealing: bool, firsts: tuple[int, int, int] = (0, 0, 0),
+        chunk_run: tuple[bytes, int, int] | None = None,
+        check: tuple[Any, int, int, Any, int] | None = None,
     ) -> Any:
         """CTR, GHASH and the tags of ``count`` messages of up to ``message_blocks`` blocks
         (``blocks`` in all) in one launch (aes_gcm.cl's gcm_crypt_hash), each from its first
         block's counter on (J0 + 1): message m from block ``m * strides[0]`` of
         ``source`` to block ``m * strides[1]`` of ``target``, its tag to block
-        ``m * tag_stride`` of ``tags``, each counted from block ``firsts`` (source,
-        target, tags) of its buffer; GHASH over the output when ``sealing``, else over
-        the input."""
+        ``m * tag_stride`` of ``tags`` (None: not written), each counted from block
+        ``firsts`` (source, target, tags) of its buffer; GHASH over the output when
+        ``sealing``, else over the input.
+
+        J0s and lengths are read from ``j0s`` and ``message_bytes``, or, where those are
+        None, made by the kernel for the chunked format's chunks ``chunk_run`` (base J0,
+        first chunk, bytes of the last message). ``check`` (received tags, their first
+        block and stride, the verdict word's buffer, the index of message 0 in it): each
+        tag compared with the received one, the verdict lowered to the first mismatch."""
         group, items = self._crypt_hash_group, self._crypt_hash_items
         groups = min(self._max_work_groups, -(-count // (group // items)))
+        first_j0, first_chunk, last_bytes = chunk_run or (bytes(BLOCK_SIZE), 0, 0)
+        received, received_first, received_stride, verdict, verdict_first = \
+            check or (None, 0, 0, None, 0)
         self._crypt_hash.set_args(
             source, target, np.uint32(blocks), np.uint32(message_blocks), np.uint32(strides[0]),
             np.uint32(strides[1]), np.uint32(firsts[0]), np.uint32(firsts[1]),
             np.uint32(count), np.uint32(items), np.uint32(sealing), j0s, message_bytes,
-            self._positions_of(self.h), tags, np.uint32(firsts[2]), np.uint32(tag_stride),
-            self.key,
+            np.frombuffer(first_j0, cl.cltypes.uint4)[0], np.uint64(first_chunk),
+            np.uint64(last_bytes), self._positions_of(self.h), tags, np.uint32(firsts[2]),
+            np.uint32(tag_stride), received, np.uint32(received_first),
+            np.uint32(received_stride), verdict, np.uint32(verdict_first), self.key,
         )
         return cl.enqueue_nd_range_kernel(self.runtime.queue, self._crypt_hash,
                                           (groups * group,), (group,))
