@@ -4,6 +4,7 @@ pyopencl arrays in a context and queue the test makes, on every selected OpenCL 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -370,25 +371,49 @@ def test_an_opening_names_the_first_damaged_chunk_wherever_its_tag_is_compared(
 def test_an_opening_from_arrays_a_kernel_takes_launches_only_the_fused_kernel(
         queue, monkeypatch):
     """With the fused kernel, a batch's J0s and lengths are made and its tags compared
-    inside the one launch: an opening launches nothing else (each command before the
-    launch is host time in which the device idles; after it, device time)."""
+    inside the one launch, and the verdict word it lowers comes preset from the call
+    before: an opening's commands on the device are its launches, then the empty final
+    chunk's received tag copied beside the verdict and both read back at once (each
+    command before the launch is host time in which the device idles; after it, device
+    time). A failed opening does not give its verdict back."""
     from aescl.engines import device_chunks
+    from aescl.engines.opencl import kernels
 
+    # Batches of as few chunks as leave the next batch where a kernel takes it (else it
+    # is copied through scratch), three of them.
+    align = queue.device.mem_base_addr_align // 8
+    per_batch = align // math.gcd(align, 16400)
     monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
-    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)
+    monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", per_batch)
     key = bytes(range(32))
-    data = _random(5 * 16384)
+    data = _random((2 * per_batch + 1) * 16384)
     sealed = aescl.chunked.encrypt(key, cl_array.to_device(queue, data))
-    launched: list[str] = []
-    launch = cl.enqueue_nd_range_kernel
-
-    def recorded(queue: Any, kernel: Any, *args: Any, **kwargs: Any) -> Any:
-        launched.append(kernel.function_name)
-        return launch(queue, kernel, *args, **kwargs)
-
-    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", recorded)
     assert aescl.chunked.decrypt(key, sealed).get().tobytes() == data.tobytes()
-    assert launched == ["gcm_crypt_hash"] * 3  # (five whole chunks, two a batch)
+    commands: list[str] = []
+
+    def recorded(name: str) -> None:
+        enqueue = getattr(cl, name)
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            commands.append(args[1].function_name if name == "enqueue_nd_range_kernel"
+                            else name)
+            return enqueue(*args, **kwargs)
+        monkeypatch.setattr(cl, name, record)
+
+    for name in ("enqueue_nd_range_kernel", "enqueue_fill_buffer", "enqueue_copy"):
+        recorded(name)
+    assert aescl.chunked.decrypt(key, sealed).get().tobytes() == data.tobytes()
+    # (the header's read first; the result's read by .get() last)
+    assert commands == ["enqueue_copy"] + ["gcm_crypt_hash"] * 3 + ["enqueue_copy"] * 3
+    device = next(d for d in aescl.devices() if d.is_opencl and d.cl_device == queue.device)
+    verdicts = kernels.runtime(device, queue.context).verdicts
+    kept = len(verdicts)
+    for at, chunk, left in ((-1, 2 * per_batch + 1, kept), (56 + 2 * 16400 + 5, 2, kept - 1)):
+        damaged = sealed.get()
+        damaged[at] ^= 1  # the empty final chunk's tag (compared on the host), chunk 2
+        with pytest.raises(aescl.AuthenticationError, match=f"chunk {chunk}"):
+            aescl.chunked.decrypt(key, cl_array.to_device(queue, damaged))
+        assert len(verdicts) == left
 
 
 def test_the_fused_gcm_setting_is_0_or_1(monkeypatch):

@@ -52,6 +52,10 @@ DIRECT_BATCH_CHUNKS = 65536
 SLOT_BLOCKS = CHUNK_SIZE // BLOCK_SIZE  # from one plaintext chunk to the next
 SEALED_BLOCKS = SEALED_CHUNK_SIZE // BLOCK_SIZE  # from one sealed chunk to the next
 NO_MISMATCH = 0xFFFFFFFF  # a verdict's value where every tag matched
+# A verdict's span (ChunkKernels.verdict): the word, then room for up to 16 bytes that
+# read_verdict copies beside it on the device and reads back with it.
+VERDICT_BYTES = 32
+VERDICT_ALSO_AT = 16
 
 
 class ChunkRun(NamedTuple):
@@ -102,11 +106,13 @@ class ChunkKernels(Protocol):
         none does, once the work before is done (compared on the device, every tag)."""
 
     def verdict(self) -> Any:
-        """A new verdict word (:class:`TagCheck`) on the device, set to NO_MISMATCH."""
+        """A verdict (:class:`TagCheck`): VERDICT_BYTES on the device, its first word
+        NO_MISMATCH before the work that follows (with no command of its own, where the
+        engine keeps such words from call to call)."""
 
     def read_verdict(self, verdict: Any, also: Any) -> tuple[int, bytes]:
-        """The verdict word's value and the bytes of the span ``also`` (none where it is
-        None), once the work before is done."""
+        """The verdict word's value and the bytes of the span ``also`` (up to 16; none
+        where it is None), once the work before is done: one read of the device."""
 
     def crypt(self, source: Any, target: Any, count: int, blocks: int, j0s: Any,
               lengths: Any, strides: tuple[int, int]) -> None:

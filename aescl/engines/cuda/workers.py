@@ -18,7 +18,15 @@ import numpy as np
 
 from ... import ghash, keyschedule
 from ...chunkformat import base_j0
-from ..device_chunks import NO_MISMATCH, SLOT_BLOCKS, ChunkRun, TagCheck, fused_gcm
+from ..device_chunks import (
+    NO_MISMATCH,
+    SLOT_BLOCKS,
+    VERDICT_ALSO_AT,
+    VERDICT_BYTES,
+    ChunkRun,
+    TagCheck,
+    fused_gcm,
+)
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .kernels import (
@@ -128,6 +136,9 @@ class _Device:
         self._sums_bytes = 0
         self._kernels: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
         self._pool: Any = None  # (memory_pool)
+        # Openings' verdicts as the kernels left them after every tag matched, ready for
+        # later ones (CudaChunkKernels.verdict): device pointers.
+        self.verdicts: list[int] = []
 
     def kernel(self, filename: str, name: str, rounds: int | None) -> tuple[Any, Any]:
         """A kernel of the engine's build for ``rounds`` here (None: a file with no AES,
@@ -674,19 +685,30 @@ class CudaChunkKernels:
     def verdict(self) -> CudaBytes:
         from cuda.bindings import driver
 
-        word = self.scratch(4)
-        _check(driver.cuMemsetD32Async(word.pointer, NO_MISMATCH, 1, self._like.stream))
-        return word
+        # (one kept with NO_MISMATCH in it: no command of its own before the launches)
+        with self._gpu.lock:
+            pointer = self._gpu.verdicts.pop() if self._gpu.verdicts else None
+        if pointer is None:
+            pointer = int(_check(driver.cuMemAlloc(VERDICT_BYTES)))
+            _check(driver.cuMemsetD32(pointer, NO_MISMATCH, 1))
+        return CudaBytes(pointer, VERDICT_BYTES, self._like.device, self._like.stream, False)
 
     def read_verdict(self, verdict: CudaBytes, also: CudaBytes | None) -> tuple[int, bytes]:
         from cuda.bindings import driver
 
-        also_bytes = np.empty(0 if also is None else also.nbytes, np.uint8)
-        if also_bytes.nbytes:  # (before the verdict, in the stream's order: both done then)
-            _check(driver.cuMemcpyDtoHAsync(also_bytes, also.pointer, also.nbytes,
-                                            self._like.stream))
-        found = np.frombuffer(CudaGhash.read(verdict), np.uint32)
-        return int(found[0]), also_bytes.tobytes()
+        # (``also`` beside the word on the device: one read back, as engines/opencl does)
+        if also is not None:
+            _check(driver.cuMemcpyDtoDAsync(verdict.pointer + VERDICT_ALSO_AT, also.pointer,
+                                            also.nbytes, self._like.stream))
+        found = CudaGhash.read(verdict)
+        value = int.from_bytes(found[:4], "little")
+        if value == NO_MISMATCH:  # (as it was taken: a later call's)
+            with self._gpu.lock:
+                self._gpu.verdicts.append(verdict.pointer)
+        else:  # (after the read above: nothing of the stream's uses it any more)
+            _check(driver.cuMemFree(verdict.pointer))
+        size = 0 if also is None else also.nbytes
+        return value, found[VERDICT_ALSO_AT : VERDICT_ALSO_AT + size]
 
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: CudaBytes, lengths: CudaBytes) -> None:

@@ -309,6 +309,9 @@ class DeviceRuntime:
     # GHASH's tables of the bases used last (H, or a power of H that folds sums), for
     # every GCM engine here (gcm.py, GcmEngine._power_tables_of), the most recent last.
     ghash_tables: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Small buffers whose first word is an opening's verdict as a kernel left it after
+    # every tag matched: its value before the kernels (arrays.py, _QueueChunkKernels).
+    verdicts: list[Any] = field(default_factory=list)
 
     def take_scratch(self, nbytes: int) -> Any:
         """A buffer of at least ``nbytes`` (a power of two) in this context, one given
