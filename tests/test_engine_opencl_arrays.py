@@ -416,6 +416,40 @@ def test_an_opening_from_arrays_a_kernel_takes_launches_only_the_fused_kernel(
         assert len(verdicts) == left
 
 
+def test_threads_opening_arrays_in_one_context_each_get_their_own_verdict(queue):
+    """Four threads, each with its queue in one context, open messages in turn intact and
+    with a chunk damaged: each intact one comes back as it was sealed and each damaged
+    one names its chunk (a verdict word a failed opening lowered never serves a later
+    one, and no two openings share one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = bytes(range(32))
+    context = queue.context
+
+    def opener(worker: int) -> list[str]:
+        mine = cl.CommandQueue(context)
+        wrong = []
+        for n in range(6):
+            data = _random(3 * 16384 + 100 * worker + n, seed=8 * worker + n)
+            sealed = bytearray(aescl.chunked.encrypt(key, data.tobytes(), device="host"))
+            damaged = n % 2 == 1
+            if damaged:
+                sealed[56 + (n % 3) * 16400 + 9] ^= 4
+            array = cl_array.to_device(mine, np.frombuffer(sealed, np.uint8))
+            try:
+                opened = aescl.chunked.decrypt(key, array).get().tobytes()
+            except aescl.AuthenticationError as error:
+                if not damaged or f"chunk {n % 3} " not in str(error):
+                    wrong.append(f"worker {worker}, message {n}: {error}")
+                continue
+            if damaged or opened != data.tobytes():
+                wrong.append(f"worker {worker}, message {n}: opened wrongly")
+        return wrong
+
+    with ThreadPoolExecutor(4) as pool:
+        assert [w for found in pool.map(opener, range(4)) for w in found] == []
+
+
 def test_the_fused_gcm_setting_is_0_or_1(monkeypatch):
     from aescl.engines.device_chunks import fused_gcm
 
