@@ -526,6 +526,40 @@ def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monk
 
 @needs_gpu
 @pytest.mark.parametrize("library", _libraries())
+def test_chunked_openings_on_cuda_arrays_each_get_their_own_verdict(library):
+    """The fused kernel lowers a verdict word kept from call to call (workers.
+    CudaChunkKernels.verdict): four threads open messages of whole chunks in turn intact
+    and damaged (a chunk, or the empty final chunk's tag, compared on the host); each
+    intact one comes back as sealed, each damaged one names its chunk, and a word a
+    failed opening lowered serves no later one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = os.urandom(32)
+
+    def opener(worker: int) -> list[str]:
+        wrong = []
+        for n in range(6):
+            data = os.urandom(3 * 16384)
+            sealed = bytearray(aescl.chunked.encrypt(key, data, device="host"))
+            chunk = None if n % 2 == 0 else (n // 2 + worker) % 4  # (3: the final tag)
+            if chunk is not None:
+                sealed[-1 if chunk == 3 else 56 + chunk * 16400 + 9] ^= 2
+            try:
+                opened = _to_host(aescl.chunked.decrypt(key, _to_gpu(library, bytes(sealed))))
+            except aescl.AuthenticationError as error:
+                if error.chunk != chunk:
+                    wrong.append(f"worker {worker}, message {n}: {error}")
+                continue
+            if opened != data or chunk is not None:
+                wrong.append(f"worker {worker}, message {n}: opened wrongly")
+        return wrong
+
+    with ThreadPoolExecutor(4) as pool:
+        assert [w for found in pool.map(opener, range(4)) for w in found] == []
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
 def test_chunked_output_on_cuda_arrays(library):
     """``output=`` on chunked calls: the result in the caller's array (any dtype, as its
     bytes), None returned; zeroed on a failed tag; refused before any work when it does
