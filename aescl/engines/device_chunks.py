@@ -346,10 +346,11 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
 def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
                   run_first: int, run_final: bool, full: int, final_bytes: int) -> int:
     """:func:`open_sealed` by the fused kernel, which compares each tag as it makes it:
-    the index (in the run) of the first chunk whose tag does not match, or more than the
-    last one's. Its only commands besides the batches' launches are setting the verdict
-    before them and reading it after (with an empty final chunk's received tag, which is
-    compared on the host with the one made there)."""
+    the index (in the run) of the first chunk whose tag does not match, or the number of
+    chunks where none fails. Its only commands besides the batches' launches read the
+    verdict after them, with an empty final chunk's received tag, which is compared on
+    the host with the one made there (a staged batch or a final chunk with bytes adds
+    its copies)."""
     verdict = kernels.verdict()
     if full:
         given_sealed = sealed.at(0, full * SEALED_CHUNK_SIZE)
@@ -413,6 +414,10 @@ def _open_then_compare(kernels: ChunkKernels, base_nonce: bytes, sealed: Any,
             made, found = made_tags.target(first, count), found_tags.target(first, count)
             _crypt_and_tags(kernels, source, targets.target(first, count), count, batch,
                             (SEALED_BLOCKS, SLOT_BLOCKS), made, 1, sealing=False)
+            # The received tags after the batch's launch, which writes only the plaintext
+            # side, so that the device starts on the batch a command sooner (the host's
+            # commands before a launch are time the device idles, in an opening that
+            # waits for its tags at the end).
             kernels.gather_tags(source, found, count)
             for staging in (targets, made_tags, found_tags):
                 staging.written(first, count)
