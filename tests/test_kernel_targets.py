@@ -26,19 +26,20 @@ pytestmark = pytest.mark.skipif(targets.missing() is not None,
 def test_every_gpu_kernel_builds_with_aescls_options(target):
     option_sets = targets.option_sets(target)
     assert len(option_sets) == 6  # three key sizes, two key schedules
-    for options in option_sets:
-        for filename in targets.GPU_KERNEL_FILES:
-            result = targets.build(target, filename, options)
-            assert result.returncode == 0, (target.name, filename, options, result.log)
-            # (A helper left uninlined and undefined: the program would not link.)
-            assert result.unresolved == (), (target.name, filename, options)
-            if target.vendor != "amd":
-                continue
-            assert result.usage, result.log  # clang reported every kernel's resources
-            for usage in result.usage:
-                assert usage.lds_bytes <= target.local_mem_bytes, usage
-                assert usage.scratch_bytes == 0, usage  # nothing spilled
-                assert 0 < usage.vgprs <= target.vgpr_limit, usage
+    jobs = [(filename, options) for options in option_sets
+            for filename in targets.GPU_KERNEL_FILES]
+    for result in targets.build_each(target, jobs):
+        where = (target.name, result.filename, result.options)
+        assert result.returncode == 0, (*where, result.log)
+        # (A helper left uninlined and undefined: the program would not link.)
+        assert result.unresolved == (), where
+        if target.vendor != "amd":
+            continue
+        assert result.usage, result.log  # clang reported every kernel's resources
+        for usage in result.usage:
+            assert usage.lds_bytes <= target.local_mem_bytes, usage
+            assert usage.scratch_bytes == 0, usage  # nothing spilled
+            assert 0 < usage.vgprs <= target.vgpr_limit, usage
 
 
 def test_the_amd_defaults_are_amds_not_nvidias():
