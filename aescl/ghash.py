@@ -168,6 +168,12 @@ def initial_counter(h: int, nonce: bytes) -> bytes:
     return int_to_block(multiply(ghash(h, nonce) ^ length_block(0, len(nonce)), h))
 
 
+def counter_block(j0: bytes, steps: int) -> bytes:
+    """inc32 applied ``steps`` times to J0: the last 32 bits (big-endian) count, and wrap
+    without carrying into the nonce (SP 800-38D); cl/aes_gcm.cl's gcm_counter."""
+    return j0[:12] + ((int.from_bytes(j0[12:], "big") + steps) % 2**32).to_bytes(4, "big")
+
+
 def fold_partials(partials: list[int], segment_blocks: int, total_blocks: int,
                   times_power: Callable[[int, int], int]) -> int:
     """The GHASH partial sum of consecutive segments of ``segment_blocks`` blocks (the

@@ -98,6 +98,13 @@ def test_ghash_matches_the_gcm_specification():
     assert ghash.int_to_block(value).hex() == "f38cbb1ad69223dcc3457ae5b6b0f885"
 
 
+def test_the_counter_counts_in_its_last_32_bits_and_wraps_without_carrying():
+    nonce = bytes(range(12))
+    assert ghash.counter_block(nonce + b"\0\0\0\1", 0) == nonce + b"\0\0\0\1"
+    assert ghash.counter_block(nonce + b"\0\0\0\1", 256) == nonce + b"\0\0\1\1"
+    assert ghash.counter_block(nonce + b"\xff\xff\xff\xfe", 3) == nonce + b"\0\0\0\1"
+
+
 def test_initial_counter_for_96_bit_and_other_nonces():
     h = random.Random(7).getrandbits(128)
     nonce = bytes(range(12))

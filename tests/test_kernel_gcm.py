@@ -68,6 +68,30 @@ def test_nist_gcm_decrypt_vectors_including_every_fail_case(size, device, key_sc
     assert failures > len(_sample(vectors, key_schedule)) // 3  # the FAIL cases were all seen
 
 
+def test_a_gcm_cipher_makes_h_its_tag_mask_and_split_blocks_on_the_host(device, monkeypatch):
+    """H, E(J0) and the keystream of a block that calls end or begin inside are one AES
+    block each, made on the host (OpenSSL): a message of less than a block, with AAD
+    of less than one, encrypts and decrypts with no launch on the device, byte-identical
+    to pycryptodome, for 96-bit nonces and others (J0 by GHASH)."""
+    launched: list[str] = []
+    launch = cl.enqueue_nd_range_kernel
+
+    def recorded(queue, kernel, *args, **kwargs):
+        launched.append(kernel.function_name)
+        return launch(queue, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", recorded)
+    for key, nonce in ((os.urandom(16), os.urandom(12)), (os.urandom(32), os.urandom(7))):
+        expected = AES.new(key, AES.MODE_GCM, nonce=nonce).update(b"aad") \
+            .encrypt_and_digest(b"fifteen bytes..")
+        cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device).update(b"aad")
+        first = cipher.encrypt(b"fifteen")  # (the rest of the block in a second call)
+        assert (first + cipher.encrypt(b" bytes.."), cipher.digest()) == expected
+        opened = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device).update(b"aad")
+        assert opened.decrypt_and_verify(*expected) == b"fifteen bytes.."
+    assert launched == []
+
+
 def _slots(messages: list[bytes], slot_bytes: int) -> tuple[np.ndarray, np.ndarray]:
     slots = np.zeros((len(messages), slot_bytes), dtype=np.uint8)
     for row, message in zip(slots, messages, strict=True):

@@ -617,9 +617,13 @@ class GcmCipher(ghash.GcmTagCalls):
     ) -> None:
         self.nonce = nonce = gcm_nonce(nonce, mac_len)
         self._mac_len = mac_len
-        self._engine = GcmEngine(key, device, key_schedule)
-        self._j0 = ghash.initial_counter(self._engine.h, nonce)
-        self._tag_mask = self._engine.keystream([self._j0], first_step=0)[0]
+        # H and E(J0) on the host (OpenSSL), as the CUDA engine's cipher and device
+        # arrays make them: on the device each was a launch and a wait for it, for one
+        # block, before any of the message's work.
+        h, self._tag_mask = ghash.hash_subkey_and_tag_mask(key, nonce)
+        self._engine = GcmEngine(key, device, key_schedule, h=h)
+        self._j0 = ghash.initial_counter(h, nonce)
+        self._key = bytes(key)  # (the keystream of a block split between calls: below)
         self._ghash = ghash.RunningGhash(self._engine.multipliers)
         self._phase = "aad"  # -> "encrypt" | "decrypt" -> "done"
         self._partial_keystream: tuple[int, bytes] | None = None
@@ -642,10 +646,15 @@ class GcmCipher(ghash.GcmTagCalls):
         self._ghash.pending += rest[whole:].tobytes()
         return self
 
+    def _keystream_at(self, index: int) -> bytes:
+        """The keystream of the message's block ``index``, made on the host (OpenSSL): a
+        block that a call ends or begins inside, for which the device was a launch and
+        a wait."""
+        return ghash.encrypt_block(self._key, ghash.counter_block(self._j0, 1 + index))
+
     def _keystream_block(self, index: int) -> bytes:
         if self._partial_keystream is None or self._partial_keystream[0] != index:
-            block = self._engine.keystream([self._j0], first_step=1 + index)[0]
-            self._partial_keystream = (index, block)
+            self._partial_keystream = (index, self._keystream_at(index))
         return self._partial_keystream[1]
 
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
@@ -726,9 +735,7 @@ class GcmCipher(ghash.GcmTagCalls):
                 )
             if whole < source.nbytes:
                 keystream = np.frombuffer(
-                    self._engine.keystream([self._j0], 1 + first_block + whole // BLOCK_SIZE)[0],
-                    np.uint8,
-                )
+                    self._keystream_at(first_block + whole // BLOCK_SIZE), np.uint8)
                 np.bitwise_xor(
                     source[whole:], keystream[: source.nbytes - whole], out=target[whole:]
                 )
