@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -44,17 +45,20 @@ def test_every_cuda_kernel_compiles_from_the_one_core(arch, tables, rounds):
     from aescl.engines.cuda.kernels import crypt_hash_defines
     from aescl.engines.cuda.workers import _CRYPT_HASH_SHAPE
 
-    for filename, names in KERNELS.items():
-        cubin = compile_cubin(filename, cuda_defines(rounds, tables), arch)
+    # gcm_crypt_hash's own build too: its tables, block and stride tables as the engine
+    # sets them, on a GPU whose blocks hold ``tables``. (Several compiles at a time: one
+    # after another, this test took a minute of the suite on the 2-core CI kind.)
+    _, threads, in_local = _CRYPT_HASH_SHAPE
+    builds = [(filename, cuda_defines(rounds, tables), names)
+              for filename, names in KERNELS.items()]
+    builds.append(("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
+                   ("gcm_crypt_hash",)))
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        cubins = list(pool.map(lambda build: compile_cubin(build[0], build[1], arch), builds))
+    for (filename, _, names), cubin in zip(builds, cubins, strict=True):
         assert cubin[:4] == b"\x7fELF", filename
         for name in names:  # extern "C": the OpenCL kernel names, unmangled
             assert name.encode() + b"\0" in cubin, (filename, name)
-    # gcm_crypt_hash's own build: its tables, block and stride tables as the engine sets
-    # them, on a GPU whose blocks hold ``tables``
-    _, threads, in_local = _CRYPT_HASH_SHAPE
-    cubin = compile_cubin("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
-                          arch)
-    assert b"gcm_crypt_hash\0" in cubin
 
 
 @pytest.mark.parametrize("block_shared_kib, tables", [
@@ -532,8 +536,6 @@ def test_chunked_openings_on_cuda_arrays_each_get_their_own_verdict(library):
     and damaged (a chunk, or the empty final chunk's tag, compared on the host); each
     intact one comes back as sealed, each damaged one names its chunk, and a word a
     failed opening lowered serves no later one."""
-    from concurrent.futures import ThreadPoolExecutor
-
     key = os.urandom(32)
 
     def opener(worker: int) -> list[str]:
