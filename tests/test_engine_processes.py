@@ -123,6 +123,34 @@ def test_freed_regions_are_unmapped_by_idle_workers_at_once():
                                        initial_value=iv).encrypt(data)
 
 
+# A region collected while this module's lock is held by the collecting thread: as when
+# an allocation inside shared_empty sets the garbage collector off (a CI run hung there,
+# 2026-11-26). Run apart, so that a hang fails this test rather than the suite.
+_COLLECTED_UNDER_THE_LOCK = """
+import gc
+from aescl.engines.host import shared
+memory = shared.shared_empty(4096)
+token = max(shared._regions)
+cycle = [memory]
+cycle.append(cycle)  # (only the collector frees it)
+del memory, cycle
+with shared._lock:
+    gc.collect()  # the region's finalizer runs here
+later = shared.shared_empty(16)  # it lets go of the collected region as it leaves
+assert not shared.is_live(token) and shared.is_live(max(shared._regions))
+print("let go")
+"""
+
+
+def test_a_region_collected_while_its_lock_is_held_is_let_go_of_later():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _COLLECTED_UNDER_THE_LOCK],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "let go", done.stderr
+
+
 def _kill_the_workers() -> None:
     for worker in _running():
         worker.process.kill()

@@ -14,6 +14,7 @@ region once and keeps it until told the region was freed.
 
 from __future__ import annotations
 
+import collections
 import mmap
 import os
 import threading
@@ -39,6 +40,8 @@ class Region:
 _regions: dict[int, Region] = {}
 _lock = threading.Lock()
 _tokens = iter(range(1, 1 << 62))
+# Tokens of regions whose memory was collected, not yet let go of (_free).
+_collected: collections.deque[int] = collections.deque()
 
 
 # Told each freed region's token: the host engine's idle worker processes then drop
@@ -52,12 +55,32 @@ def when_freed(tell: Callable[[int], None]) -> None:
 
 
 def _free(token: int) -> None:
-    with _lock:
-        region = _regions.pop(token, None)
-    if region is not None:
-        os.close(region.fd)
-        for tell in _when_freed:
-            tell(token)
+    """A region's memory was collected. This runs wherever the garbage collector does:
+    also inside this module's own locked steps, on the thread that holds ``_lock``, when
+    an allocation there set the collector off; waiting for the lock there never ended
+    (a CI run hung, 2026-11-26). So the token is queued, and let go of now only where the
+    lock is free; else by the holder, as it leaves its step."""
+    _collected.append(token)
+    _let_go_of_collected()
+
+
+def _let_go_of_collected() -> None:
+    """The regions of the queued tokens closed and their workers told, unless another
+    step holds the lock (it calls this again when it is done)."""
+    while _collected:
+        if not _lock.acquire(blocking=False):
+            return
+        regions = []
+        try:
+            while _collected:
+                regions.append(_regions.pop(_collected.popleft(), None))
+        finally:
+            _lock.release()
+        for region in regions:
+            if region is not None:
+                os.close(region.fd)
+                for tell in _when_freed:
+                    tell(region.token)
 
 
 def shared_empty(nbytes: int, beside_device: bool = False) -> mmap.mmap:
@@ -75,6 +98,7 @@ def shared_empty(nbytes: int, beside_device: bool = False) -> mmap.mmap:
         region = Region(next(_tokens), fd, _address(memoryview(memory)) or 0, size,
                         beside_device)
         _regions[region.token] = region
+    _let_go_of_collected()  # (any collected while the lock was held here)
     weakref.finalize(memory, _free, region.token)
     return memory
 
@@ -97,11 +121,14 @@ def locate(data: Any) -> tuple[Region, int] | None:
     address = _address(view)
     if address is None:
         return None
+    found = None
     with _lock:
         for region in _regions.values():
             if region.start <= address and address + view.nbytes <= region.start + region.size:
-                return region, address - region.start
-    return None
+                found = region, address - region.start
+                break
+    _let_go_of_collected()
+    return found
 
 
 def is_live(token: int) -> bool:
