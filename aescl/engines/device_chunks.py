@@ -256,6 +256,17 @@ def _per_batch(kernels: ChunkKernels, *spans: Any) -> int:
     return DIRECT_BATCH_CHUNKS if all(kernels.aligned(span) for span in spans) else BATCH_CHUNKS
 
 
+def _full_chunks(kernels: ChunkKernels, full: int, source: Any, source_chunk: int,
+                 target: Any, target_chunk: int) -> tuple[int, _Staging, _Staging]:
+    """The chunks a batch takes, and where the kernels read and write the ``full`` whole
+    chunks of a run: from ``source`` (``source_chunk`` bytes a chunk) into ``target``."""
+    given = source.at(0, full * source_chunk)
+    made = target.at(0, full * target_chunk)
+    per_batch = _per_batch(kernels, given, made)
+    return (per_batch, _Staging(kernels, given, source_chunk, per_batch),
+            _Staging(kernels, made, target_chunk, per_batch))
+
+
 def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
          run_first: int = 0, run_final: bool = True) -> None:
     """Seal the chunks in ``plaintext`` into ``sealed`` (``sealed_size(n, raw=True)`` bytes
@@ -264,11 +275,8 @@ def seal(kernels: ChunkKernels, base_nonce: bytes, plaintext: Any, sealed: Any,
     is whole chunks otherwise (a part of a message, as the scheduler hands engines)."""
     full, final_bytes = plaintext_run(plaintext.nbytes, run_final)
     if full:
-        text = plaintext.at(0, full * CHUNK_SIZE)
-        out = sealed.at(0, full * SEALED_CHUNK_SIZE)
-        per_batch = _per_batch(kernels, text, out)
-        sources = _Staging(kernels, text, CHUNK_SIZE, per_batch)
-        targets = _Staging(kernels, out, SEALED_CHUNK_SIZE, per_batch)
+        per_batch, sources, targets = _full_chunks(kernels, full, plaintext, CHUNK_SIZE,
+                                                   sealed, SEALED_CHUNK_SIZE)
         for first, count in _batches(full, per_batch):
             batch = _Batch(kernels, base_nonce, run_first + first, count)
             source, target = sources.source(first, count), targets.target(first, count)
@@ -353,11 +361,8 @@ def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plainte
     its copies)."""
     verdict = kernels.verdict()
     if full:
-        given_sealed = sealed.at(0, full * SEALED_CHUNK_SIZE)
-        text = plaintext.at(0, full * CHUNK_SIZE)
-        per_batch = _per_batch(kernels, given_sealed, text)
-        sources = _Staging(kernels, given_sealed, SEALED_CHUNK_SIZE, per_batch)
-        targets = _Staging(kernels, text, CHUNK_SIZE, per_batch)
+        per_batch, sources, targets = _full_chunks(kernels, full, sealed, SEALED_CHUNK_SIZE,
+                                                   plaintext, CHUNK_SIZE)
         for first, count in _batches(full, per_batch):
             batch = _Batch(kernels, base_nonce, run_first + first, count)
             source = sources.source(first, count)
@@ -400,11 +405,8 @@ def _open_then_compare(kernels: ChunkKernels, base_nonce: bytes, sealed: Any,
     chunks = full + int(run_final)
     computed, received = (kernels.scratch(chunks * TAG_SIZE) for _ in range(2))
     if full:
-        given_sealed = sealed.at(0, full * SEALED_CHUNK_SIZE)
-        text = plaintext.at(0, full * CHUNK_SIZE)
-        per_batch = _per_batch(kernels, given_sealed, text)
-        sources = _Staging(kernels, given_sealed, SEALED_CHUNK_SIZE, per_batch)
-        targets = _Staging(kernels, text, CHUNK_SIZE, per_batch)
+        per_batch, sources, targets = _full_chunks(kernels, full, sealed, SEALED_CHUNK_SIZE,
+                                                   plaintext, CHUNK_SIZE)
         # (a batch's tags go straight into place where a kernel takes them there)
         made_tags, found_tags = (_Staging(kernels, tags, TAG_SIZE, per_batch)
                                  for tags in (computed, received))
