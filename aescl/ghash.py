@@ -242,6 +242,14 @@ class PowerMultipliers:
         return multiplier(value)
 
 
+# Runs of up to this many whole blocks are hashed on the host in a GCM cipher over host
+# data (AAD, and short texts): a product takes 6-10 µs in Python, where a device's GHASH
+# of a run is a launch, two more for a new key's tables, and a wait (PoCL on the 2-core
+# CI kind: 1.7-2 ms for a 16-block AAD and text, 0.5-1 ms on the host;
+# docs/benchmarks/2026-11-26-gcm-short-runs.py).
+HOST_RUN_BLOCKS = 16
+
+
 class RunningGhash:
     """The GHASH of one GCM message fed in pieces, up to its tag: the AAD, then the text,
     as bytes (a block split between pieces waits in ``pending``) or as the partial sums
@@ -267,6 +275,14 @@ class RunningGhash:
             self.absorb_block(block_to_int(self.pending))
             self.pending.clear()
         return data[take:]
+
+    def absorb_blocks(self, data: bytes) -> None:
+        """Add whole blocks of ``data`` (no block may be pending), a product each on the
+        host: :data:`HOST_RUN_BLOCKS` blocks or so, where a device's GHASH is a round trip."""
+        times_h, value = self._multipliers.times_h, self.value
+        for start in range(0, len(data), BLOCK_SIZE):
+            value = times_h(value ^ int.from_bytes(data[start : start + BLOCK_SIZE], "big"))
+        self.value = value
 
     def absorb_partial_sum(self, partial: int, blocks: int) -> None:
         """Add ``blocks`` whole blocks by their partial sum (no block may be pending)."""

@@ -34,17 +34,34 @@ def _gcm(vector, device, key_schedule):
     return cipher
 
 
-def _sample(vectors, key_schedule):
-    # The full files run with host round keys; device key expansion (the same
-    # AES core, checked by the ECB and CTR vectors) runs on every 16th vector.
-    return vectors if key_schedule == "host" else vectors[::16]
+# Where the GHASH of a run of at most ghash.HOST_RUN_BLOCKS blocks is made, which holds
+# every vector's AAD and text: on the host, as a GCM cipher does, or, as for longer
+# runs, on the device.
+SHORT_RUNS = ["hashed on the host", "hashed on the device"]
+
+
+@pytest.fixture(params=SHORT_RUNS)
+def short_runs(request, monkeypatch):
+    if request.param == "hashed on the device":
+        monkeypatch.setattr(ghash, "HOST_RUN_BLOCKS", 0)
+    return request.param
+
+
+def _sample(vectors, key_schedule, short_runs):
+    # The full files run with host round keys and a GCM cipher's own choice of where to
+    # hash; device key expansion (the same AES core, checked by the ECB and CTR vectors)
+    # and the device's GHASH of every run (checked by longer messages, below, too) each
+    # run on every 16th vector.
+    if key_schedule == "host" and short_runs == SHORT_RUNS[0]:
+        return vectors
+    return vectors[::16]
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_nist_gcm_encrypt_vectors(size, device, key_schedule):
+def test_nist_gcm_encrypt_vectors(size, device, key_schedule, short_runs):
     vectors = load("ciphers", "AES", "GCM", f"gcmEncryptExtIV{size}.rsp")
     assert len(vectors) == VECTORS_PER_FILE
-    for vector in _sample(vectors, key_schedule):
+    for vector in _sample(vectors, key_schedule, short_runs):
         ciphertext, tag = _gcm(vector, device, key_schedule).encrypt_and_digest(
             vector.bytes("PT")
         )
@@ -52,11 +69,13 @@ def test_nist_gcm_encrypt_vectors(size, device, key_schedule):
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_nist_gcm_decrypt_vectors_including_every_fail_case(size, device, key_schedule):
+def test_nist_gcm_decrypt_vectors_including_every_fail_case(size, device, key_schedule,
+                                                           short_runs):
     vectors = load("ciphers", "AES", "GCM", f"gcmDecrypt{size}.rsp")
     assert len(vectors) == VECTORS_PER_FILE
     failures = 0
-    for vector in _sample(vectors, key_schedule):
+    sample = _sample(vectors, key_schedule, short_runs)
+    for vector in sample:
         cipher = _gcm(vector, device, key_schedule)
         if "FAIL" in vector.fields:
             failures += 1
@@ -65,7 +84,7 @@ def test_nist_gcm_decrypt_vectors_including_every_fail_case(size, device, key_sc
         else:
             plaintext = cipher.decrypt_and_verify(vector.bytes("CT"), vector.bytes("TAG"))
             assert plaintext == vector.bytes("PT"), vector.id
-    assert failures > len(_sample(vectors, key_schedule)) // 3  # the FAIL cases were all seen
+    assert failures > len(sample) // 3  # the FAIL cases were all seen
 
 
 def test_a_gcm_cipher_makes_h_its_tag_mask_and_split_blocks_on_the_host(device, monkeypatch):
@@ -90,6 +109,37 @@ def test_a_gcm_cipher_makes_h_its_tag_mask_and_split_blocks_on_the_host(device, 
         opened = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device).update(b"aad")
         assert opened.decrypt_and_verify(*expected) == b"fifteen bytes.."
     assert launched == []
+
+
+@pytest.mark.parametrize("blocks", [1, ghash.HOST_RUN_BLOCKS, ghash.HOST_RUN_BLOCKS + 1])
+def test_a_gcm_cipher_hashes_short_runs_on_the_host_and_longer_ones_on_the_device(
+        device, monkeypatch, blocks):
+    """AAD and text of up to ghash.HOST_RUN_BLOCKS whole blocks are hashed on the host,
+    where the device's GHASH was a launch (two more for a new key's tables) and a wait;
+    longer runs on the device. Either way byte-identical to pycryptodome, split calls
+    and decrypt_and_verify included."""
+    launched: list[str] = []
+    launch = cl.enqueue_nd_range_kernel
+
+    def recorded(queue, kernel, *args, **kwargs):
+        launched.append(kernel.function_name)
+        return launch(queue, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", recorded)
+    key, nonce = os.urandom(16), os.urandom(12)
+    aad, text = os.urandom(16 * blocks + 5), os.urandom(16 * blocks)
+    expected = AES.new(key, AES.MODE_GCM, nonce=nonce).update(aad).encrypt_and_digest(text)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    cipher.update(aad[:7]).update(aad[7:])
+    assert (cipher.encrypt(text), cipher.digest()) == expected
+    opened = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device).update(aad)
+    assert opened.decrypt_and_verify(*expected) == text
+    hashed_on_the_device = [name for name in launched if "ghash" in name]
+    assert launched.count("gcm_ctr_xor") == 2  # the text: on the device either way
+    if blocks <= ghash.HOST_RUN_BLOCKS:
+        assert hashed_on_the_device == []
+    else:
+        assert "gcm_ghash" in hashed_on_the_device
 
 
 def _slots(messages: list[bytes], slot_bytes: int) -> tuple[np.ndarray, np.ndarray]:

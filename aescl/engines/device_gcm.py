@@ -63,8 +63,7 @@ class DeviceGcm(ghash.GcmTagCalls, ABC):
         self._ghash.aad_bytes += len(data)
         rest = self._ghash.absorb_pending(data)
         whole = len(rest) - len(rest) % BLOCK_SIZE
-        for start in range(0, whole, BLOCK_SIZE):
-            self._ghash.absorb_block(ghash.block_to_int(rest[start : start + BLOCK_SIZE]))
+        self._ghash.absorb_blocks(rest[:whole])
         self._ghash.pending += rest[whole:]
         return self
 

@@ -600,6 +600,11 @@ class _Batch:
             cl.enqueue_copy(self.engine.runtime.queue, self.flat, self.buffer, is_blocking=True)
 
 
+def _hashed_on_the_host(nbytes: int) -> bool:
+    """Whether a run of whole blocks is short enough to hash on the host."""
+    return nbytes <= ghash.HOST_RUN_BLOCKS * BLOCK_SIZE
+
+
 class GcmCipher(ghash.GcmTagCalls):
     """AES-GCM with pycryptodome's calling convention, running on an OpenCL device.
 
@@ -638,13 +643,18 @@ class GcmCipher(ghash.GcmTagCalls):
         self._ghash.aad_bytes += data.nbytes
         rest = input_array(self._ghash.absorb_pending(data.tobytes()))
         whole = rest.nbytes - rest.nbytes % BLOCK_SIZE
-        if whole:
-            partial = self._engine.stream(
-                rest[:whole], None, self._j0, 0, decrypt=True, crypt=False
-            )
-            self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
+        self._hash_run(rest[:whole])
         self._ghash.pending += rest[whole:].tobytes()
         return self
+
+    def _hash_run(self, blocks: np.ndarray) -> None:
+        """Add whole blocks in host memory to the GHASH: a short run on the host
+        (ghash.HOST_RUN_BLOCKS), a longer one on the device."""
+        if _hashed_on_the_host(blocks.nbytes):
+            self._ghash.absorb_blocks(blocks.tobytes())
+        elif blocks.nbytes:
+            partial = self._engine.stream(blocks, None, self._j0, 0, decrypt=True, crypt=False)
+            self._ghash.absorb_partial_sum(partial, blocks.nbytes // BLOCK_SIZE)
 
     def _keystream_at(self, index: int) -> bytes:
         """The keystream of the message's block ``index``, made on the host (OpenSSL): a
@@ -673,11 +683,16 @@ class GcmCipher(ghash.GcmTagCalls):
             self._ghash.absorb_pending((source if decrypt else target)[:done].tobytes())
         whole = (length - done) - (length - done) % BLOCK_SIZE
         if whole:
+            on_the_host = _hashed_on_the_host(whole)
             partial = self._engine.stream(
                 source[done : done + whole], target[done : done + whole], self._j0,
-                (start + done) // BLOCK_SIZE, decrypt,
+                (start + done) // BLOCK_SIZE, decrypt, hash_text=not on_the_host,
             )
-            self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
+            if on_the_host:
+                self._ghash.absorb_blocks((source if decrypt else target)[done : done + whole]
+                                          .tobytes())
+            else:
+                self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
             done += whole
         if done < length:  # a partial final block: keep its keystream for the next call
             keystream = np.frombuffer(
@@ -716,11 +731,7 @@ class GcmCipher(ghash.GcmTagCalls):
             first_block = self._ghash.text_bytes // BLOCK_SIZE
             whole = source.nbytes - source.nbytes % BLOCK_SIZE
             # Pass 1: GHASH only, then the tag check.
-            if whole:
-                partial = self._engine.stream(
-                    source[:whole], None, self._j0, first_block, decrypt=True, crypt=False
-                )
-                self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
+            self._hash_run(source[:whole])
             self._ghash.pending += source[whole:].tobytes()
             self._ghash.text_bytes += source.nbytes
             self.verify(received_mac_tag)
