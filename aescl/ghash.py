@@ -244,9 +244,10 @@ class PowerMultipliers:
 
 # Runs of up to this many whole blocks are hashed on the host in a GCM cipher over host
 # data (AAD, and short texts): a product takes 6-10 µs in Python, where a device's GHASH
-# of a run is a launch, two more for a new key's tables, and a wait (PoCL on the 2-core
-# CI kind: 1.7-2 ms for a 16-block AAD and text, 0.5-1 ms on the host;
-# docs/benchmarks/2026-11-26-gcm-short-runs.py).
+# of a run is a launch, two more for a new key's tables, and a wait. A call with 16
+# blocks of AAD and 16 of text: 2.4 ms on the CI kind's PoCL with every run on the
+# device, 1.0 with these on the host; on the H200's NVIDIA OpenCL, even (docs/benchmarks,
+# "Short GHASH runs").
 HOST_RUN_BLOCKS = 16
 
 
