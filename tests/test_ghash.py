@@ -90,6 +90,23 @@ def test_power_multipliers_give_the_same_powers_from_their_list_and_beyond_it():
     assert multipliers.times_power(X, 1024) == ghash.multiply(X, ghash.power(h, 1024))
 
 
+def test_a_running_ghash_adds_whole_blocks_as_the_partial_sum_of_them_would():
+    """absorb_blocks (a product a block, on the host) leaves the value that absorbing the
+    blocks' partial sum leaves, after a value already there, and GHASH's own."""
+    rng = random.Random(11)
+    h = rng.getrandbits(128)
+    data = rng.randbytes(16 * 7)
+    by_blocks, by_sum = (ghash.RunningGhash(ghash.PowerMultipliers(h)) for _ in range(2))
+    by_blocks.value = by_sum.value = X
+    by_blocks.absorb_blocks(data[:48])
+    by_blocks.absorb_blocks(data[48:])
+    by_sum.absorb_partial_sum(ghash.ghash(h, data), 7)
+    assert by_blocks.value == by_sum.value != X
+    fresh = ghash.RunningGhash(ghash.PowerMultipliers(h))
+    fresh.absorb_blocks(data)
+    assert fresh.value == ghash.ghash(h, data)
+
+
 def test_ghash_matches_the_gcm_specification():
     # McGrew & Viega, "The Galois/Counter Mode of Operation", test case 2.
     h = ghash.block_to_int(bytes.fromhex("66e94bd4ef8a2c3b884cfa59ca342b2e"))
