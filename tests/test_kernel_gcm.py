@@ -87,19 +87,25 @@ def test_nist_gcm_decrypt_vectors_including_every_fail_case(size, device, key_sc
     assert failures > len(sample) // 3  # the FAIL cases were all seen
 
 
-def test_a_gcm_cipher_makes_h_its_tag_mask_and_split_blocks_on_the_host(device, monkeypatch):
+@pytest.fixture
+def launched(monkeypatch) -> list[str]:
+    """The names of the kernels launched during the test, in order."""
+    names: list[str] = []
+    launch = cl.enqueue_nd_range_kernel
+
+    def recorded(queue, kernel, *args, **kwargs):
+        names.append(kernel.function_name)
+        return launch(queue, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", recorded)
+    return names
+
+
+def test_a_gcm_cipher_makes_h_its_tag_mask_and_split_blocks_on_the_host(device, launched):
     """H, E(J0) and the keystream of a block that calls end or begin inside are one AES
     block each, made on the host (OpenSSL): a message of less than a block, with AAD
     of less than one, encrypts and decrypts with no launch on the device, byte-identical
     to pycryptodome, for 96-bit nonces and others (J0 by GHASH)."""
-    launched: list[str] = []
-    launch = cl.enqueue_nd_range_kernel
-
-    def recorded(queue, kernel, *args, **kwargs):
-        launched.append(kernel.function_name)
-        return launch(queue, kernel, *args, **kwargs)
-
-    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", recorded)
     for key, nonce in ((os.urandom(16), os.urandom(12)), (os.urandom(32), os.urandom(7))):
         expected = AES.new(key, AES.MODE_GCM, nonce=nonce).update(b"aad") \
             .encrypt_and_digest(b"fifteen bytes..")
@@ -113,19 +119,11 @@ def test_a_gcm_cipher_makes_h_its_tag_mask_and_split_blocks_on_the_host(device, 
 
 @pytest.mark.parametrize("blocks", [1, ghash.HOST_RUN_BLOCKS, ghash.HOST_RUN_BLOCKS + 1])
 def test_a_gcm_cipher_hashes_short_runs_on_the_host_and_longer_ones_on_the_device(
-        device, monkeypatch, blocks):
+        device, launched, blocks):
     """AAD and text of up to ghash.HOST_RUN_BLOCKS whole blocks are hashed on the host,
     where the device's GHASH was a launch (two more for a new key's tables) and a wait;
     longer runs on the device. Either way byte-identical to pycryptodome, split calls
     and decrypt_and_verify included."""
-    launched: list[str] = []
-    launch = cl.enqueue_nd_range_kernel
-
-    def recorded(queue, kernel, *args, **kwargs):
-        launched.append(kernel.function_name)
-        return launch(queue, kernel, *args, **kwargs)
-
-    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", recorded)
     key, nonce = os.urandom(16), os.urandom(12)
     aad, text = os.urandom(16 * blocks + 5), os.urandom(16 * blocks)
     expected = AES.new(key, AES.MODE_GCM, nonce=nonce).update(aad).encrypt_and_digest(text)
