@@ -105,6 +105,34 @@ def test_output_buffers_and_numpy_input(device):
     assert bytes(back) == plaintext.tobytes()
 
 
+@pytest.mark.parametrize("length", [7, 16 * 16, 16 * 40 + 3])
+def test_in_place_over_the_input_in_pieces(device, length):
+    """``output=`` the input's own memory, in pieces that split blocks, both ways: the
+    GHASH reads the ciphertext before the plaintext replaces it (decrypting), and after
+    it replaces the plaintext (encrypting)."""
+    key, nonce, aad = os.urandom(16), os.urandom(12), os.urandom(20)
+    plaintext = os.urandom(length)
+    expected, tag = AES.new(key, AES.MODE_GCM, nonce=nonce).update(aad) \
+        .encrypt_and_digest(plaintext)
+    cuts = [0, 5, max(5, length - 3), length]
+    for direction, given, made in (("encrypt", plaintext, expected),
+                                   ("decrypt", expected, plaintext)):
+        buffer = bytearray(given)
+        view = memoryview(buffer)
+        cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device).update(aad)
+        for lo, hi in zip(cuts, cuts[1:], strict=False):
+            assert getattr(cipher, direction)(view[lo:hi], output=view[lo:hi]) is None
+        assert bytes(buffer) == made
+        if direction == "encrypt":
+            assert cipher.digest() == tag
+        else:
+            cipher.verify(tag)
+    buffer = bytearray(expected)
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device).update(aad)
+    assert opener.decrypt_and_verify(buffer, tag, output=buffer) is None
+    assert bytes(buffer) == plaintext
+
+
 def test_calling_convention(device):
     key = os.urandom(16)
     cipher = aescl.new(key, aescl.MODE_GCM, device=device)

@@ -600,6 +600,14 @@ class _Batch:
             cl.enqueue_copy(self.engine.runtime.queue, self.flat, self.buffer, is_blocking=True)
 
 
+def _xor(text: np.ndarray, keystream: np.ndarray, out: np.ndarray, decrypt: bool) -> bytes:
+    """``out`` = ``text`` XOR ``keystream``; returns the ciphertext side, read before
+    ``out`` is written: ``out`` may be ``text`` (in place)."""
+    ciphertext = text.tobytes() if decrypt else b""
+    np.bitwise_xor(text, keystream, out=out)
+    return ciphertext if decrypt else out.tobytes()
+
+
 def _hashed_on_the_host(nbytes: int) -> bool:
     """Whether a run of whole blocks is short enough to hash on the host."""
     return nbytes <= ghash.HOST_RUN_BLOCKS * BLOCK_SIZE
@@ -679,18 +687,20 @@ class GcmCipher(ghash.GcmTagCalls):
             skip = start % BLOCK_SIZE
             done = min(length, BLOCK_SIZE - skip)
             keystream = np.frombuffer(self._keystream_block(start // BLOCK_SIZE), np.uint8)
-            np.bitwise_xor(source[:done], keystream[skip : skip + done], out=target[:done])
-            self._ghash.absorb_pending((source if decrypt else target)[:done].tobytes())
+            self._ghash.absorb_pending(_xor(source[:done], keystream[skip : skip + done],
+                                            target[:done], decrypt))
         whole = (length - done) - (length - done) % BLOCK_SIZE
         if whole:
             on_the_host = _hashed_on_the_host(whole)
+            # (a ciphertext read before the output, which may be the input, is written)
+            run = source[done : done + whole].tobytes() if on_the_host and decrypt else b""
             partial = self._engine.stream(
                 source[done : done + whole], target[done : done + whole], self._j0,
                 (start + done) // BLOCK_SIZE, decrypt, hash_text=not on_the_host,
             )
             if on_the_host:
-                self._ghash.absorb_blocks((source if decrypt else target)[done : done + whole]
-                                          .tobytes())
+                self._ghash.absorb_blocks(run if decrypt else
+                                          target[done : done + whole].tobytes())
             else:
                 self._ghash.absorb_partial_sum(partial, whole // BLOCK_SIZE)
             done += whole
@@ -698,8 +708,8 @@ class GcmCipher(ghash.GcmTagCalls):
             keystream = np.frombuffer(
                 self._keystream_block((start + done) // BLOCK_SIZE), np.uint8
             )
-            np.bitwise_xor(source[done:], keystream[: length - done], out=target[done:])
-            self._ghash.pending += (source if decrypt else target)[done:].tobytes()
+            self._ghash.pending += _xor(source[done:], keystream[: length - done],
+                                        target[done:], decrypt)
         self._ghash.text_bytes = start + length
         return finish(target, output)
 
