@@ -49,7 +49,7 @@ fi
 if [ "$what" = test ]; then
     pip install -q '.[test]'
     # One worker per CPU (pytest-xdist), at most 8: on the 2-core CI kind, from a fresh
-    # clone, the suite took 13-14 minutes one test at a time and 8.5 in two workers
+    # clone, the suite took 13-14 minutes one test at a time and 8-8.5 in two workers
     # (2026-11-26; docs/benchmarks/README.md, "The suite on the CI kind").
     exec pytest -n auto --maxprocesses 8
 fi
