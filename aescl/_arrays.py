@@ -133,6 +133,23 @@ def _host_memory(data: Any) -> Any:
     return data
 
 
+IN_PLACE_REFUSED = "output overlaps the input: a chunked call cannot work in place"
+
+
+def check_apart(source: memoryview, output: Any) -> None:
+    """Refuse an ``output=`` in the input's memory, in place or overlapping it, for the
+    chunked format's calls: they write each chunk at another offset than they read it
+    (a call would read what it had already written), and a failure zeroes ``output``,
+    which would wipe the input. (numpy is imported here, with ``output=`` only.)"""
+    import numpy as np
+
+    target = memoryview(_host_memory(output))
+    if not (source.nbytes and target.nbytes and target.c_contiguous):
+        return  # (nothing to share; a non-contiguous output is refused as an output)
+    if np.may_share_memory(np.frombuffer(source, np.uint8), np.frombuffer(target, np.uint8)):
+        raise ValueError(IN_PLACE_REFUSED)
+
+
 def byte_view(data: Any) -> memoryview:
     """``data`` as a flat memoryview of bytes (no copy)."""
     view = memoryview(_host_memory(data))

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 from ._arrays import (
     BytesLike,
     byte_view,
+    check_apart,
     device_array_kind,
     device_nbytes,
     finish,
@@ -137,6 +138,8 @@ def encrypt_raw(
     source = byte_view(message)
     size = sealed_size(len(source), raw=True)
     sealed = new_buffer(size) if output is None else output_view(output, size)
+    if output is not None:
+        check_apart(source, sealed)
     _seal_all(_chunks(key, base_nonce, device, batch_chunks), source, sealed)
     return finish(sealed, output)
 
@@ -151,6 +154,8 @@ def decrypt_raw(
     body = byte_view(ciphertext)
     size = _opened_size(len(body))
     plaintext = new_buffer(size) if output is None else output_view(output, size)
+    if output is not None:
+        check_apart(body, plaintext)
     _open_all(_chunks(key, base_nonce, device, batch_chunks), body, plaintext)
     return finish(plaintext, output)
 
@@ -169,7 +174,8 @@ def encrypt(
 
     With ``output`` (``sealed_size(n)`` bytes that do not overlap the message: a
     writable host buffer for host data, an array of the same kind on the same device
-    for a device array) the result goes there and None is returned.
+    for a device array) the result goes there and None is returned. An ``output`` in
+    the message's memory is refused (ValueError) before anything is written.
 
     ``key`` is 32 uniformly random bytes. A fresh random salt makes every
     encryption use a new chunk key and base nonce. ``salt=`` is for tests only.
@@ -187,6 +193,7 @@ def encrypt(
         return salt + commitment + body
     source = byte_view(message)
     target = output_view(output, sealed_size(len(source)))
+    check_apart(source, target)  # (before the header is written)
     target[:HEADER_SIZE] = salt + commitment
     encrypt_raw(chunk_key, base_nonce, source, device=device, batch_chunks=batch_chunks,
                 output=target[HEADER_SIZE:])
@@ -202,9 +209,9 @@ def decrypt(
     A device array is opened on its own device into a new flat uint8 array of the same
     kind; on a failed tag it raises, and the array it was opening into is zeroed.
 
-    With ``output`` (the message's size, not overlapping the ciphertext; of the
-    ciphertext's kind, as for :func:`encrypt`) the plaintext goes there and None is
-    returned; a chunk that fails authentication leaves ``output`` zeroed, and what is
+    With ``output`` (the message's size, not overlapping the ciphertext, else refused;
+    of the ciphertext's kind, as for :func:`encrypt`) the plaintext goes there and None
+    is returned; a chunk that fails authentication leaves ``output`` zeroed, and what is
     refused before any chunk is opened (a wrong key, a cut message, an ``output`` that
     does not fit) leaves it as it was.
 
@@ -221,6 +228,8 @@ def decrypt(
             ciphertext, HEADER_SIZE, nbytes - HEADER_SIZE, 0, True,
             _opened_size(nbytes - HEADER_SIZE), output)
     data = byte_view(ciphertext)
+    if output is not None:
+        check_apart(data, output)  # (the header's bytes too: nothing of the input is written)
     chunk_key, base_nonce = _open_header(key, data[:HEADER_SIZE].tobytes(), context)
     return decrypt_raw(chunk_key, base_nonce, data[HEADER_SIZE:], device=device,
                        batch_chunks=batch_chunks, output=output)

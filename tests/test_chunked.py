@@ -74,6 +74,36 @@ def test_whole_messages_into_an_output_buffer(device, key):
         chunked.decrypt(key, expected, b"ctx", device=device, output=bytes(len(message)))
 
 
+def test_an_output_in_the_inputs_memory_is_refused_and_the_input_kept(device, key):
+    """Host memory: an ``output=`` that is, or overlaps, the input's memory is refused
+    before anything is written, by encrypt, decrypt and both raw calls (each writes a
+    chunk at another offset than it reads it; sealing in place gave wrong bytes). A
+    buffer beside the input, in the same memory, is not an overlap."""
+    message, salt, nonce = os.urandom(2 * CHUNK + 11), os.urandom(24), os.urandom(12)
+    sealed = chunked.encrypt(key, message, salt=salt)
+    raw = chunked.encrypt_raw(key, nonce, message)
+    calls = [  # (the call on (input, output), input bytes, output bytes)
+        (lambda i, o: chunked.encrypt(key, i, salt=salt, device=device, output=o),
+         message, len(sealed)),
+        (lambda i, o: chunked.decrypt(key, i, device=device, output=o), sealed, len(message)),
+        (lambda i, o: chunked.encrypt_raw(key, nonce, i, device=device, output=o),
+         message, len(raw)),
+        (lambda i, o: chunked.decrypt_raw(key, nonce, i, device=device, output=o),
+         raw, len(message)),
+    ]
+    for call, given, made in calls:
+        for shift in (0, 56, len(given) - 1):  # in place; the output from inside the input
+            memory = bytearray(given) + bytearray(max(0, shift + made - len(given)))
+            view = memoryview(memory)
+            with pytest.raises(ValueError, match="overlaps the input"):
+                call(view[: len(given)], view[shift : shift + made])
+            assert memory[: len(given)] == given
+        memory = bytearray(given) + bytearray(made)  # apart, in one buffer
+        view = memoryview(memory)
+        assert call(view[: len(given)], view[len(given) :]) is None
+    assert memory[len(raw) :] == message
+
+
 def test_past_256_chunks_in_small_batches(device, key):
     # The chunk index crosses a byte of the nonce, and batches split the message.
     message, salt = os.urandom(257 * CHUNK + 5), os.urandom(24)

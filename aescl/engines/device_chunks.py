@@ -32,6 +32,7 @@ import hmac
 import os
 from typing import Any, NamedTuple, Protocol
 
+from .._arrays import IN_PLACE_REFUSED
 from ..chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
@@ -156,7 +157,7 @@ def check_output(source_at: int, source_bytes: int, output_at: int, output_bytes
         raise ValueError(f"output has {output_bytes} bytes; the result has {result_bytes}")
     if same_memory and output_at < source_at + source_bytes \
             and source_at < output_at + output_bytes:
-        raise ValueError("output overlaps the input: a chunked call cannot work in place")
+        raise ValueError(IN_PLACE_REFUSED)
 
 
 def fused_gcm() -> bool:
