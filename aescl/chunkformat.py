@@ -24,7 +24,7 @@ import hmac
 import os
 from typing import Any
 
-from .errors import CounterOverflowError, TruncatedError, WrongKeyError
+from .errors import CounterOverflowError, TruncatedError, WrongKeyError, as_bytes
 
 KEY_SIZE = 32
 SALT_SIZE = 24
@@ -49,21 +49,22 @@ def hkdf_expand_sha512(prk: bytes, info: bytes, length: int) -> bytes:
 
 
 def check_key(key: bytes) -> None:
-    if len(key) != KEY_SIZE:
+    if len(as_bytes(key, "key")) != KEY_SIZE:
         raise ValueError(f"the chunked format takes a {KEY_SIZE}-byte key, not {len(key)} bytes")
 
 
 def check_base_nonce(base_nonce: bytes) -> None:
-    if len(base_nonce) != NONCE_SIZE:
+    if len(as_bytes(base_nonce, "base_nonce")) != NONCE_SIZE:
         raise ValueError(f"the base nonce must be {NONCE_SIZE} bytes, not {len(base_nonce)}")
 
 
 def derive(key: bytes, salt: bytes, context: bytes) -> tuple[bytes, bytes, bytes]:
     """(chunk key, base nonce, commitment) for one message."""
     check_key(key)
+    salt, context = as_bytes(salt, "salt"), as_bytes(context, "context")
     if len(salt) != SALT_SIZE:
         raise ValueError(f"the salt must be {SALT_SIZE} bytes, not {len(salt)}")
-    info = INFO_PREFIX + AEAD_NAME + b"\x00" + bytes(salt) + bytes(context)
+    info = INFO_PREFIX + AEAD_NAME + b"\x00" + salt + context
     material = hkdf_expand_sha512(bytes(key), info, KEY_SIZE + NONCE_SIZE + COMMITMENT_SIZE)
     return (
         material[:KEY_SIZE],

@@ -72,6 +72,17 @@ def check_whole_number(name: str, value: object, least: int, most: int | None = 
     return value
 
 
+def as_bytes(value: object, what: str) -> bytes:
+    """A key, nonce, salt or context given as any bytes-like object, as bytes. Anything
+    else is refused (TypeError), as pycryptodome refuses it: ``bytes()`` of an int is
+    that many zero bytes, so ``key=16`` would have been an all-zero key."""
+    try:
+        return bytes(memoryview(value))
+    except TypeError:
+        raise TypeError(f"{what} must be bytes-like (bytes, bytearray, memoryview), "
+                        f"not {type(value).__name__}") from None
+
+
 def first_failure(errors: list[BaseException]) -> BaseException:
     """Of the failures of one job's parallel parts, the one to report: the rejection of
     the lowest chunk (parts run in any order, but the message's first bad chunk is the

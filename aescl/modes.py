@@ -24,7 +24,7 @@ from ._arrays import (
 )
 from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce
 from .engines.device_gcm import DeviceGcm
-from .errors import CounterOverflowError, KeystreamReuseError, check_whole_number
+from .errors import CounterOverflowError, KeystreamReuseError, as_bytes, check_whole_number
 from .scheduler import Team
 from .teams import DevicesSpec, array_device_rule, resolve_devices, team
 
@@ -105,7 +105,7 @@ class CtrCipher:
         keyschedule.rounds_for_key(key)
         if nonce is None:
             nonce = os.urandom(8)  # pycryptodome's default: half a block, random
-        nonce = bytes(nonce)
+        nonce = as_bytes(nonce, "nonce")
         if len(nonce) + len(suffix) >= BLOCK_SIZE:
             raise ValueError("Nonce is too long")
         counter_bytes = BLOCK_SIZE - len(nonce) - len(suffix)
@@ -139,7 +139,7 @@ class CtrCipher:
             if not 0 <= initial_value < 1 << (8 * counter_bytes):
                 raise ValueError("Initial counter value is too large")
             return initial_value
-        initial_value = bytes(initial_value)
+        initial_value = as_bytes(initial_value, "initial_value")
         if len(initial_value) != counter_bytes:
             raise ValueError(
                 f"Incorrect length for counter byte string ({len(initial_value)} bytes, "
@@ -502,7 +502,7 @@ def new(
     host engine uses; 0: every core; OpenCL devices ignore it; aescl's default is
     every core), and ``use_aesni``/``use_clmul``, accepted and ignored: each engine
     chooses the CPU's instructions itself (docs/security.md)."""
-    key = bytes(key)
+    key = as_bytes(key, "key")
     keyschedule.rounds_for_key(key)
     check_key_schedule(key_schedule)
     if mode not in (MODE_ECB, MODE_CTR, MODE_GCM):

@@ -79,3 +79,17 @@ def test_runs_refuse_what_only_a_final_chunk_may_be():
 def test_wrong_lengths_are_refused(bad):
     with pytest.raises(ValueError):
         bad()
+
+
+@pytest.mark.parametrize("given", [32, 24, 12, "x" * 32])
+def test_a_key_salt_context_or_nonce_that_is_not_bytes_like_is_refused(given):
+    """TypeError naming the argument: ``bytes(5)`` is five zero bytes, so an int context
+    was the same context as five zero bytes, and an int key or nonce all zeros."""
+    key, salt = os.urandom(32), os.urandom(24)
+    for what, call in (("key", lambda: fmt.derive(given, salt, b"")),
+                       ("salt", lambda: fmt.derive(key, given, b"")),
+                       ("context", lambda: fmt.derive(key, salt, given)),
+                       ("key", lambda: fmt.check_key(given)),
+                       ("base_nonce", lambda: fmt.check_base_nonce(given))):
+        with pytest.raises(TypeError, match=f"^{what} must be bytes-like"):
+            call()

@@ -181,6 +181,26 @@ def test_bad_parameters_are_refused_like_pycryptodome(device):
 
 
 
+@pytest.mark.parametrize("given", [16, 12, "0123456789abcdef", [0] * 16])
+def test_a_key_nonce_or_counter_that_is_not_bytes_like_is_refused(given):
+    """An int, a str or a list as the key, a nonce or a counter string: TypeError naming
+    it (pycryptodome refuses such a key too). ``bytes(16)`` is 16 zero bytes: an int key
+    was an all-zero key, and an int nonce an all-zero nonce, the same in every call."""
+    key = os.urandom(16)
+    calls = {
+        "key": lambda: aescl.new(given, aescl.MODE_ECB),
+        "nonce": lambda: aescl.new(key, aescl.MODE_CTR, nonce=given),
+        "initial_value": lambda: aescl.new(key, aescl.MODE_CTR, nonce=b"",
+                                           initial_value=str(given)),
+    }
+    for what, call in [*calls.items(), ("nonce", lambda: aescl.new(key, aescl.MODE_GCM, given)),
+                       ("nonce", lambda: aescl.new(key, aescl.MODE_GCM, nonce=given))]:
+        with pytest.raises(TypeError, match=f"^{what} must be bytes-like"):
+            call()
+    with pytest.raises(TypeError):  # (pycryptodome: "cannot be passed to C code")
+        AES.new(given, AES.MODE_ECB)
+
+
 def test_every_selected_device_gives_identical_output():
     from conftest import selected_devices
 

@@ -49,6 +49,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import as_bytes
+
 if TYPE_CHECKING:
     from ..devices import Device
 
@@ -106,7 +108,7 @@ def check_key_schedule(key_schedule: str) -> None:
 def gcm_nonce(nonce: bytes | None, mac_len: int) -> bytes:
     """The nonce of a GCM stream, checked with its tag length as every engine takes them:
     ``None`` gives 16 random bytes, as pycryptodome does (its callers may store them)."""
-    nonce = os.urandom(16) if nonce is None else bytes(nonce)
+    nonce = os.urandom(16) if nonce is None else as_bytes(nonce, "nonce")
     if not nonce:
         raise ValueError("Nonce cannot be empty")
     if not 4 <= mac_len <= 16:
