@@ -18,7 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from .errors import AuthenticationError, CounterOverflowError
+from .errors import AuthenticationError, CounterOverflowError, as_bytes
 
 BLOCK_SIZE = 16
 _REDUCTION = 0xE1 << 120  # x^128 = x^7 + x^2 + x + 1, in GCM's bit order
@@ -351,7 +351,8 @@ class GcmTagCalls:
         """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong."""
         if self._phase == "encrypt":
             raise TypeError("verify() cannot be called when encrypting")
-        if not hmac.compare_digest(self._compute_tag(), bytes(received_mac_tag)):
+        if not hmac.compare_digest(self._compute_tag(),
+                                   as_bytes(received_mac_tag, "the MAC tag")):
             raise AuthenticationError("MAC check failed")
 
     def hexverify(self, hex_mac_tag: str) -> None:

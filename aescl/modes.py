@@ -136,7 +136,9 @@ class CtrCipher:
         if initial_value is None:
             return 0
         if isinstance(initial_value, int):
-            if not 0 <= initial_value < 1 << (8 * counter_bytes):
+            if initial_value < 0:
+                raise ValueError("Initial counter value must not be negative")
+            if initial_value >= 1 << (8 * counter_bytes):
                 raise ValueError("Initial counter value is too large")
             return initial_value
         initial_value = as_bytes(initial_value, "initial_value")

@@ -105,6 +105,22 @@ def test_output_buffers_and_numpy_input(device):
     assert bytes(back) == plaintext.tobytes()
 
 
+def test_a_tag_that_is_not_bytes_like_is_refused_and_releases_nothing(device):
+    """``verify(5)``: a TypeError naming the tag, not a comparison with five zero bytes
+    (``bytes(5)``) that fails as "MAC check failed"; decrypt_and_verify writes nothing."""
+    key, nonce = os.urandom(16), os.urandom(12)
+    ciphertext, _ = AES.new(key, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(bytes(100))
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    cipher.decrypt(ciphertext)
+    with pytest.raises(TypeError, match="^the MAC tag must be bytes-like"):
+        cipher.verify(5)
+    output = bytearray(b"\xee" * 100)
+    with pytest.raises(TypeError, match="^the MAC tag must be bytes-like"):
+        aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device).decrypt_and_verify(
+            ciphertext, 16, output=output)
+    assert output == b"\xee" * 100
+
+
 @pytest.mark.parametrize("length", [7, 16 * 16, 16 * 40 + 3])
 def test_in_place_over_the_input_in_pieces(device, length):
     """``output=`` the input's own memory, in pieces that split blocks, both ways: the

@@ -174,6 +174,8 @@ def test_bad_parameters_are_refused_like_pycryptodome(device):
     with pytest.raises(ValueError, match="Incorrect length for counter"):
         aescl.new(bytes(16), aescl.MODE_CTR, nonce=bytes(8), initial_value=bytes(16),
                   device=device)
+    with pytest.raises(ValueError, match="must not be negative"):
+        aescl.new(bytes(16), aescl.MODE_CTR, nonce=b"", initial_value=-1, device=device)
     with pytest.raises(ValueError, match="key_schedule"):
         aescl.new(bytes(16), aescl.MODE_ECB, device=device, key_schedule="gpu")
     with pytest.raises(ValueError, match="unsupported mode"):

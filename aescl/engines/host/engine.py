@@ -50,7 +50,7 @@ from ...chunkformat import (
     sealed_run,
 )
 from ...devices import Device
-from ...errors import AuthenticationError, first_failure
+from ...errors import AuthenticationError, as_bytes, first_failure
 from ..interface import BLOCK_SIZE, MODE_GCM, BlockTransform, Ranges, gcm_nonce
 from . import shared as _shared
 
@@ -449,7 +449,7 @@ class HostGcmCipher:
 
     def verify(self, received_mac_tag: bytes) -> None:
         try:
-            self._cipher.verify(bytes(received_mac_tag))
+            self._cipher.verify(as_bytes(received_mac_tag, "the MAC tag"))
         except ValueError:
             self._finished = True
             raise AuthenticationError("MAC check failed") from None
