@@ -84,6 +84,28 @@ def test_the_fused_gcm_kernel_gets_the_round_tables_its_blocks_hold_beside_its_s
     assert crypt_hash_tables(227 * 1024, 2, 1024, 1) == 2  # never more than the GPU's own
 
 
+def test_a_launchs_parameters_point_at_each_arguments_bytes():
+    """cuLaunchKernel reads each argument from its pointer, as many bytes as the kernel's
+    parameter: an int as 64 bits, a numpy scalar or array as its own bytes."""
+    import ctypes
+
+    import numpy as np
+
+    from aescl.engines.cuda.workers import kernel_parameters
+
+    key = np.arange(60, dtype="<u4")  # (a 240-byte argument by value, as the key's)
+    arguments = [0x1122334455667788, np.uint32(7), np.frombuffer(bytes(range(16)), np.uint8),
+                 key, 5, np.uint32(0xFFFFFFFF)]
+    expected = [(0x1122334455667788).to_bytes(8, "little"), (7).to_bytes(4, "little"),
+                bytes(range(16)), key.tobytes(), (5).to_bytes(8, "little"), b"\xff" * 4]
+    storage, pointers = kernel_parameters(arguments)
+    assert len(pointers) == len(arguments)
+    for pointer, value in zip(pointers, expected, strict=True):
+        assert ctypes.string_at(pointer, len(value)) == value
+    assert pointers[0] == storage.buffer_info()[0]
+    assert all((pointer - pointers[0]) % 16 == 0 for pointer in pointers)  # (uint4's 16)
+
+
 @needs_nvrtc
 def test_a_cuda_build_error_carries_nvrtcs_log(monkeypatch):
     from aescl.engines import sources

@@ -10,6 +10,7 @@ and misaligned arrays go through scratch memory on the device
 
 from __future__ import annotations
 
+import array
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -80,26 +81,34 @@ def launch_kernel(function: Any, grid: int, threads: int, shared_bytes: int, str
     ``shared_bytes`` of dynamic shared memory. Each argument is passed as its bytes:
     an int as 64 bits (a pointer, or a 64-bit value), a numpy scalar or array as it is
     (a 32-bit value; a vector or the key argument by value)."""
+    storage, pointers = kernel_parameters(arguments)
     from cuda.bindings import driver
 
-    # The arguments' bytes side by side in one buffer, each 16-byte aligned, and a
-    # pointer to each: asking numpy for each argument's address (.ctypes) cost 3-4 µs
-    # apiece, 70 µs for gcm_crypt_hash's 18 (H100 host, 2026-11-25).
+    _check(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared_bytes,
+                                 driver.CUstream(stream), pointers.buffer_info()[0], 0))
+    del storage  # (held until here: the launch copies the values from it)
+
+
+def kernel_parameters(arguments: Any) -> tuple[array.array, array.array]:
+    """cuLaunchKernel's kernelParams for ``arguments`` (as :func:`launch_kernel` takes
+    them): their bytes side by side in one buffer, each at a multiple of 16 bytes, and
+    the address of each, as a void** array. Keep both until the launch has returned.
+
+    Asking numpy for each argument's address (.ctypes) cost 3-4 µs apiece, 70 µs for
+    gcm_crypt_hash's 27 (H100 host, 2026-11-25); numpy arithmetic on the offsets and
+    each scalar through ascontiguousarray were half of the 48 µs left (the CI kind's
+    host, 2026-11-26)."""
     parts, offsets, at = [], [], 0
     for argument in arguments:
         data = argument.to_bytes(8, "little") if isinstance(argument, int) \
-            else np.ascontiguousarray(argument).tobytes()
+            else argument.tobytes()
+        size = -(-len(data) // 16) * 16
+        parts.append(data.ljust(size, b"\0"))
         offsets.append(at)
-        parts.append(data + bytes(-len(data) % 16))
-        at += len(parts[-1])
-    storage = np.frombuffer(b"".join(parts), np.uint8)
-    pointers = np.array(offsets, np.uint64) + np.uint64(_address(storage))
-    _check(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared_bytes,
-                                 driver.CUstream(stream), _address(pointers), 0))
-
-
-def _address(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
+        at += size
+    storage = array.array("B", b"".join(parts))
+    base = storage.buffer_info()[0]
+    return storage, array.array("Q", [base + offset for offset in offsets])
 
 
 @dataclass(frozen=True)
@@ -570,18 +579,16 @@ class CudaChunkKernels:
         self._gpu = gpu = cuda_device(ordinal)
         gpu.core.set_current()
         rounds = keyschedule.rounds_for_key(key)
-        # (each looked up once per GPU: _Device.kernel; its module stays loaded)
-        self._functions = {name: gpu.kernel("aes_gcm.cl", name, rounds)[1]
-                           for name in ("gcm_ctr_xor", "gcm_ghash", "gcm_tags")}
-        self._functions.update({name: gpu.kernel("chunk_layout.cl", name, None)[1] for name in
-                                ("chunks_tags", "chunks_first_mismatch", "chunks_counters")})
+        self._rounds = rounds
         self._shape = self._gpu.shape()
         self._like = like
         self._memory = StreamMemory(None, like)
         self._spans: list[CudaBytes] = []
-        # H's nibble tables, made and freed in the stream's order: nothing here waits.
-        self._h_tables = self.scratch(_POWER_TABLES_BYTES)
-        self._h_positions = self.scratch(_POSITION_TABLES_BYTES)
+        # H's nibble tables and position tables, in one span, made and freed in the
+        # stream's order: nothing here waits.
+        tables = self.scratch(_POWER_TABLES_BYTES + _POSITION_TABLES_BYTES)
+        self._h_tables = tables.at(0, _POWER_TABLES_BYTES)
+        self._h_positions = tables.at(_POWER_TABLES_BYTES, _POSITION_TABLES_BYTES)
         launch_power_tables(gpu, like.stream, h, self._h_tables.pointer,
                             self._h_positions.pointer)
         self._chunk_key = bytes(key)
@@ -634,8 +641,16 @@ class CudaChunkKernels:
                      computed.pointer, received.pointer, np.uint32(count), index.pointer)
         return int(np.frombuffer(CudaGhash.read(index), np.uint32)[0])
 
+    def _function(self, name: str) -> Any:
+        """The driver function of one of the separate kernels (gcm_*: aes_gcm.cl's, of
+        this key size; else chunk_layout.cl's), each looked up once per GPU
+        (_Device.kernel) and here only when used: the fused kernel needs none of them."""
+        if name.startswith("gcm_"):
+            return self._gpu.kernel("aes_gcm.cl", name, self._rounds)[1]
+        return self._gpu.kernel("chunk_layout.cl", name, None)[1]
+
     def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
-        launch_kernel(self._functions[name], groups, threads, self._gpu.shared_bytes(name),
+        launch_kernel(self._function(name), groups, threads, self._gpu.shared_bytes(name),
                       self._like.stream, *args)
 
     def _grid(self, items: int) -> int:
@@ -654,7 +669,7 @@ class CudaChunkKernels:
              lengths: CudaBytes, tags: CudaBytes, tag_stride: int) -> None:
         partials = self.scratch(16 * count)
         self._launch("gcm_ghash", _GHASH_ITEMS,
-                     ghash_grid(self._gpu, self._functions["gcm_ghash"], count),
+                     ghash_grid(self._gpu, self._function("gcm_ghash"), count),
                      text.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
                      np.uint32(stride), np.uint32(count), self._h_tables.pointer,
                      self._h_positions.pointer, partials.pointer)
