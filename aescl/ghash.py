@@ -251,6 +251,12 @@ class PowerMultipliers:
 HOST_RUN_BLOCKS = 16
 
 
+def hashed_on_the_host(nbytes: int) -> bool:
+    """Whether a run of ``nbytes`` (whole blocks) in host memory is short enough to hash
+    on the host (:data:`HOST_RUN_BLOCKS`)."""
+    return nbytes <= HOST_RUN_BLOCKS * BLOCK_SIZE
+
+
 class RunningGhash:
     """The GHASH of one GCM message fed in pieces, up to its tag: the AAD, then the text,
     as bytes (a block split between pieces waits in ``pending``) or as the partial sums
@@ -284,6 +290,15 @@ class RunningGhash:
         for start in range(0, len(data), BLOCK_SIZE):
             value = times_h(value ^ int.from_bytes(data[start : start + BLOCK_SIZE], "big"))
         self.value = value
+
+    def absorb_bytes(self, data: bytes) -> None:
+        """Add bytes in host memory, a product per block on the host (a short run:
+        :func:`hashed_on_the_host`); a block they leave incomplete waits in ``pending``.
+        The caller counts them (``aad_bytes`` or ``text_bytes``)."""
+        rest = self.absorb_pending(data)
+        whole = len(rest) - len(rest) % BLOCK_SIZE
+        self.absorb_blocks(rest[:whole])
+        self.pending += rest[whole:]
 
     def absorb_partial_sum(self, partial: int, blocks: int) -> None:
         """Add ``blocks`` whole blocks by their partial sum (no block may be pending)."""

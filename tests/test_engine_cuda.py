@@ -842,6 +842,54 @@ def test_host_data_gcm_on_cuda_matches_pycryptodome(bits, nonce_bytes, monkeypat
 
 
 @needs_gpu
+@pytest.mark.parametrize("pieces", [[16], [7, 9, 250], [256], [257], [100, 300]])
+def test_host_data_gcm_on_cuda_hashes_short_texts_on_the_host(pieces, monkeypatch):
+    """A call's text of up to ghash.HOST_RUN_BLOCKS blocks is hashed on the host (a call
+    longer than that, on the GPU); either way, in pieces that split blocks, in place
+    and through decrypt_and_verify, the bytes and tags are pycryptodome's."""
+    from aescl import ghash
+    from aescl.engines.cuda.gcm import CudaHostGcm
+
+    hashed_on_the_gpu = []
+    gpu_sum = CudaHostGcm.partial_sum
+    monkeypatch.setattr(CudaHostGcm, "partial_sum", lambda self, *args: (
+        hashed_on_the_gpu.append(args[-1]), gpu_sum(self, *args))[1])
+    key, nonce, aad = os.urandom(32), os.urandom(12), os.urandom(20)
+    data = os.urandom(sum(pieces))
+    reference = Reference.new(key, Reference.MODE_GCM, nonce=nonce)
+    reference.update(aad)
+    expected, tag = reference.encrypt_and_digest(data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    cipher.update(aad)
+    sealed, at = b"", 0
+    for size in pieces:
+        sealed, at = sealed + cipher.encrypt(data[at : at + size]), at + size
+    assert (sealed, cipher.digest()) == (expected, tag)
+    short = all(ghash.hashed_on_the_host(size) for size in pieces)
+    assert (hashed_on_the_gpu == []) == short
+    hashed_on_the_gpu.clear()
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    opener.update(aad)
+    in_place, at = bytearray(sealed), 0
+    for size in pieces:
+        view = memoryview(in_place)[at : at + size]
+        opener.decrypt(view, output=view)
+        at += size
+    assert bytes(in_place) == data
+    opener.verify(tag)
+    checked = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    checked.update(aad)
+    assert checked.decrypt_and_verify(sealed, tag) == data
+    assert (hashed_on_the_gpu == []) == (short and ghash.hashed_on_the_host(len(sealed)))
+    refused = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    refused.update(aad)
+    output = bytearray(len(sealed))
+    with pytest.raises(aescl.AuthenticationError):
+        refused.decrypt_and_verify(sealed, bytes(16), output=output)
+    assert output == bytearray(len(sealed))
+
+
+@needs_gpu
 def test_host_data_chunked_on_cuda_is_byte_identical_to_the_host_engine(small_pieces):
     key, salt = os.urandom(32), os.urandom(24)
     for size in [*CHUNK_SIZES, (2 << 20) + 9]:

@@ -61,10 +61,7 @@ class DeviceGcm(ghash.GcmTagCalls, ABC):
             raise TypeError("update() can only be called immediately after initialization")
         data = bytes(byte_view(assoc_data))
         self._ghash.aad_bytes += len(data)
-        rest = self._ghash.absorb_pending(data)
-        whole = len(rest) - len(rest) % BLOCK_SIZE
-        self._ghash.absorb_blocks(rest[:whole])
-        self._ghash.pending += rest[whole:]
+        self._ghash.absorb_bytes(data)
         return self
 
     def hash_text(self, ciphertext: Any, length: int) -> None:
@@ -81,6 +78,12 @@ class DeviceGcm(ghash.GcmTagCalls, ABC):
         if done < length:
             self._ghash.pending += self.read(ciphertext, done, length - done)
         self._ghash.text_bytes += length
+
+    def hash_host_text(self, ciphertext: bytes) -> None:
+        """Add ciphertext in host memory to the GHASH, on the host: a short run
+        (ghash.hashed_on_the_host), where the device's GHASH is a launch and a read."""
+        self._ghash.absorb_bytes(ciphertext)
+        self._ghash.text_bytes += len(ciphertext)
 
     def _crypt_at(self, data: Any, output: Any, start: int) -> Any:
         return self.crypt(data, output, start // BLOCK_SIZE, start % BLOCK_SIZE)

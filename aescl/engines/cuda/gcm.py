@@ -4,7 +4,9 @@ pieces, where the device-array GCM (engines/device_gcm.py) runs on it.
 One message is one sequential stream: its pieces go through the GPU one after
 another, on one stream, each uploaded, run and downloaded before the next.
 ``decrypt_and_verify`` hashes every piece of its text, checks the tag, and only then
-decrypts, so a wrong tag releases no plaintext (the text is uploaded twice).
+decrypts, so a wrong tag releases no plaintext (the text is uploaded twice). A call
+whose text is short (ghash.hashed_on_the_host) has its ciphertext hashed on the host,
+where it lies in host memory; its CTR still runs on the GPU.
 """
 
 from __future__ import annotations
@@ -79,18 +81,26 @@ class CudaHostGcm(DeviceGcm):
         out = np.empty(data.nbytes, np.uint8) if output is None else \
             output_array(output, data.nbytes)
         start = self._start_text(direction, data.nbytes)
+        # A short text's ciphertext is hashed where it lies in host memory (the input's
+        # before it is decrypted, which may be in place; the output once it is back):
+        # on the GPU that was a launch and a read back for every run of a call.
+        on_the_host = ghash.hashed_on_the_host(data.nbytes)
+        if on_the_host and direction == "decrypt":
+            self.hash_host_text(data.tobytes())
         done = [start]
 
         def step(device_in: CudaBytes, device_out: CudaBytes) -> None:
             at, length = done[0], device_in.nbytes
-            if direction == "decrypt":
+            if direction == "decrypt" and not on_the_host:
                 self.hash_text(device_in, length)
             self.crypt(device_in, device_out, at // 16, at % 16)
-            if direction == "encrypt":
+            if direction == "encrypt" and not on_the_host:
                 self.hash_text(device_out, length)
             done[0] = at + length
 
         self._staged(data, out, step)
+        if on_the_host and direction == "encrypt":
+            self.hash_host_text(out.tobytes())
         return finish(out, output)
 
     def encrypt(self, plaintext: Any, output: Any = None) -> Any:
@@ -108,7 +118,11 @@ class CudaHostGcm(DeviceGcm):
         data = input_array(ciphertext)
         out = None if output is None else output_array(output, data.nbytes)
         start = self._start_text("decrypt", data.nbytes)
-        self._staged(data, None, lambda device_in, _: self.hash_text(device_in, device_in.nbytes))
+        if ghash.hashed_on_the_host(data.nbytes):
+            self.hash_host_text(data.tobytes())
+        else:
+            self._staged(data, None,
+                         lambda device_in, _: self.hash_text(device_in, device_in.nbytes))
         self.verify(received_mac_tag)
         out = np.empty(data.nbytes, np.uint8) if out is None else out
         done = [start]

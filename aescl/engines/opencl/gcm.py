@@ -608,11 +608,6 @@ def _xor(text: np.ndarray, keystream: np.ndarray, out: np.ndarray, decrypt: bool
     return ciphertext if decrypt else out.tobytes()
 
 
-def _hashed_on_the_host(nbytes: int) -> bool:
-    """Whether a run of whole blocks is short enough to hash on the host."""
-    return nbytes <= ghash.HOST_RUN_BLOCKS * BLOCK_SIZE
-
-
 class GcmCipher(ghash.GcmTagCalls):
     """AES-GCM with pycryptodome's calling convention, running on an OpenCL device.
 
@@ -658,7 +653,7 @@ class GcmCipher(ghash.GcmTagCalls):
     def _hash_run(self, blocks: np.ndarray) -> None:
         """Add whole blocks in host memory to the GHASH: a short run on the host
         (ghash.HOST_RUN_BLOCKS), a longer one on the device."""
-        if _hashed_on_the_host(blocks.nbytes):
+        if ghash.hashed_on_the_host(blocks.nbytes):
             self._ghash.absorb_blocks(blocks.tobytes())
         elif blocks.nbytes:
             partial = self._engine.stream(blocks, None, self._j0, 0, decrypt=True, crypt=False)
@@ -691,7 +686,7 @@ class GcmCipher(ghash.GcmTagCalls):
                                             target[:done], decrypt))
         whole = (length - done) - (length - done) % BLOCK_SIZE
         if whole:
-            on_the_host = _hashed_on_the_host(whole)
+            on_the_host = ghash.hashed_on_the_host(whole)
             # (a ciphertext read before the output, which may be the input, is written)
             run = source[done : done + whole].tobytes() if on_the_host and decrypt else b""
             partial = self._engine.stream(
