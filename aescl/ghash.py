@@ -252,8 +252,8 @@ HOST_RUN_BLOCKS = 16
 
 
 def hashed_on_the_host(nbytes: int) -> bool:
-    """Whether a run of ``nbytes`` (whole blocks) in host memory is short enough to hash
-    on the host (:data:`HOST_RUN_BLOCKS`)."""
+    """Whether ``nbytes`` of AAD or text in host memory are few enough to hash on the
+    host: :data:`HOST_RUN_BLOCKS` blocks at most."""
     return nbytes <= HOST_RUN_BLOCKS * BLOCK_SIZE
 
 
