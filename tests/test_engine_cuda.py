@@ -753,6 +753,39 @@ def test_jax_arrays_through_gcm_and_the_chunked_format(jax_gpu):
 
 
 @needs_gpu
+def test_a_jax_input_freed_at_once_is_read_before_jax_writes_its_memory_again(jax_gpu):
+    """The call returns with its kernel still running over the input. A JAX input
+    dropped then, its memory at once taken by the next JAX array and written: every
+    result is still the input's. 256 MiB, so that the kernel outlasts the host's next
+    steps."""
+    import numpy as np
+
+    jax, gpu = jax_gpu
+    import jax.numpy as jnp
+
+    size = 1 << 28
+    made = jax.jit(lambda seed: ((jnp.arange(size, dtype=jnp.uint32) * jnp.uint32(2654435761)
+                                  + seed) >> 13).astype(jnp.uint8))
+    key, nonce = os.urandom(32), os.urandom(12)
+    reused = 0
+    for round_, call in enumerate((
+            lambda x: aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8]).encrypt(x),
+            lambda x: aescl.new(key, aescl.MODE_GCM, nonce=nonce).encrypt_and_digest(x)[0],
+            lambda x: aescl.chunked.encrypt(key, x, salt=nonce * 2))):
+        for attempt in range(3):
+            data = made(jnp.uint32(10 * round_ + attempt))
+            plaintext = np.asarray(data).tobytes()
+            where = data.__cuda_array_interface__["data"][0]
+            result = call(data)
+            del data
+            written = made(jnp.uint32(1000 + attempt))  # (the same size: the same memory)
+            reused += written.__cuda_array_interface__["data"][0] == where
+            assert np.asarray(result).tobytes() == call(plaintext), (round_, attempt)
+    if not reused:
+        pytest.skip("JAX put none of the next arrays where a freed input was")
+
+
+@needs_gpu
 def test_jax_input_is_read_after_the_jax_work_that_makes_it(jax_gpu):
     """The input comes from a JAX computation not yet waited for; JAX arrays are
     immutable, so output= one is refused before any work."""
