@@ -475,6 +475,31 @@ def test_chunked_sealing_is_ordered_after_the_producer_and_before_what_follows(q
     assert message.get().tobytes() == bytes([1]) * (3 * 16384 + 9)
 
 
+def test_arrays_a_memory_pool_serves_again_wait_for_the_sealing_that_used_them(queue):
+    """Sealing returns before its work is done (on aescl's queue). An input or a result
+    dropped as it returns goes back to the caller's memory pool, which serves the same
+    memory to the next array of its size: what that array is written with on the
+    caller's queue must not reach the sealing, and the sealing must not write into it."""
+    import pyopencl.tools as cl_tools
+
+    pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+    key, salt, size = bytes(range(32)), bytes(range(24)), (1 << 20) + 9
+    for seed in range(3):
+        data = _random(size, seed=seed)
+        message = cl_array.to_device(queue, data, allocator=pool)
+        dropped = aescl.chunked.encrypt(key, message, salt=salt)
+        del dropped  # (the pool's again, where nothing holds it, while the sealing runs)
+        zeros = cl_array.to_device(queue, np.zeros(aescl.chunked.sealed_size(size), np.uint8),
+                                   allocator=pool)
+        sealed = aescl.chunked.encrypt(key, message, salt=salt)
+        del message
+        ones = cl_array.to_device(queue, np.ones(size, np.uint8), allocator=pool)
+        sealed.finish()  # (and what aescl's queue ran before it)
+        assert sealed.get().tobytes() == aescl.chunked.encrypt(key, data.tobytes(), salt=salt,
+                                                               device="host")
+        assert not zeros.get().any() and ones.get().all()
+
+
 def test_chunked_calls_in_a_row_reuse_scratch_only_once_its_work_is_done(queue):
     """Sealing returns before its work is done and lets go of its scratch only once a
     later call finds that work complete (arrays._park): the scratch then serves later

@@ -461,8 +461,9 @@ class OpenclArrayChunks:
     opened back. A call runs on aescl's queue in the array's context, after the work
     before on the input's queue (and the output's); sealing returns once its work is
     enqueued, with its event added to both arrays (pyopencl's ``Array.events``, which
-    later pyopencl work on them waits for); opening returns once its result is
-    complete and checked."""
+    later pyopencl work on them waits for) and their memory held until it is done (an
+    array dropped meanwhile would go back to its memory pool for the next array);
+    opening returns once its result is complete and checked."""
 
     def __init__(self, key: bytes, base_nonce: bytes, devices: list[Device] | None = None
                  ) -> None:
@@ -519,6 +520,11 @@ class OpenclArrayChunks:
             done = cl.enqueue_marker(rt.queue)
         for array in (data, result):  # (what pyopencl orders later work on them after)
             array.add_event(done)
+        # Their memory too, until the work is done: an array the caller drops now goes
+        # back to its memory pool, which serves the same memory to the next array at
+        # once, written on the caller's queue while this work on aescl's still reads or
+        # writes it.
+        kernels.held.extend((data.base_data, result.base_data))
         _park(done, kernels)
         return result if output is None else None
 
