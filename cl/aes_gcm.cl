@@ -350,25 +350,36 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
 
 #endif
 
-/* The position tables (ghash.cl) of B^(2^j) for j = 0 .. GHASH_POSITION_POWERS - 1, from
- * the nibble tables of B^1..B^(2^(GHASH_POSITION_POWERS-1)) (ghash_power_tables): gcm_ghash
- * multiplies by B^T with T work-items in its stride and by B^(2^level) in its pairing.
- * Entry k·16 + n of table j is nibble entry n of B^(2^j) times x^(4(31-k)); each table
- * is its entries' high words, then their low words. */
+/* The position tables (ghash.cl) of B^(2^j) for j = 0 .. GHASH_POSITION_POWERS - 1,
+ * B = (base_hi, base_lo): gcm_ghash multiplies by B^T with T work-items in its stride
+ * and by B^(2^level) in its pairing; gcm_crypt_hash by H^1 .. H^256. Entry k·16 + n of
+ * table j is nibble entry n of B^(2^j) (aescl/ghash.py's nibble_table) times
+ * x^(4(31-k)); each table is its entries' high words, then their low words. Item
+ * (j, n) squares B j times and writes its entry of all 32 positions: one launch per
+ * key, with no nibble tables of 256 powers to build first (a chunked call opening a
+ * new message waits for these before its first batch). */
 #define GHASH_POSITION_POWERS 9   /* up to B^GCM_MAX_GHASH_ITEMS */
-AES_CPU_TARGET __kernel void ghash_position_tables(__global const ulong2 *tables,
+#define GHASH_POSITION_ITEMS (GHASH_POSITION_POWERS * 16)
+AES_CPU_TARGET __kernel void ghash_position_tables(const ulong base_hi, const ulong base_lo,
                                                    __global ulong2 *positions)
 {
-    for (uint i = get_global_id(0); i < GHASH_POSITION_POWERS * GHASH_POSITION_ENTRIES;
-         i += get_global_size(0)) {
-        const uint j = i / GHASH_POSITION_ENTRIES;
-        const uint k = (i / 16u) % 32u;
-        ulong2 entry = tables[16u * ((1u << j) - 1u) + i % 16u];
-        for (uint shift = k; shift < 31u; ++shift)
-            entry = ghash_times_x4(entry);
+    for (uint i = get_global_id(0); i < GHASH_POSITION_ITEMS; i += get_global_size(0)) {
+        const uint j = i / 16u, n = i % 16u;
+        ulong2 power = AES_ULONG2(base_hi, base_lo);
+        for (uint s = 0; s < j; ++s)
+            power = ghash_multiply_bitwise(power, power);
+        ulong2 entry = AES_ULONG2(0ul, 0ul);   /* nibble n: power times x^0 .. x^3 */
+        for (uint bit = 8u; bit; bit >>= 1) {
+            if (n & bit)
+                entry ^= power;
+            power = ghash_times_x(power);
+        }
         __global ulong *table = (__global ulong *)positions + 2u * GHASH_POSITION_ENTRIES * j;
-        table[i % GHASH_POSITION_ENTRIES] = entry.x;
-        table[GHASH_POSITION_ENTRIES + i % GHASH_POSITION_ENTRIES] = entry.y;
+        for (int k = 31; k >= 0; --k) {   /* times x^(4(31-k)) */
+            table[16u * k + n] = entry.x;
+            table[GHASH_POSITION_ENTRIES + 16u * k + n] = entry.y;
+            entry = ghash_times_x4(entry);
+        }
     }
 }
 

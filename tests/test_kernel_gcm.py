@@ -197,3 +197,25 @@ def test_the_power_tables_built_on_the_device_match_the_host_definition(device):
         expected = ghash.nibble_table(ghash.power(engine.h, k))
         got = [(int(hi) << 64) | int(lo) for hi, lo in tables[16 * (k - 1) : 16 * k]]
         assert got == expected, k
+
+
+def test_the_position_tables_built_on_the_device_match_the_host_definition(device):
+    # Entry k·16 + n of table j: nibble entry n of H^(2^j) times x^(4(31 - k)); each
+    # table holds its entries' high words, then their low words (cl/aes_gcm.cl).
+    engine = GcmEngine(os.urandom(32), device, "host")
+    words = np.empty((9, 2, 512), dtype=np.uint64)
+    cl.enqueue_copy(engine.runtime.queue, words, engine._positions_of(engine.h),
+                    is_blocking=True)
+    for j in range(9):
+        entries = ghash.nibble_table(ghash.power(engine.h, 2**j))
+        for k in range(31, -1, -1):
+            got = [(int(words[j, 0, 16 * k + n]) << 64) | int(words[j, 1, 16 * k + n])
+                   for n in range(16)]
+            assert got == entries, (j, k)
+            entries = [_times_x4(entry) for entry in entries]
+
+
+def _times_x4(value: int) -> int:
+    for _ in range(4):
+        value = ghash.times_x(value)
+    return value

@@ -383,24 +383,28 @@ _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL 
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
 
-_POWER_TABLES = 256  # nibble tables of H^1..H^256: the position tables need them all
+_POWER_TABLES = 256  # nibble tables of H^1..H^256: gcm_ghash reads them (and gcm_tags H's)
 _POWER_TABLES_BYTES = _POWER_TABLES * 16 * BLOCK_SIZE
 # Position tables (cl/ghash.cl) of H^1, H^2, H^4 .. H^256: GHASH_POSITION_POWERS tables of
 # GHASH_POSITION_ENTRIES entries (cl/aes_gcm.cl).
 _POSITION_TABLES_BYTES = 9 * 512 * BLOCK_SIZE
+_POSITION_ITEMS = 9 * 16  # GHASH_POSITION_ITEMS: a thread per table and nibble
 
 
-def launch_power_tables(gpu: _Device, stream: int, base: int, tables: int,
-                        positions: int) -> None:
-    """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``, then the
-    position tables of base^1, base^2 .. base^256 made from them into ``positions``, on
-    the stream with handle ``stream`` (from the AES-128 build: no AES here)."""
+def launch_power_tables(gpu: _Device, stream: int, base: int, tables: int) -> None:
+    """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``, on the
+    stream with handle ``stream`` (from the AES-128 build: no AES here)."""
     launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_power_tables", 10)[1], _POWER_TABLES // 64,
                   64, 0, stream, np.uint64(base >> 64), np.uint64(base & (2**64 - 1)),
                   np.uint32(_POWER_TABLES), tables)
+
+
+def launch_position_tables(gpu: _Device, stream: int, base: int, positions: int) -> None:
+    """Enqueue the position tables of base^1, base^2 .. base^256 into ``positions`` (one
+    launch, no nibble tables needed), as :func:`launch_power_tables` does."""
     launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_position_tables", 10)[1],
-                  _POSITION_TABLES_BYTES // BLOCK_SIZE // 256, 256, 0, stream, tables,
-                  positions)
+                  _POSITION_ITEMS // 16, 16, 0, stream, np.uint64(base >> 64),
+                  np.uint64(base & (2**64 - 1)), positions)
 
 
 class _GhashTables:
@@ -426,8 +430,9 @@ class _GhashTables:
             positions = _check(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
             self._buffers.append(positions)
             stream = self._gpu.core.create_stream()
-            launch_power_tables(self._gpu, int(stream.handle), self._multipliers.power(exponent),
-                                int(tables), int(positions))
+            base = self._multipliers.power(exponent)
+            launch_power_tables(self._gpu, int(stream.handle), base, int(tables))
+            launch_position_tables(self._gpu, int(stream.handle), base, int(positions))
             stream.sync()
             self._tables[exponent] = tables, positions
         return self._tables[exponent]
@@ -584,13 +589,13 @@ class CudaChunkKernels:
         self._like = like
         self._memory = StreamMemory(None, like)
         self._spans: list[CudaBytes] = []
-        # H's nibble tables and position tables, in one span, made and freed in the
-        # stream's order: nothing here waits.
-        tables = self.scratch(_POWER_TABLES_BYTES + _POSITION_TABLES_BYTES)
-        self._h_tables = tables.at(0, _POWER_TABLES_BYTES)
-        self._h_positions = tables.at(_POWER_TABLES_BYTES, _POSITION_TABLES_BYTES)
-        launch_power_tables(gpu, like.stream, h, self._h_tables.pointer,
-                            self._h_positions.pointer)
+        # H's position tables (all the fused kernel reads), made and freed in the
+        # stream's order: nothing here waits. Its nibble tables only where the separate
+        # kernels run (_nibble_tables).
+        self._h = h
+        self._h_positions = self.scratch(_POSITION_TABLES_BYTES)
+        launch_position_tables(gpu, like.stream, h, self._h_positions.pointer)
+        self._h_tables: CudaBytes | None = None
         self._chunk_key = bytes(key)
         self._key = keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
@@ -665,17 +670,25 @@ class CudaChunkKernels:
                          np.uint32(strides[0]), np.uint32(strides[1]), np.uint32(1),
                          j0s.pointer, lengths.pointer, self._key)
 
+    def _nibble_tables(self) -> CudaBytes:
+        """H's nibble tables (ghash.cl), made when first needed, in the stream's order."""
+        if self._h_tables is None:
+            self._h_tables = self.scratch(_POWER_TABLES_BYTES)
+            launch_power_tables(self._gpu, self._like.stream, self._h, self._h_tables.pointer)
+        return self._h_tables
+
     def tags(self, text: CudaBytes, stride: int, count: int, blocks: int, j0s: CudaBytes,
              lengths: CudaBytes, tags: CudaBytes, tag_stride: int) -> None:
+        h_tables = self._nibble_tables().pointer
         partials = self.scratch(16 * count)
         self._launch("gcm_ghash", _GHASH_ITEMS,
                      ghash_grid(self._gpu, self._function("gcm_ghash"), count),
                      text.pointer, np.uint32(blocks), np.uint32(SLOT_BLOCKS),
-                     np.uint32(stride), np.uint32(count), self._h_tables.pointer,
+                     np.uint32(stride), np.uint32(count), h_tables,
                      self._h_positions.pointer, partials.pointer)
         self._launch("gcm_tags", self._shape.threads, self._gpu.table_grid(count, self._shape),
                      partials.pointer, np.uint32(count), j0s.pointer, lengths.pointer,
-                     self._h_tables.pointer, tags.pointer, np.uint32(tag_stride), self._key)
+                     h_tables, tags.pointer, np.uint32(tag_stride), self._key)
 
     def crypt_and_tags(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
                        run: ChunkRun, strides: tuple[int, int], tags: CudaBytes | None,

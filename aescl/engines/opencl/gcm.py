@@ -53,6 +53,7 @@ _CARRYLESS_RUN = 8  # GCM_CARRYLESS_RUN in aes_gcm.cl
 # Position tables (cl/ghash.cl) of B^1, B^2, B^4 .. B^256: GHASH_POSITION_POWERS tables of
 # GHASH_POSITION_ENTRIES 16-byte entries in cl/aes_gcm.cl.
 _POSITION_TABLES_BYTES = 9 * 512 * 16
+_POSITION_ITEMS = 9 * 16  # GHASH_POSITION_ITEMS: a work-item per table and nibble
 _TABLES_KEPT = 8  # bases whose GHASH tables a runtime keeps: H and H^segment of 4 keys
 
 
@@ -218,16 +219,15 @@ class GcmEngine:
     @one_job_per_device
     def _positions_of(self, base: int) -> Any:
         """The position tables (cl/ghash.cl) of base^1, base^2 .. base^256 in a device
-        buffer, built on the device from the nibble tables."""
-        tables = self._power_tables_of(base, _MAX_GHASH_ITEMS)
+        buffer, built on the device in one launch."""
         kept = self._kept_tables(base)
         if "positions" not in kept:
             positions = self.runtime.take_scratch(_POSITION_TABLES_BYTES)
-            self._position_tables.set_args(tables, positions)
-            group = min(64, self._limit(self._position_tables))
+            self._position_tables.set_args(np.uint64(base >> 64), np.uint64(base % 2**64),
+                                           positions)
+            group = min(16, self._limit(self._position_tables))  # a few groups: cores or SMs
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._position_tables,
-                                       (-(-(_POSITION_TABLES_BYTES // 16) // group) * group,),
-                                       (group,))
+                                       (-(-_POSITION_ITEMS // group) * group,), (group,))
             kept["positions"] = positions
         return kept["positions"]
 
