@@ -18,6 +18,7 @@ from Crypto.Cipher import AES
 
 import aescl
 from aescl import ghash
+from aescl.engines.opencl import kernels
 from aescl.engines.opencl.gcm import GcmCipher, GcmEngine
 from vectors import load
 
@@ -213,6 +214,21 @@ def test_the_position_tables_built_on_the_device_match_the_host_definition(devic
                    for n in range(16)]
             assert got == entries, (j, k)
             entries = [_times_x4(entry) for entry in entries]
+
+
+def test_an_engine_made_after_its_devices_runtime_was_made_anew_is_in_the_new_one(device):
+    # Engines share what does not depend on the key (gcm._shape): a runtime made anew
+    # for the device (a new context, queue and lock) must not meet the old one's.
+    key = os.urandom(16)
+    GcmEngine(key, device, "host")
+    kernels._runtimes.pop(device.id, None)
+    engine = GcmEngine(key, device, "host")
+    assert engine.runtime is kernels.runtime(device)
+    data = os.urandom(4096)
+    nonce = os.urandom(12)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    assert cipher.encrypt_and_digest(data) == AES.new(key, AES.MODE_GCM,
+                                                      nonce=nonce).encrypt_and_digest(data)
 
 
 def _times_x4(value: int) -> int:

@@ -226,13 +226,15 @@ class _QueueChunkKernels:
         self._align = device.cl_device.mem_base_addr_align // 8
         config = engine.launch  # (the device's launch_config, read once a call)
         self._group, self._groups = config.work_group_size, config.max_work_groups
-        self._gather_tags = kernel(device, "chunk_layout.cl", "", "chunks_tags", context)
+        # Read once a call ($AESCL_GCM_FUSED): the format's code asks at every batch.
+        self.fused = engine.fused and device_chunks.fused_gcm()
         # Every buffer and sub-buffer the call's work uses, let go once that work is done
         # (see _park).
         self.held: list[Any] = []
-        self._counters = kernel(device, "chunk_layout.cl", "", "chunks_counters", context)
-        self._first_mismatch = kernel(device, "chunk_layout.cl", "", "chunks_first_mismatch",
-                                      context)
+
+    def _layout_kernel(self, name: str) -> Any:
+        """A kernel of chunk_layout.cl (the fused kernel's calls use none of them)."""
+        return kernel(self._device, "chunk_layout.cl", "", name, self._context)
 
     def aligned(self, span: BufferSpan) -> bool:
         return span.offset % self._align == 0
@@ -300,9 +302,10 @@ class _QueueChunkKernels:
         index = self._take(found.nbytes)  # (scratch: nothing freed once the call is done)
         cl.enqueue_fill_buffer(self._queue, index, found, 0, found.nbytes)
         buffers = self._buffer(computed), self._buffer(received)
-        self._first_mismatch.set_args(*buffers, np.uint32(count), index)
+        first_mismatch = self._layout_kernel("chunks_first_mismatch")
+        first_mismatch.set_args(*buffers, np.uint32(count), index)
         groups = min(self._groups, -(-count // self._group))
-        cl.enqueue_nd_range_kernel(self._queue, self._first_mismatch, (groups * self._group,),
+        cl.enqueue_nd_range_kernel(self._queue, first_mismatch, (groups * self._group,),
                                    (self._group,))
         cl.enqueue_copy(self._queue, found, index, is_blocking=True)
         return int(found[0])
@@ -323,10 +326,6 @@ class _QueueChunkKernels:
         self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
                                    self._buffer(tags), tag_stride)
         self._queue.flush()  # (opening hashes first: the GPU starts while CTR is enqueued)
-
-    @property
-    def fused(self) -> bool:
-        return self._engine.fused and device_chunks.fused_gcm()
 
     def crypt_and_tags(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
                        run: device_chunks.ChunkRun, strides: tuple[int, int],
@@ -380,14 +379,15 @@ class _QueueChunkKernels:
     def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
                  j0s: BufferSpan, lengths: BufferSpan) -> None:
         first_j0 = np.frombuffer(base_j0(base_nonce), cl.cltypes.uint4)
-        self._counters.set_args(first_j0[0], np.uint64(first), np.uint32(count),
-                                np.uint64(last_bytes), j0s.buffer, lengths.buffer)
+        counters = self._layout_kernel("chunks_counters")
+        counters.set_args(first_j0[0], np.uint64(first), np.uint32(count),
+                          np.uint64(last_bytes), j0s.buffer, lengths.buffer)
         groups = min(self._groups, -(-count // self._group))
-        cl.enqueue_nd_range_kernel(self._queue, self._counters, (groups * self._group,),
+        cl.enqueue_nd_range_kernel(self._queue, counters, (groups * self._group,),
                                    (self._group,))
 
     def gather_tags(self, sealed: BufferSpan, tags: BufferSpan, count: int) -> None:
-        gather = self._gather_tags
+        gather = self._layout_kernel("chunks_tags")
         groups = min(self._groups, -(-count // self._group))
         # (held by self.held: a sub-buffer released between set_args and the launch is
         # an argument NVIDIA's driver refuses, INVALID_KERNEL_ARGS)
@@ -444,15 +444,16 @@ def _output_span(output: Any, data: Any) -> BufferSpan:
     return target
 
 
-def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int) -> Any:
-    """A caller's ``output=`` for a chunked call on ``data`` (:func:`_output_span`), of
-    the result's size and apart from the input."""
+def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int
+                    ) -> BufferSpan:
+    """The span of a caller's ``output=`` for a chunked call on ``data``
+    (:func:`_output_span`), checked to be of the result's size and apart from the input."""
     target = _output_span(output, data)
     same = None not in (source.buffer, target.buffer) \
         and source.buffer.int_ptr == target.buffer.int_ptr
     device_chunks.check_output(source.offset, source.nbytes, target.offset, target.nbytes,
                                out_bytes, same)
-    return output
+    return target
 
 
 class OpenclArrayChunks:
@@ -493,8 +494,9 @@ class OpenclArrayChunks:
                                     allocator=data.allocator)
             if lead:
                 result = result[lead:]
+            target = _span(result, "the result")
         else:
-            result = _chunked_output(output, data, source, out_bytes)
+            result, target = output, _chunked_output(output, data, source, out_bytes)
             after += output.events
             if output.queue != data.queue:
                 after.append(cl.enqueue_marker(output.queue))
@@ -505,7 +507,7 @@ class OpenclArrayChunks:
             # there), without waiting for it here.
             cl.enqueue_barrier(rt.queue, wait_for=[*after, cl.enqueue_marker(data.queue)])
             try:
-                work(kernels, source, _span(result, "the result").at(0, out_bytes))
+                work(kernels, source, target.at(0, out_bytes))
             except BaseException:  # (a failed opening's zeroing is done before it leaves)
                 rt.queue.finish()
                 kernels.release()

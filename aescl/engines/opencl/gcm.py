@@ -85,14 +85,17 @@ class _Launches:
     ghash_items: int
     crypt_hash_items: int
     crypt_hash_group: int
+    tables_group: int  # the GHASH tables' work-groups: a few (cores or SMs) for a few items
 
 
-_launches: dict[tuple[int, str, Any], _Launches] = {}  # by (id of the runtime, options, config)
+# By (runtime, options, config): the runtime itself, not its id, so that a runtime made
+# anew for a device (tests drop them) never meets kernels of the one it replaced.
+_launches: dict[tuple[Any, str, Any], _Launches] = {}
 
 
 def _build_launches(device: Device, options: str, context: Any, config: Any) -> _Launches:
     rt = runtime(device, context)
-    key = (id(rt), options, config)  # (a runtime lives as long as the process)
+    key = (rt, options, config)
     found = _launches.get(key)
     if found is not None:
         return found
@@ -114,17 +117,46 @@ def _build_launches(device: Device, options: str, context: Any, config: Any) -> 
         most = min(config.work_group_size, limit(crypt_hash), _MAX_CRYPT_HASH_GROUP)
         items = min(_CRYPT_HASH_ITEMS, _floor_power_of_two(most))
         group = most // items * items
+    power_tables, position_tables = made("ghash_power_tables"), made("ghash_position_tables")
     found = _Launches(
-        ctr=ctr, ghash=ghash_kernel, tags=tags, power_tables=made("ghash_power_tables"),
-        position_tables=made("ghash_position_tables"), crypt_hash=crypt_hash,
+        ctr=ctr, ghash=ghash_kernel, tags=tags, power_tables=power_tables,
+        position_tables=position_tables, crypt_hash=crypt_hash,
         sums_as_blocks=made("ghash_sums_as_blocks"), carryless=carryless,
         work_group_size=max(1, min(config.work_group_size, limit(ctr))),
         tags_group_size=max(1, min(config.work_group_size, limit(tags))),
         ghash_items=_floor_power_of_two(min(config.work_group_size, limit(ghash_kernel),
                                             _MAX_GHASH_ITEMS)),
-        crypt_hash_items=items, crypt_hash_group=group)
+        crypt_hash_items=items, crypt_hash_group=group,
+        tables_group=min(16, limit(power_tables), limit(position_tables)))
     with rt.lock:
         return _launches.setdefault(key, found)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What an engine is for any key of one size on one device, in one context, with one
+    launch config: made once (:func:`_shape`), as a chunked call makes an engine for
+    each message's new key before its first launch."""
+
+    options: str
+    runtime: Any
+    launches: _Launches
+    slice_bytes: int
+
+
+_shapes: dict[tuple[Any, int, str, Any], _Shape] = {}  # by (runtime, rounds, schedule, config)
+
+
+def _shape(device: Device, context: Any, rounds: int, key_schedule: str, config: Any) -> _Shape:
+    rt = runtime(device, context)  # (asked each time: see _launches)
+    key = (rt, rounds, key_schedule, config)
+    found = _shapes.get(key)
+    if found is None:
+        options = aes_options(rounds, key_schedule, config)
+        found = _shapes.setdefault(key, _Shape(
+            options, rt, _build_launches(device, options, context, config),
+            min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)))
+    return found
 
 
 class GcmEngine:
@@ -134,9 +166,11 @@ class GcmEngine:
                  context: Any = None, h: int | None = None) -> None:
         rounds = keyschedule.rounds_for_key(key)
         config = launch_config(device)
-        self.options = options = aes_options(rounds, key_schedule, config)
-        self.runtime = runtime(device, context)  # (in a caller's context: arrays.py)
-        build = _build_launches(device, options, context, config)
+        shape = _shape(device, context, rounds, key_schedule, config)
+        self.options = shape.options
+        self.runtime = shape.runtime  # (in a caller's context: arrays.py)
+        build = shape.launches
+        self._tables_group = build.tables_group
         self._ctr, self._ghash, self._tags = build.ctr, build.ghash, build.tags
         self._power_tables, self._position_tables = build.power_tables, build.position_tables
         self._crypt_hash, self._sums_as_blocks = build.crypt_hash, build.sums_as_blocks
@@ -146,7 +180,7 @@ class GcmEngine:
         self._crypt_hash_items = build.crypt_hash_items
         self._crypt_hash_group = build.crypt_hash_group
         self.key = key_argument(key, key_schedule, decrypt=False)
-        self.slice_bytes = min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)
+        self.slice_bytes = shape.slice_bytes
         # H on the device unless the caller made it (ghash.hash_subkey): a call that must
         # not wait for the work queued before it does.
         self.h = h if h is not None else \
@@ -162,11 +196,6 @@ class GcmEngine:
 
     def times_power(self, value: int, exponent: int) -> int:
         return self.multipliers.times_power(value, exponent)
-
-    def _limit(self, kernel: Any) -> int:
-        return kernel.get_work_group_info(
-            cl.kernel_work_group_info.WORK_GROUP_SIZE, self.runtime.device.cl_device
-        )
 
     def _constant(self, array: np.ndarray) -> Any:
         return cl.Buffer(
@@ -210,7 +239,7 @@ class GcmEngine:
             tables = self.runtime.take_scratch(count * 16 * BLOCK_SIZE)
             self._power_tables.set_args(np.uint64(base >> 64), np.uint64(base % 2**64),
                                         np.uint32(count), tables)
-            group = min(16, self._limit(self._power_tables))  # a few groups: cores or SMs
+            group = self._tables_group
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._power_tables,
                                        (-(-count // group) * group,), (group,))
             kept["nibbles"] = (tables, count)
@@ -225,7 +254,7 @@ class GcmEngine:
             positions = self.runtime.take_scratch(_POSITION_TABLES_BYTES)
             self._position_tables.set_args(np.uint64(base >> 64), np.uint64(base % 2**64),
                                            positions)
-            group = min(16, self._limit(self._position_tables))  # a few groups: cores or SMs
+            group = self._tables_group
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._position_tables,
                                        (-(-_POSITION_ITEMS // group) * group,), (group,))
             kept["positions"] = positions
@@ -304,14 +333,14 @@ class GcmEngine:
         first_j0, first_chunk, last_bytes = chunk_run or (bytes(BLOCK_SIZE), 0, 0)
         received, received_first, received_stride, verdict, verdict_first = \
             check or (None, 0, 0, None, 0)
+        # (plain ints: the kernel's scalar types are set (kernels.kernel), and a numpy
+        # scalar apiece cost more than the packing)
         self._crypt_hash.set_args(
-            source, target, np.uint32(blocks), np.uint32(message_blocks), np.uint32(strides[0]),
-            np.uint32(strides[1]), np.uint32(firsts[0]), np.uint32(firsts[1]),
-            np.uint32(count), np.uint32(items), np.uint32(sealing), j0s, message_bytes,
-            np.frombuffer(first_j0, cl.cltypes.uint4)[0], np.uint64(first_chunk),
-            np.uint64(last_bytes), self._positions_of(self.h), tags, np.uint32(firsts[2]),
-            np.uint32(tag_stride), received, np.uint32(received_first),
-            np.uint32(received_stride), verdict, np.uint32(verdict_first), self.key,
+            source, target, blocks, message_blocks, strides[0], strides[1], firsts[0],
+            firsts[1], count, items, int(sealing), j0s, message_bytes,
+            np.frombuffer(first_j0, cl.cltypes.uint4)[0], first_chunk, last_bytes,
+            self._positions_of(self.h), tags, firsts[2], tag_stride, received, received_first,
+            received_stride, verdict, verdict_first, self.key,
         )
         return cl.enqueue_nd_range_kernel(self.runtime.queue, self._crypt_hash,
                                           (groups * group,), (group,))

@@ -287,7 +287,7 @@ class BuildRecord:
     compiler_log: str = ""  # what a successful build said, if anything
 
 
-@dataclass
+@dataclass(eq=False)  # (each runtime is itself: compared and hashed by identity)
 class DeviceRuntime:
     """The OpenCL context and queue aescl uses for one device, and its built programs.
 
