@@ -13,6 +13,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+from ..keyschedule import KEY_ARGUMENT_WORDS
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
 
 
@@ -44,15 +46,21 @@ _KERNEL = re.compile(r"__kernel\s+void\s+(\w+)\s*\(")
 _SCALARS = {"uchar": "uint8", "ushort": "uint16", "uint": "uint32", "ulong": "uint64",
             "char": "int8", "short": "int16", "int": "int32", "long": "int64",
             "float": "float32"}
+# Their vectors (uint4, ulong2, ...), which a kernel takes by value as raw bytes: given
+# a dtype, pyopencl sets such an argument straight from its bytes, where untyped it
+# tried other kinds first (9 µs an argument on the CI kind's host, 2026-11-26).
+_VECTOR = re.compile(r"(uchar|ushort|uint|ulong|char|short|int|long|float)(2|3|4|8|16)")
+_BYTES = {"uchar": 1, "char": 1, "ushort": 2, "short": 2, "uint": 4, "int": 4, "ulong": 8,
+          "long": 8, "float": 4}
 
 
 @cache
 def scalar_arguments(filename: str, name: str) -> tuple[str | None, ...]:
     """For each argument of kernel ``name`` (in ``filename``, its includes resolved): the
-    numpy dtype name of a scalar passed by value, None for anything else (a pointer, a
-    vector, the key argument). Read from the kernel's signature in the source, whose
-    arguments are plain declarations (tests/test_kernels.py checks each against what
-    an OpenCL compiler reports)."""
+    numpy dtype name of what is passed by value (a scalar; a vector or the key argument
+    as its raw bytes, ``"V16"`` for a uint4), None for a pointer. Read from the kernel's
+    signature in the source, whose arguments are plain declarations
+    (tests/test_kernels.py checks each against what an OpenCL compiler reports)."""
     source = _COMMENT.sub(" ", load_source(filename))
     found = next((m for m in _KERNEL.finditer(source) if m.group(1) == name), None)
     if found is None:
@@ -70,6 +78,18 @@ def scalar_arguments(filename: str, name: str) -> tuple[str | None, ...]:
     dtypes: list[str | None] = []
     for argument in filter(None, arguments):
         words = argument.replace("*", " * ").split()
-        scalar = "*" not in words and len(words) >= 2 and words[-2] in _SCALARS
-        dtypes.append(_SCALARS[words[-2]] if scalar else None)
+        dtypes.append(None if "*" in words else _by_value_dtype(words))
     return tuple(dtypes)
+
+
+def _by_value_dtype(words: list[str]) -> str | None:
+    """The dtype name of an argument passed by value, from its declaration's words."""
+    if words[0].startswith("AES_KEY_ARGUMENT("):
+        return f"V{4 * KEY_ARGUMENT_WORDS}"  # (aes_vendor.h's aes_key_argument)
+    if len(words) < 2:
+        return None
+    vector = _VECTOR.fullmatch(words[-2])
+    if vector is not None:
+        lanes = int(vector.group(2))
+        return f"V{(4 if lanes == 3 else lanes) * _BYTES[vector.group(1)]}"  # (3: a 4's room)
+    return _SCALARS.get(words[-2])

@@ -54,6 +54,7 @@ _CARRYLESS_RUN = 8  # GCM_CARRYLESS_RUN in aes_gcm.cl
 # GHASH_POSITION_ENTRIES 16-byte entries in cl/aes_gcm.cl.
 _POSITION_TABLES_BYTES = 9 * 512 * 16
 _POSITION_ITEMS = 9 * 16  # GHASH_POSITION_ITEMS: a work-item per table and nibble
+_LOW_64 = 2**64 - 1
 _TABLES_KEPT = 8  # bases whose GHASH tables a runtime keeps: H and H^segment of 4 keys
 
 
@@ -252,8 +253,7 @@ class GcmEngine:
         kept = self._kept_tables(base)
         if "positions" not in kept:
             positions = self.runtime.take_scratch(_POSITION_TABLES_BYTES)
-            self._position_tables.set_args(np.uint64(base >> 64), np.uint64(base % 2**64),
-                                           positions)
+            self._position_tables.set_args(base >> 64, base & _LOW_64, positions)
             group = self._tables_group
             cl.enqueue_nd_range_kernel(self.runtime.queue, self._position_tables,
                                        (-(-_POSITION_ITEMS // group) * group,), (group,))
@@ -333,12 +333,12 @@ class GcmEngine:
         first_j0, first_chunk, last_bytes = chunk_run or (bytes(BLOCK_SIZE), 0, 0)
         received, received_first, received_stride, verdict, verdict_first = \
             check or (None, 0, 0, None, 0)
-        # (plain ints: the kernel's scalar types are set (kernels.kernel), and a numpy
-        # scalar apiece cost more than the packing)
+        # (plain ints and J0's bytes: the kernel's by-value types are set (kernels.kernel),
+        # and a numpy scalar apiece cost more than the packing)
         self._crypt_hash.set_args(
             source, target, blocks, message_blocks, strides[0], strides[1], firsts[0],
             firsts[1], count, items, int(sealing), j0s, message_bytes,
-            np.frombuffer(first_j0, cl.cltypes.uint4)[0], first_chunk, last_bytes,
+            first_j0, first_chunk, last_bytes,
             self._positions_of(self.h), tags, firsts[2], tag_stride, received, received_first,
             received_stride, verdict, verdict_first, self.key,
         )
