@@ -15,13 +15,22 @@ produced the input and precedes the work the caller enqueues next on that stream
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 from ... import ghash
 from ..._arrays import cuda_nbytes, is_torch_tensor, on_cuda
 from .. import device_chunks
 from ..interface import BlockTransform
-from .workers import CudaBlocks, CudaBytes, CudaChunkKernels, CudaGhash, StreamMemory, _check
+from .workers import (
+    CudaBlocks,
+    CudaBytes,
+    CudaChunkKernels,
+    CudaGhash,
+    StreamMemory,
+    _check,
+    cuda_device,
+)
 
 
 def _library(obj: Any) -> str:
@@ -53,6 +62,48 @@ def as_kind_of(like: Any, result: Any) -> Any:
     if result is None or not _is_jax(like):
         return result
     return sys.modules["jax"].dlpack.from_dlpack(result)
+
+
+# JAX inputs whose memory aescl's work may still read: (an event recorded after that
+# work, the array), oldest first (_hold_until_done).
+_held: list[tuple[Any, Any]] = []
+_held_lock = threading.Lock()
+_HELD_MOST = 8  # arrays held at most: past them, the oldest's work is waited for
+
+
+def _hold_until_done(array: Any, span: CudaBytes) -> None:
+    """Hold ``array``, a JAX input that the work just queued on ``span``'s stream reads,
+    until that work is done. JAX frees an array's memory as soon as nothing of JAX's
+    uses it, and aescl's work on JAX arrays runs on CuPy's stream, which JAX knows
+    nothing of: an input the caller dropped as the call returned went back to JAX's
+    allocator at once, and the next JAX array made there was written while aescl's
+    kernel still read it (wrong bytes, silently: an H100 with eight test workers on
+    it, 2026-11-26). Those held are let go of at later calls once their work is done,
+    or past _HELD_MOST, the oldest after a wait for its work (torch and CuPy free
+    memory in the order of the stream aescl works on, so their arrays need none of
+    this)."""
+    from cuda.bindings import driver
+
+    cuda_device(span.device).core.set_current()
+    event = _check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+    _check(driver.cuEventRecord(event, span.stream))
+    done = []
+    with _held_lock:
+        _held.append((event, array))
+        waiting = []
+        for held in _held:
+            status = driver.cuEventQuery(held[0])[0]
+            if status == driver.CUresult.CUDA_ERROR_NOT_READY:
+                waiting.append(held)
+            else:
+                _check((status,))
+                done.append(held)
+        while len(waiting) > _HELD_MOST:
+            _check(driver.cuEventSynchronize(waiting[0][0]))
+            done.append(waiting.pop(0))
+        _held[:] = waiting
+    for event, _ in done:
+        _check(driver.cuEventDestroy(event))
 
 
 def is_cuda_array(obj: Any) -> bool:
@@ -243,6 +294,8 @@ class CudaArrayBlocks:
                 worker = self._workers[source.device] = CudaBlocks(self._transform,
                                                                    source.device)
             worker.run(source, target, first_block, skip)
+            if _is_jax(data):
+                _hold_until_done(data, source)
         return as_kind_of(data, result)
 
 
@@ -332,6 +385,8 @@ class CudaArrayChunks:
             work(kernels, source, target)
         finally:
             kernels.release_all()
+            if _is_jax(data):
+                _hold_until_done(data, source)
         return as_kind_of(data, result)
 
     def seal(self, message: Any, header: bytes, sealed_bytes: int, output: Any = None) -> Any:
