@@ -253,11 +253,17 @@ def test_a_damaged_cache_entry_is_rebuilt_never_loaded(device, tmp_path, damage)
     result = run_once()
     assert result.returncode == 0, result.stderr[-2000:]  # not a crash (-11)
     assert result.stdout.strip() == "c6a13b37878f5b826f4f8162a1c8d879"
-    # The ECB program's entry, which that run needed, is whole again.
-    from aescl.engines.opencl import tuning
-
-    options = kernels.aes_options(10, "host", tuning.launch_config(device))
-    ecb = tmp_path / "kernels" / (
-        kernels.cache_key(device, kernels.load_source("aes_ecb.cl"), options) + ".bin")
+    # The ECB program's entry, which that run needed, is whole again. Its name as that
+    # run made it, in a run of the same environment: this process's launch config may
+    # be another (a GPU tuned here by an earlier test, where the runs found no tuning
+    # in their new cache folder).
+    name = ("import aescl; from aescl.engines.opencl import kernels, tuning; "
+            f"device = aescl.devices.resolve({device.id!r}); "
+            "options = kernels.aes_options(10, 'host', tuning.launch_config(device)); "
+            "print(kernels.cache_key(device, kernels.load_source('aes_ecb.cl'), options))")
+    named = subprocess.run([sys.executable, "-c", name], capture_output=True, text=True,
+                           env=environment, timeout=300, cwd=tmp_path)
+    assert named.returncode == 0, named.stderr[-2000:]
+    ecb = tmp_path / "kernels" / (named.stdout.strip() + ".bin")
     assert ecb in entries
     assert kernels.binary_of_entry(ecb.read_bytes()) is not None
