@@ -687,6 +687,84 @@ def test_an_array_that_only_dlpack_describes_is_read_and_written_where_it_lies()
             call()
 
 
+@needs_gpu
+@pytest.mark.parametrize("call", ["ctr", "chunked"])
+def test_a_dlpack_buffer_dropped_as_the_call_returns_keeps_its_bytes_until_read(call):
+    """cuda.core frees a Buffer on the stream it was allocated on, and hands the memory
+    out again there at once; aescl's work on an array that only DLPack describes runs on
+    the legacy default stream, which a non-blocking stream does not wait for. That stream
+    held up behind a kernel that spins, the input (allocated on a non-blocking stream)
+    dropped as the call returns, and a new Buffer of its size allocated there and zeroed
+    at once: the new Buffer is not put in the input's memory, and the result is the
+    input's."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (it fills the buffers)")
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (it runs the spin)")
+    import numpy as np
+    from cuda.bindings import driver
+    from cuda.core import Device
+
+    gpu = Device(0)
+    gpu.set_current()
+    side = gpu.create_stream()  # (non-blocking: it waits for no other stream)
+    key, nonce, salt, data = os.urandom(32), os.urandom(8), os.urandom(24), os.urandom(4 << 20)
+
+    def buffer_of(content: bytes):
+        made = gpu.allocate(len(content), stream=side)
+        side.sync()
+        torch.from_dlpack(made)[: len(content)].view(torch.uint8).copy_(
+            torch.frombuffer(bytearray(content), dtype=torch.uint8).cuda())
+        torch.cuda.synchronize()
+        return made
+
+    first = buffer_of(bytes(len(data)))
+    address = int(first.handle)
+    del first
+    again = gpu.allocate(len(data), stream=side)
+    if int(again.handle) != address:
+        pytest.skip("cuda.core did not hand a freed Buffer's memory out again")
+    del again
+
+    if call == "ctr":
+        expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    else:
+        expected = aescl.chunked.encrypt(key, data, salt=salt, device="host")
+    output = torch.empty(len(expected), dtype=torch.uint8, device="cuda:0")
+
+    def run(x) -> None:  # (on the legacy default stream, where the Buffer's work goes)
+        if call == "ctr":
+            aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(x, output=output)
+        else:
+            aescl.chunked.encrypt(key, x, salt=salt, output=output)
+
+    run(buffer_of(data))  # (the kernels built before the race)
+    torch.cuda.synchronize()
+    output.zero_()
+    array = buffer_of(data)
+    where = int(array.handle)
+    spin = cupy.RawKernel(_SPIN, "spin")
+    with cupy.cuda.Device(0), cupy.cuda.Stream.null:  # (the legacy default stream)
+        spin((1,), (1,), (np.int64(300_000_000),))  # (about 0.15 s)
+        run(array)
+        in_flight = not cupy.cuda.Stream.null.done
+    del array
+    later = gpu.allocate(len(data), stream=side)
+    moved = int(later.handle) != where
+    _check_driver(driver.cuMemsetD8Async(int(later.handle), 0, len(data), int(side.handle)))
+    side.sync()
+    torch.cuda.synchronize()
+    got = output.cpu().numpy().tobytes()
+    if not in_flight:
+        pytest.skip("the spin was over before the call returned: no work was in flight")
+    assert moved, "the next Buffer was put in memory that aescl's work still read"
+    assert got == expected
+
+
+def _check_driver(result: tuple) -> None:
+    from cuda.bindings import driver
+
+    assert result[0] == driver.CUresult.CUDA_SUCCESS, result
+
+
 @pytest.fixture
 def jax_gpu():
     """JAX on a CUDA GPU, with CuPy beside it (skipped, visibly, without them). JAX is

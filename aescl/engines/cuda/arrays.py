@@ -64,24 +64,39 @@ def as_kind_of(like: Any, result: Any) -> Any:
     return sys.modules["jax"].dlpack.from_dlpack(result)
 
 
-# JAX inputs whose memory aescl's work may still read: (an event recorded after that
-# work, the array), oldest first (_hold_until_done).
-_held: list[tuple[Any, Any]] = []
+# Arrays whose memory aescl's work may still use, of libraries that may hand it out
+# again before that work is done: (an event recorded after the work, the arrays),
+# oldest first (_hold_until_done).
+_held: list[tuple[Any, tuple[Any, ...]]] = []
 _held_lock = threading.Lock()
-_HELD_MOST = 8  # arrays held at most: past them, the oldest's work is waited for
+_HELD_MOST = 8  # calls' arrays held at most: past them, the oldest's work is waited for
 
 
-def _hold_until_done(array: Any, span: CudaBytes) -> None:
-    """Hold ``array``, a JAX input that the work just queued on ``span``'s stream reads,
-    until that work is done. JAX frees an array's memory as soon as nothing of JAX's
-    uses it, and aescl's work on JAX arrays runs on CuPy's stream, which JAX knows
-    nothing of: an input the caller dropped as the call returned went back to JAX's
-    allocator at once, and the next JAX array made there was written while aescl's
-    kernel still read it (wrong bytes, silently: an H100 with eight test workers on
-    it, 2026-11-26). Those held are let go of at later calls once their work is done,
-    or past _HELD_MOST, the oldest after a wait for its work (torch and CuPy free
-    memory in the order of the stream aescl works on, so their arrays need none of
-    this)."""
+def _reused_after_the_stream(obj: Any) -> bool:
+    """Whether ``obj``'s memory, once freed, goes to no new array before the work already
+    on the stream aescl uses for it: torch's and CuPy's allocators hand memory out again
+    in the order of the stream it was freed on, their current stream, which is aescl's
+    (as for their own operations); and aescl's own spans (staged host data) are kept by
+    the engine."""
+    return isinstance(obj, CudaBytes) or _library(obj) in ("torch", "cupy")
+
+
+def _hold_until_done(span: CudaBytes, *arrays: Any) -> None:
+    """Hold those of ``arrays`` (a call's input and ``output=``, or None) whose library
+    may reuse their memory before the work just queued on ``span``'s stream is done,
+    until it is. JAX frees an array's memory as soon as nothing of JAX's uses it, and
+    aescl's work on JAX arrays runs on CuPy's stream, which JAX knows nothing of: an
+    input the caller dropped as the call returned went back to JAX's allocator at once,
+    and the next JAX array made there was written while aescl's kernel still read it
+    (wrong bytes, silently: an H100 with eight test workers on it, 2026-11-26).
+    cuda.core frees a Buffer on the stream it was allocated on, which aescl's work
+    (on the legacy default stream) need not precede, and others may do the like. Those
+    held are let go of at later calls once their work is done, or past _HELD_MOST, the
+    oldest after a wait for its work."""
+    held = tuple(array for array in arrays
+                 if array is not None and not _reused_after_the_stream(array))
+    if not held:
+        return
     from cuda.bindings import driver
 
     cuda_device(span.device).core.set_current()
@@ -89,15 +104,15 @@ def _hold_until_done(array: Any, span: CudaBytes) -> None:
     _check(driver.cuEventRecord(event, span.stream))
     done = []
     with _held_lock:
-        _held.append((event, array))
+        _held.append((event, held))
         waiting = []
-        for held in _held:
-            status = driver.cuEventQuery(held[0])[0]
+        for entry in _held:
+            status = driver.cuEventQuery(entry[0])[0]
             if status == driver.CUresult.CUDA_ERROR_NOT_READY:
-                waiting.append(held)
+                waiting.append(entry)
             else:
                 _check((status,))
-                done.append(held)
+                done.append(entry)
         while len(waiting) > _HELD_MOST:
             _check(driver.cuEventSynchronize(waiting[0][0]))
             done.append(waiting.pop(0))
@@ -294,8 +309,7 @@ class CudaArrayBlocks:
                 worker = self._workers[source.device] = CudaBlocks(self._transform,
                                                                    source.device)
             worker.run(source, target, first_block, skip)
-            if _is_jax(data):
-                _hold_until_done(data, source)
+            _hold_until_done(source, data, None if result is not None else output)
         return as_kind_of(data, result)
 
 
@@ -385,8 +399,7 @@ class CudaArrayChunks:
             work(kernels, source, target)
         finally:
             kernels.release_all()
-            if _is_jax(data):
-                _hold_until_done(data, source)
+            _hold_until_done(source, data, output)
         return as_kind_of(data, result)
 
     def seal(self, message: Any, header: bytes, sealed_bytes: int, output: Any = None) -> Any:
