@@ -51,7 +51,20 @@ def device_key(device: Device) -> str:
     return f"{device.vendor}|{device.name}|{device.driver_version}{engine}"
 
 
-_loaded: dict[str, dict[str, Any]] = {}  # path -> its records, read once per process
+# path -> (the file as it was read: inode, mtime, size; its records). Read again when
+# the file changes: ``aescl bench`` in another process stores figures that a long-lived
+# process (a notebook, a worker) should go by from then on.
+_loaded: dict[str, tuple[tuple[int, int, int] | None, dict[str, Any]]] = {}
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of the store from another: every store replaces the
+    file (write_cache_file), so a new one has a new inode."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_ino, status.st_mtime_ns, status.st_size
 
 
 def _load() -> dict[str, Any]:
@@ -59,14 +72,18 @@ def _load() -> dict[str, Any]:
 
     if not disk_cache_enabled():
         return {}
-    path = str(rates_path())
-    if path not in _loaded:
-        try:
-            data = json.loads(rates_path().read_text())
-        except (OSError, ValueError):
-            data = {}
-        _loaded[path] = data if isinstance(data, dict) else {}
-    return _loaded[path]
+    path = rates_path()
+    identity = _identity(path)
+    known = _loaded.get(str(path))
+    if known is not None and known[0] == identity:
+        return known[1]
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    records = data if isinstance(data, dict) else {}
+    _loaded[str(path)] = (identity, records)
+    return records
 
 
 def stored_rate(device: Device, kind: str) -> float | None:
@@ -92,8 +109,9 @@ def _store(device: Device, figures: dict[str, Any]) -> bool:
     record.update(figures)
     record["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     data[device_key(device)] = record
-    write_cache_file(rates_path(), json.dumps(data, indent=1, sort_keys=True).encode())
-    _loaded[str(rates_path())] = data
+    path = rates_path()
+    write_cache_file(path, json.dumps(data, indent=1, sort_keys=True).encode())
+    _loaded[str(path)] = (_identity(path), data)
     return True
 
 
