@@ -31,9 +31,10 @@ def test_rates_are_kept_per_device_and_kind():
 
 def test_rates_another_process_stores_are_seen_by_a_process_that_read_them_before():
     """``aescl bench`` in a terminal beside a long-lived process (a notebook, a worker)
-    that already chose devices: that process goes by the new figures from then on. (A
-    thread left from an earlier test read the store so, while the bench test here ran,
-    and that test saw none of what its bench stored: 8 test workers on an H200.)"""
+    that already chose devices: that process goes by the new figures from then on.
+    (test_bench_stores_an_opencl_devices_start_up once read None where its bench had
+    just stored a figure, with 8 test workers on an H200: as a read of the store made
+    before would give.)"""
     host = host_device()
     assert rates.stored_rate(host, "blocks") is None  # (read before there is a store)
     for rate in (7.5, 9.25):  # (a store made, then replaced)
