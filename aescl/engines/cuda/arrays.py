@@ -246,6 +246,18 @@ def _empty_array_device(obj: Any) -> int:
     return int(index or 0)
 
 
+# Numba's CUDA arrays, by the top module of their type (numba-cuda's own package too).
+_NUMBA = ("numba", "numba_cuda")
+
+
+def _numba_empty(device: int, shape: Any, dtype: Any) -> Any:
+    """A new Numba device array on GPU ``device`` (Numba allocates outside any stream)."""
+    from numba import cuda
+
+    with cuda.gpus[device]:
+        return cuda.device_array(shape, dtype)
+
+
 def empty_like(obj: Any, device: int) -> Any:
     """A new array of ``obj``'s library, dtype and shape on GPU ``device``."""
     library = _library(obj)
@@ -255,6 +267,8 @@ def empty_like(obj: Any, device: int) -> Any:
         cupy = sys.modules["cupy"] if library == "cupy" else _cupy_for_jax()
         with cupy.cuda.Device(device):
             return cupy.empty(obj.shape, obj.dtype)
+    if library in _NUMBA:
+        return _numba_empty(device, obj.shape, obj.dtype)
     raise TypeError(f"aescl cannot make a {type(obj).__module__}.{type(obj).__name__} "
                     "for the result: pass output= (a writable CUDA array of the same size)")
 
@@ -269,6 +283,8 @@ def empty_bytes(obj: Any, device: int, nbytes: int) -> Any:
         cupy = sys.modules["cupy"] if library == "cupy" else _cupy_for_jax()
         with cupy.cuda.Device(device):
             return cupy.empty(nbytes, cupy.uint8)
+    if library in _NUMBA:
+        return _numba_empty(device, nbytes, "uint8")
     raise TypeError(f"aescl cannot make a {type(obj).__module__}.{type(obj).__name__} "
                     "for the result: pass output= (a writable CUDA array of the result's "
                     "size)")
@@ -390,7 +406,9 @@ class CudaArrayChunks:
             # So that the chunks after a header lie aligned; not for JAX, which takes in
             # only memory that starts where an allocation may.
             lead = 0 if _is_jax(data) else -header_bytes % 16
-            result = empty_bytes(data, source.device, lead + out_bytes)[lead:]
+            result = empty_bytes(data, source.device, lead + out_bytes)
+            if lead:  # (Numba refuses any slice of an empty array, even the whole of it)
+                result = result[lead:]
             target = cuda_bytes(result, "the result", writable=True, stream=source.stream)
         else:
             result, target = None, _chunked_output(output, source, out_bytes)
