@@ -75,9 +75,10 @@ _HELD_MOST = 8  # calls' arrays held at most: past them, the oldest's work is wa
 def _reused_after_the_stream(obj: Any) -> bool:
     """Whether ``obj``'s memory, once freed, goes to no new array before the work already
     on the stream aescl uses for it: torch's and CuPy's allocators hand memory out again
-    in the order of the stream it was freed on, their current stream, which is aescl's
-    (as for their own operations); and aescl's own spans (staged host data) are kept by
-    the engine."""
+    in the order of the stream it was allocated on, which is their current stream, and
+    so aescl's, in the usual case (an array used on another stream needs what their own
+    operations need there: docs/gpu-arrays.md); and aescl's own spans (staged host
+    data) are kept by the engine."""
     return isinstance(obj, CudaBytes) or _library(obj) in ("torch", "cupy")
 
 
