@@ -258,12 +258,31 @@ class Writer:
         self._buffer = bytearray()
         self._next_chunk = 0
         self._closed = False
+        self._error: Exception | None = None
         self.bytes_in = 0
         sink.write(salt + commitment)
 
-    def write(self, data: BytesLike) -> int:
+    def _check_open(self) -> None:
+        if self._error is not None:
+            raise self._error
         if self._closed:
             raise ValueError("write to a closed Writer")
+
+    def _failed(self, exc: Exception) -> None:
+        """A write that raised may have sealed chunks past ``_next_chunk``: their nonces
+        are used, so the Writer is dead from here on (every later call raises ``exc``),
+        never sealing other plaintext under them."""
+        self._error = exc
+
+    def write(self, data: BytesLike) -> int:
+        self._check_open()
+        try:
+            return self._write(data)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+
+    def _write(self, data: BytesLike) -> int:
         view = byte_view(data)
         self._buffer += view
         self.bytes_in += len(view)
@@ -282,12 +301,24 @@ class Writer:
         """Encrypt exactly ``length`` bytes read from ``source`` (a file whose size is
         known): whole chunks stream through the device's pipeline straight from and
         to the files; the rest stays buffered for :meth:`close`."""
-        if self._closed:
-            raise ValueError("write to a closed Writer")
+        self._check_open()
+        try:
+            self._write_file(source, length, progress)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+
+    def _write_file(self, source: BinaryIO, length: int,
+                    progress: Callable[[int], None] | None) -> None:
         if self._buffer:  # chunk boundaries are not where the file starts
-            while length and (block := read_full(source, min(length, self._batch_bytes))):
-                self.write(block)
+            while length:
+                block = read_full(source, min(length, self._batch_bytes))
+                if not block:
+                    raise _ended_early()
+                self._write(block)
                 length -= len(block)
+                if progress:
+                    progress(len(block))
             return
         full = length // CHUNK_SIZE
         seal_from_file(self._cipher, source, self._sink, self._next_chunk, full, progress)
@@ -295,16 +326,23 @@ class Writer:
         self.bytes_in += full * CHUNK_SIZE
         rest = read_full(source, length - full * CHUNK_SIZE)
         if len(rest) < length - full * CHUNK_SIZE:
-            raise TruncatedError("truncated: the input ended early (did it change while "
-                                 "being read?)")
-        self.write(rest)
+            raise _ended_early()
+        self._write(rest)
         if progress:
             progress(len(rest))
 
     def close(self) -> None:
-        """Seal what is buffered, ending with the final short chunk. Idempotent."""
+        """Seal what is buffered, ending with the final short chunk. Idempotent once it
+        has succeeded; after a failed write it raises that write's error."""
+        if self._error is not None:
+            raise self._error
         if not self._closed:
-            self._sink.write(self._cipher.seal(self._buffer, self._next_chunk, final=True))
+            try:
+                self._sink.write(self._cipher.seal(self._buffer, self._next_chunk,
+                                                   final=True))
+            except Exception as exc:
+                self._failed(exc)
+                raise
             self._buffer = bytearray()
             self._closed = True
 
@@ -388,8 +426,7 @@ class Reader:
             self._next_chunk = full
             final = read_full(self._source, rest)
             if len(final) < rest:
-                raise TruncatedError("truncated: the input ended early (did it change while "
-                                     "being read?)")
+                raise _ended_early()
             if self._source.read(1):
                 raise FormatError("the input grew while it was being read")
             sink.write(memoryview(self._cipher.open(final, full, final=True)))
@@ -408,6 +445,10 @@ class Reader:
 
 
 # ---- streaming whole chunks between files ------------------------------------------
+
+
+def _ended_early() -> TruncatedError:
+    return TruncatedError("truncated: the input ended early (did it change while being read?)")
 
 
 def seal_from_file(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int,
@@ -456,8 +497,7 @@ def _windows(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int, c
         while got < len(view):
             more = source.readinto(view[got:])  # type: ignore[attr-defined]
             if not more:
-                raise TruncatedError("truncated: the input ended early (did it change "
-                                     "while being read?)")
+                raise _ended_early()
             got += more
         return chunks
 

@@ -339,10 +339,39 @@ def test_files_stream_through_the_pipeline(device, key, tmp_path, monkeypatch):
     assert out.getvalue() == message[: 6 * CHUNK]
 
     # A file that is shorter than its size said (it shrank while being read).
-    with open(plain, "rb") as source, chunked.Writer(io.BytesIO(), key, device=device,
-                                                       batch_chunks=2) as writer:
+    with open(plain, "rb") as source:
+        writer = chunked.Writer(io.BytesIO(), key, device=device, batch_chunks=2)
         with pytest.raises(aescl.TruncatedError, match="ended early"):
             writer.write_file(source, len(message) + CHUNK)
+
+
+def test_a_writer_whose_write_failed_seals_nothing_more(device, key, tmp_path):
+    """A write_file that ran short used to leave the Writer usable with its chunk counter
+    behind the chunks already sealed: later writes sealed new plaintext under used nonces."""
+    plain = tmp_path / "plain"
+    plain.write_bytes(os.urandom(5 * CHUNK))
+    sink = io.BytesIO()
+    writer = chunked.Writer(sink, key, device=device, batch_chunks=2)
+    with open(plain, "rb") as source, pytest.raises(aescl.TruncatedError, match="ended early"):
+        writer.write_file(source, 9 * CHUNK)  # windows of chunks 0-3 are sealed first
+    written = len(sink.getvalue())
+    for call in (lambda: writer.write(b"x" * (3 * CHUNK)), writer.close,
+                 lambda: writer.write_file(io.BytesIO(b"y" * CHUNK), CHUNK)):
+        with pytest.raises(aescl.TruncatedError, match="ended early"):
+            call()
+    assert len(sink.getvalue()) == written
+
+
+def test_a_short_source_after_buffered_bytes_is_truncation(device, key):
+    """With bytes already buffered, write_file of a short source used to return normally:
+    the message then held fewer bytes than ``length`` said."""
+    sink = io.BytesIO()
+    writer = chunked.Writer(sink, key, device=device, batch_chunks=2)
+    writer.write(b"head")
+    with pytest.raises(aescl.TruncatedError, match="ended early"):
+        writer.write_file(io.BytesIO(b"z" * (CHUNK + 5)), 3 * CHUNK)
+    with pytest.raises(aescl.TruncatedError):
+        writer.close()
 
 
 @pytest.mark.parametrize("batch_chunks, error", [(0, ValueError), (-1, ValueError),
