@@ -84,7 +84,7 @@ from .errors import (
     TruncatedError,
     WrongKeyError,
 )
-from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, new, pinned_empty
+from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, GcmCipher, new, pinned_empty
 
 __version__ = "0.1.0"
 
@@ -123,7 +123,7 @@ __all__ = [
 
 # Imported on first use: `import aescl` stays free of numpy and pyopencl, which only a
 # job on an OpenCL device needs (PEP 562).
-_LAZY = {"GcmCipher": ("engines.opencl", "GcmCipher"), "tuning": ("engines.opencl.tuning", None),
+_LAZY = {"tuning": ("engines.opencl.tuning", None),
          **{name: (name, None) for name in ("chunked", "chunkformat", "fileformat", "scheduler",
                                             "teams")}}
 

@@ -134,6 +134,30 @@ def _host_memory(data: Any) -> Any:
 
 
 IN_PLACE_REFUSED = "output overlaps the input: a chunked call cannot work in place"
+OVERLAP_REFUSED = ("output partly overlaps the input: pass the input itself (in place) or "
+                   "memory apart from it")
+
+
+def check_in_place_or_apart(source_at: int, output_at: int, nbytes: int) -> None:
+    """Refuse an ``output=`` of ``nbytes`` at ``output_at`` that partly overlaps the input
+    at ``source_at`` (addresses or offsets in one memory). The block modes work in place
+    (each block is read before it is written), but a shifted overlap reads bytes a
+    launch, a thread or an engine already wrote, and which depends on the device."""
+    if source_at != output_at and abs(source_at - output_at) < nbytes:
+        raise ValueError(OVERLAP_REFUSED)
+
+
+def check_host_in_place_or_apart(source: memoryview, output: memoryview) -> None:
+    """:func:`check_in_place_or_apart` for host buffers. (numpy, with ``output=`` only.)"""
+    if not (source.nbytes and output.nbytes):
+        return
+    import numpy as np
+
+    def address(view: memoryview) -> int:
+        return int(np.frombuffer(view, np.uint8).__array_interface__["data"][0])
+
+    check_in_place_or_apart(address(source), address(output), min(source.nbytes,
+                                                                 output.nbytes))
 
 
 def check_apart(source: memoryview, output: Any) -> None:

@@ -10,12 +10,14 @@ the next call.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import ghash, keyschedule
 from ._arrays import (
     BytesLike,
     byte_view,
+    check_host_in_place_or_apart,
     device_array_kind,
     device_nbytes,
     finish,
@@ -24,7 +26,13 @@ from ._arrays import (
 )
 from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce
 from .engines.device_gcm import DeviceGcm
-from .errors import CounterOverflowError, KeystreamReuseError, as_bytes, check_whole_number
+from .errors import (
+    AuthenticationError,
+    CounterOverflowError,
+    KeystreamReuseError,
+    as_bytes,
+    check_whole_number,
+)
 from .scheduler import Team
 from .teams import DevicesSpec, array_device_rule, resolve_devices, team
 
@@ -64,7 +72,7 @@ class EcbCipher:
         source = byte_view(data)
         if len(source) % BLOCK_SIZE:
             raise ValueError("Data must be aligned to block boundary in ECB mode")
-        target = new_buffer(len(source)) if output is None else output_view(output, len(source))
+        target = new_buffer(len(source)) if output is None else _host_output(source, output)
         if len(source):
             self._jobs[decrypt].run(source, target)
         return finish(target, output)
@@ -177,23 +185,43 @@ class CtrCipher:
             )
         if -(-(start + length) // BLOCK_SIZE) > 1 << self._counter_bits:
             raise CounterOverflowError("The counter has wrapped around in CTR mode")
+        if kind and self._transform is None:
+            raise TypeError("a Crypto.Util.Counter with a suffix or little-endian "
+                            "counting takes host data only")
         if kind:
-            if self._transform is None:
-                raise TypeError("a Crypto.Util.Counter with a suffix or little-endian "
-                                "counting takes host data only")
             if kind not in self._array_jobs:
                 self._array_jobs[kind] = _array_job(kind, self._transform, self._team)
-            result = self._array_jobs[kind](data, output, start // BLOCK_SIZE,
-                                            start % BLOCK_SIZE)
-            self._direction = direction
-            self._position = start + length
-            if direction == "encrypt":
-                self._encrypted_until = self._position
-            return result
-        assert source is not None
-        target = new_buffer(length) if output is None else output_view(output, length)
-        self._direction = direction
+            job = self._array_jobs[kind]
+            result = self._spending(direction, start, length, lambda: job(
+                data, output, start // BLOCK_SIZE, start % BLOCK_SIZE))
+        else:
+            assert source is not None
+            target = new_buffer(length) if output is None else _host_output(source, output)
+            self._spending(direction, start, length,
+                           lambda: self._host_crypt(source, target, start, length))
+            result = finish(target, output)
+        self._position = start + length
+        return result
 
+    def _spending(self, direction: str, start: int, length: int, work: Callable[[], Any]
+                  ) -> Any:
+        """``work`` with the keystream ``start .. start + length`` counted as used before any
+        of it is: a call that fails partway may have encrypted some of its text, and a
+        retry at this offset must not encrypt other text under the same keystream. Only a
+        refusal of the arguments (TypeError, ValueError), which every engine raises before
+        any work, gives the keystream back."""
+        before = self._encrypted_until, self._direction
+        self._direction = direction
+        if direction == "encrypt":
+            self._encrypted_until = start + length
+        try:
+            return work()
+        except (TypeError, ValueError):
+            self._encrypted_until, self._direction = before
+            raise
+
+    def _host_crypt(self, source: memoryview, target: memoryview, start: int,
+                    length: int) -> None:
         done = 0
         if start % BLOCK_SIZE and length:  # finish the block a previous call began
             skip = start % BLOCK_SIZE
@@ -208,11 +236,6 @@ class CtrCipher:
         if done < length:  # a partial final block: keep its keystream for the next call
             keystream = self._keystream_block((start + done) // BLOCK_SIZE)
             target[done:] = _xor(source[done:], keystream[: length - done])
-
-        self._position = start + length
-        if direction == "encrypt":
-            self._encrypted_until = self._position
-        return finish(target, output)
 
     def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
         """Encrypt, continuing the keystream. Returns bytes, or None when ``output`` is given."""
@@ -312,10 +335,25 @@ class GcmCipher:
     (:class:`ArrayGcmCipher`); host data runs on the engine the team chooses for GCM
     streams. AAD given before that (host bytes) is kept until then, and a ``digest``
     with no text at all runs on the host path.
+
+    This class is the one place where pycryptodome's call order is enforced, for every
+    engine and every kind of array (:data:`_NEXT_CALLS`), with two rules of aescl's on
+    top: after a failed ``verify`` the message is rejected for good (``digest``,
+    ``decrypt`` and further ``verify`` calls raise), and an ``encrypt`` or ``decrypt``
+    that raised leaves the object unusable, since part of its keystream may be spent.
     """
 
     mode = MODE_GCM
     block_size = BLOCK_SIZE
+
+    # pycryptodome's GCM: the calls each call allows next.
+    _NEXT_CALLS = {
+        "update": frozenset({"update", "encrypt", "decrypt", "digest", "verify"}),
+        "encrypt": frozenset({"encrypt", "digest"}),
+        "decrypt": frozenset({"decrypt", "verify"}),
+        "digest": frozenset({"digest"}),
+        "verify": frozenset({"verify"}),
+    }
 
     def __init__(self, key: bytes, nonce: bytes | None, mac_len: int, team: Team,
                  key_schedule: str, threads: int | None) -> None:
@@ -325,6 +363,39 @@ class GcmCipher:
         self._message: Any = None  # the engine's GCM stream, or an ArrayGcmCipher
         self._kind: str | None = None
         self._aad: list[bytes] = []
+        self._allowed = self._NEXT_CALLS["update"]
+        self._last = "initialization"
+        self._broken: Exception | None = None  # a text call raised: the object is spent
+        self._rejected = False  # a verify failed
+
+    def _enter(self, call: str) -> None:
+        """Refuse ``call`` where pycryptodome's order (or a failure before) forbids it."""
+        if self._rejected:
+            if call == "verify":
+                raise AuthenticationError("MAC check failed")
+            raise TypeError(f"{call}() cannot be called after a failed verify(): the "
+                            "message was rejected")
+        if self._broken is not None:
+            raise TypeError(f"{call}() cannot be called after {self._last}() failed "
+                            f"({self._broken})")
+        if call not in self._allowed:
+            raise TypeError(f"{call}() cannot be called after {self._last}()")
+
+    def _entered(self, call: str) -> None:
+        self._allowed, self._last = self._NEXT_CALLS[call], call
+
+    def _text(self, call: str, run: Callable[[], Any]) -> Any:
+        self._enter(call)
+        try:
+            result = run()
+        except AuthenticationError:
+            self._rejected = True
+            raise
+        except Exception as exc:
+            self._broken, self._last = exc, call
+            raise
+        self._entered(call)
+        return result
 
     def _for(self, data: Any) -> Any:
         """The message's cipher, made for where ``data`` lies on the first text call."""
@@ -347,31 +418,53 @@ class GcmCipher:
 
     def update(self, assoc_data: BytesLike) -> GcmCipher:
         """Add associated data (authenticated, not encrypted). Only before encrypt/decrypt."""
+        self._enter("update")
         if self._message is None:
             self._aad.append(bytes(byte_view(assoc_data)))
         else:
             self._message.update(assoc_data)
+        self._entered("update")
         return self
+
+    @staticmethod
+    def _check_output(data: Any, output: Any) -> None:
+        if output is not None and device_array_kind(data) is None:
+            _host_output(byte_view(data), output)
 
     def encrypt(self, plaintext: Any, output: Any = None) -> Any:
         """Encrypt the next piece. Returns bytes (a new array like a device array), or
         None when ``output`` receives it."""
-        return self._for(plaintext).encrypt(plaintext, output=output)
+        self._check_output(plaintext, output)
+        return self._text("encrypt",
+                          lambda: self._for(plaintext).encrypt(plaintext, output=output))
 
     def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
         """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
-        return self._for(ciphertext).decrypt(ciphertext, output=output)
+        self._check_output(ciphertext, output)
+        return self._text("decrypt",
+                          lambda: self._for(ciphertext).decrypt(ciphertext, output=output))
 
     def digest(self) -> bytes:
         """The authentication tag (``mac_len`` bytes) of the AAD and the encrypted text."""
-        return self._for(None).digest()  # type: ignore[no-any-return]
+        self._enter("digest")
+        tag: bytes = self._for(None).digest()
+        self._entered("digest")
+        return tag
 
     def hexdigest(self) -> str:
         return self.digest().hex()
 
     def verify(self, received_mac_tag: bytes) -> None:
-        """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong."""
-        self._for(None).verify(received_mac_tag)
+        """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong,
+        and from then on the message is rejected."""
+        self._enter("verify")
+        received_mac_tag = as_bytes(received_mac_tag, "the MAC tag")
+        try:
+            self._for(None).verify(received_mac_tag)
+        except AuthenticationError:
+            self._rejected = True
+            raise
+        self._entered("verify")
 
     def hexverify(self, hex_mac_tag: str) -> None:
         self.verify(bytes.fromhex(hex_mac_tag))
@@ -384,8 +477,13 @@ class GcmCipher:
                            output: Any = None) -> Any:
         """Authenticate the whole message, and only then decrypt the (last) piece: on a
         wrong tag it raises :class:`AuthenticationError` and releases no plaintext."""
-        return self._for(ciphertext).decrypt_and_verify(ciphertext, received_mac_tag,
-                                                        output=output)
+        self._enter("decrypt")
+        received_mac_tag = as_bytes(received_mac_tag, "the MAC tag")
+        self._check_output(ciphertext, output)
+        result = self._text("decrypt", lambda: self._for(ciphertext).decrypt_and_verify(
+            ciphertext, received_mac_tag, output=output))
+        self._entered("verify")
+        return result
 
 
 class ArrayGcmCipher(DeviceGcm):
@@ -415,6 +513,14 @@ class ArrayGcmCipher(DeviceGcm):
 
     def read(self, data: Any, offset: int, nbytes: int) -> bytes:
         return self._sums.read(data, offset, nbytes)  # type: ignore[no-any-return]
+
+
+def _host_output(source: memoryview, output: Any) -> memoryview:
+    """A caller's ``output=`` for host data ``source``: as long, and the input's own memory
+    or apart from it."""
+    target = output_view(output, len(source))
+    check_host_in_place_or_apart(source, target)
+    return target
 
 
 def _xor(data: memoryview, keystream: bytes) -> bytes:

@@ -36,7 +36,8 @@ def engine_targets() -> list[aescl.Device | list[str]]:
     """What the public-API tests run on: each selected OpenCL device, the host engine,
     and one job split between the host engine and an OpenCL device (aescl.scheduler)."""
     opencl = selected_devices()
-    return [*opencl, host_device(), ["host", opencl[0].id]]
+    split = [["host", opencl[0].id]] if opencl else []  # (none: no OpenCL device here)
+    return [*opencl, host_device(), *split]
 
 
 def _target_id(target: aescl.Device | list[str]) -> str:

@@ -8,6 +8,7 @@ import math
 import re
 from typing import Any
 
+import gcm_call_order
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -697,3 +698,33 @@ def test_a_chunked_output_that_does_not_fit_is_refused_before_any_work(queue):
     with pytest.raises(ValueError, match="overlaps"):  # opened over its own ciphertext
         aescl.chunked.decrypt(key, sealed, output=sealed[56 : 56 + len(data)])
     assert aescl.chunked.decrypt(key, sealed).get().tobytes() == data.tobytes()
+
+
+def test_gcm_call_order_on_arrays_is_pycryptodomes_and_a_failed_verify_releases_no_tag(
+        queue):
+    """On pyopencl arrays ``digest()`` after a failed verify returned the valid tag of the
+    attacker's ciphertext; every sequence of up to three calls against pycryptodome's."""
+    def to_text(data: bytes) -> Any:
+        return cl_array.to_device(queue, np.frombuffer(data, np.uint8))
+
+    def to_bytes(value: Any) -> bytes:
+        return value if isinstance(value, bytes) else value.get().tobytes()
+
+    for sequence in gcm_call_order.sequences(3):
+        assert gcm_call_order.run(sequence, None, to_text, to_bytes) == [], sequence
+
+
+@pytest.mark.parametrize("mode", ["ecb", "ctr", "gcm"])
+def test_an_output_array_that_partly_overlaps_the_input_is_refused(queue, mode):
+    key = bytes(16)
+    memory = cl_array.to_device(queue, _random(4096 + 64))
+    before = memory.get()
+    make = {"ecb": lambda: aescl.new(key, aescl.MODE_ECB),
+            "ctr": lambda: aescl.new(key, aescl.MODE_CTR, nonce=bytes(8)),
+            "gcm": lambda: aescl.new(key, aescl.MODE_GCM, nonce=bytes(12))}[mode]
+    for shift in (-16, 16, 32):
+        source, output = memory[32 : 32 + 4096], memory[32 + shift : 32 + shift + 4096]
+        with pytest.raises(ValueError, match="partly overlaps"):
+            make().encrypt(source, output=output)
+    assert np.array_equal(memory.get(), before)
+    make().encrypt(memory[32 : 32 + 4096], output=memory[32 : 32 + 4096])  # in place: fine

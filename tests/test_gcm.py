@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 
+import gcm_call_order
 import numpy as np
 import pytest
 from Crypto.Cipher import AES
@@ -187,3 +188,26 @@ def test_empty_message_and_aad_only(device):
         ours = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
         ours.update(aad)
         assert ours.digest() == theirs.digest()
+
+
+def test_every_call_order_is_pycryptodomes_and_a_failed_verify_releases_no_tag(device):
+    """Every sequence of up to four calls, outcome by outcome, against pycryptodome. Above
+    all ``digest()`` after a failed ``verify``: on the OpenCL stream it returned the valid
+    tag of the attacker's ciphertext (a tag oracle)."""
+    for sequence in gcm_call_order.sequences(4 if getattr(device, "type", "") == "host" else 3):
+        assert gcm_call_order.run(sequence, device) == [], sequence
+
+
+def test_a_rejected_message_stays_rejected(device):
+    cipher = aescl.new(os.urandom(16), aescl.MODE_GCM, nonce=os.urandom(12), device=device)
+    with pytest.raises(aescl.AuthenticationError):
+        cipher.decrypt_and_verify(os.urandom(40), bytes(16))
+    for call in (cipher.digest, lambda: cipher.decrypt(b"x")):
+        with pytest.raises(TypeError, match="failed verify"):
+            call()
+    with pytest.raises(aescl.AuthenticationError):
+        cipher.verify(bytes(16))
+
+
+def test_gcm_cipher_is_the_class_new_returns():
+    assert type(aescl.new(bytes(16), aescl.MODE_GCM)) is aescl.GcmCipher

@@ -227,3 +227,45 @@ def test_seek_checks_its_offset(offset, error):
 def test_pinned_empty_checks_its_size(nbytes, error):
     with pytest.raises(error, match="nbytes"):
         aescl.pinned_empty(nbytes, "host")
+
+
+@pytest.mark.parametrize("shift", [-17, -16, -1, 1, 16, 40])
+@pytest.mark.parametrize("mode", ["ecb", "ctr", "gcm"])
+def test_an_output_that_partly_overlaps_the_input_is_refused(device, mode, shift):
+    """It was taken, and the bytes came out wrong, differently by device and run. Exactly
+    in place stays allowed (test_encrypting_in_place_over_the_input)."""
+    key, nonce = bytes(range(16)), bytes(12)
+    memory = bytearray(os.urandom(4096 + 80))
+    view = memoryview(memory)
+    source, output = view[40 : 40 + 4096], view[40 + shift : 40 + shift + 4096]
+    before = bytes(memory)
+    cipher = {"ecb": lambda: aescl.new(key, aescl.MODE_ECB, device=device),
+              "ctr": lambda: aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8], device=device),
+              "gcm": lambda: aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)}[mode]
+    for call in ("encrypt", "decrypt"):
+        with pytest.raises(ValueError, match="partly overlaps"):
+            getattr(cipher(), call)(source, output=output)
+    if mode == "gcm":
+        with pytest.raises(ValueError, match="partly overlaps"):
+            cipher().decrypt_and_verify(source, bytes(16), output=output)
+    assert bytes(memory) == before
+
+
+def test_a_ctr_encrypt_that_failed_partway_spends_its_keystream(device, monkeypatch):
+    """A CTR encrypt that raised after part of its work used to leave the keystream free,
+    so a retry encrypted other text under it."""
+    cipher = aescl.new(bytes(16), aescl.MODE_CTR, nonce=bytes(8), device=device)
+    real_run = cipher._job.run
+
+    def fails_halfway(source, target, first_block=0):
+        real_run(source[:64], target[:64], first_block)
+        raise OSError("the device went away")
+
+    monkeypatch.setattr(cipher._job, "run", fails_halfway)
+    with pytest.raises(OSError):
+        cipher.encrypt(bytes(4096))
+    monkeypatch.undo()
+    with pytest.raises(aescl.KeystreamReuseError):
+        cipher.encrypt(bytes(4096))
+    cipher.seek(4096)
+    assert len(cipher.encrypt(bytes(32))) == 32

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from ... import ghash
-from ..._arrays import cuda_nbytes, is_torch_tensor, on_cuda
+from ..._arrays import check_in_place_or_apart, cuda_nbytes, is_torch_tensor, on_cuda
 from .. import device_chunks
 from ..interface import BlockTransform
 from .workers import (
@@ -320,6 +320,7 @@ class CudaArrayBlocks:
         target = _output_bytes(output, source)
         if target.nbytes != source.nbytes:
             raise ValueError(f"output has {target.nbytes} bytes; the input has {source.nbytes}")
+        check_in_place_or_apart(source.pointer, target.pointer, source.nbytes)
         if source.nbytes:
             worker = self._workers.get(source.device)
             if worker is None:

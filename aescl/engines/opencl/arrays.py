@@ -21,6 +21,7 @@ import numpy as np
 import pyopencl as cl
 
 from ... import ghash
+from ..._arrays import check_in_place_or_apart
 from ...chunkformat import base_j0
 from ...devices import Device, opencl_devices
 from .. import device_chunks
@@ -56,6 +57,10 @@ def _span(array: Any, what: str) -> BufferSpan:
     if array.queue is None:
         raise ValueError(f"{what} has no queue: give it one (array.with_queue(queue))")
     return BufferSpan(_cl_buffer(array.base_data), array.offset, array.nbytes)
+
+
+def _same_buffer(one: BufferSpan, other: BufferSpan) -> bool:
+    return None not in (one.buffer, other.buffer) and one.buffer.int_ptr == other.buffer.int_ptr
 
 
 def _cl_buffer(memory: Any) -> Any:
@@ -158,6 +163,8 @@ class OpenclArrayBlocks:
         target = _output_span(output, data)
         if target.nbytes != source.nbytes:
             raise ValueError(f"output has {target.nbytes} bytes; the input has {source.nbytes}")
+        if _same_buffer(source, target):
+            check_in_place_or_apart(source.offset, target.offset, source.nbytes)
         if source.nbytes:
             worker = self._worker(device, data.context)
             memory = _QueueMemory(worker, data.queue, [*data.events, *output.events])
@@ -449,8 +456,7 @@ def _chunked_output(output: Any, data: Any, source: BufferSpan, out_bytes: int
     """The span of a caller's ``output=`` for a chunked call on ``data``
     (:func:`_output_span`), checked to be of the result's size and apart from the input."""
     target = _output_span(output, data)
-    same = None not in (source.buffer, target.buffer) \
-        and source.buffer.int_ptr == target.buffer.int_ptr
+    same = _same_buffer(source, target)
     device_chunks.check_output(source.offset, source.nbytes, target.offset, target.nbytes,
                                out_bytes, same)
     return target
