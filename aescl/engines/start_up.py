@@ -4,6 +4,7 @@ what a job there pays before its first byte, over what one on the host engine pa
 
 from __future__ import annotations
 
+from .. import _python
 from ..devices import Device
 
 _FIRST_BLOCK = """
@@ -24,10 +25,9 @@ def start_seconds(device: Device, runs: int = 2) -> float | None:
     this process's runs filled; for CUDA, the driver, a context and the cached cubin),
     the least of ``runs``. None where a run failed."""
     import subprocess
-    import sys
 
     def first_block(spec: str) -> float | None:
-        done = subprocess.run([sys.executable, "-c", _FIRST_BLOCK, spec], check=False,
+        done = subprocess.run([*_python.command(code=_FIRST_BLOCK), spec], check=False,
                               capture_output=True, text=True, timeout=300)
         return float(done.stdout.split()[-1]) if done.returncode == 0 else None
 

@@ -32,13 +32,13 @@ import pickle
 import socket
 import struct
 import subprocess
-import sys
 import threading
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import send_handle
 from typing import Any
 
+from ... import _python
 from ...devices import Device
 from ...errors import AuthenticationError, first_failure
 from . import shared as _shared
@@ -103,7 +103,7 @@ class _Worker:
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", f"{__package__}.worker", str(theirs.fileno())],
+                [*_python.command(module=f"{__package__}.worker"), str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
         finally:
             theirs.close()

@@ -34,6 +34,7 @@ import numpy as np
 import pyopencl as cl
 from Crypto.Cipher import AES
 
+from ... import _python
 from ..._cache import cache_root, disk_cache_enabled, write_cache_file
 from ...devices import Device
 from ..interface import tuning_enabled
@@ -261,7 +262,6 @@ def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
     and the chunked format both ways on the device, compared with pycryptodome and the
     host engine (``python -m aescl.engines.opencl._rounds_check``)."""
     import subprocess
-    import sys
 
     if os.environ.get(_CHECKING_ROUNDS):
         return True  # (this is the checking process)
@@ -281,7 +281,7 @@ def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
         environment[_CHECKING_ROUNDS] = "1"
         try:
             known = subprocess.run(
-                [sys.executable, "-m", "aescl.engines.opencl._rounds_check", device.id],
+                [*_python.command(module="aescl.engines.opencl._rounds_check"), device.id],
                 env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, timeout=_ROUNDS_CHECK_SECONDS).returncode == 0
         except (OSError, subprocess.TimeoutExpired):

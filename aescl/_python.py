@@ -1,0 +1,41 @@
+"""aescl's own helper processes (the host engine's workers, the OpenCL CPU rounds check,
+bench's start-up timing): a fresh interpreter that imports aescl from where this one did,
+and never from the working directory.
+
+``python -m``/``-c`` put the working directory first on ``sys.path``: in a directory
+holding an ``aescl/`` folder, every helper imported that folder instead of aescl, and
+ran its code beside a message's keys. Here the helper runs isolated (``-I``: no working
+directory, no ``PYTHON*`` variables, no user site) with this process's import path
+given explicitly, the folder aescl was imported from first, so that an install reached
+only through ``PYTHONPATH`` still works.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def import_path() -> list[str]:
+    """Where a helper imports from: aescl's own folder's parent, then this process's
+    absolute path entries, less the working directory (which is only kept where aescl
+    itself was imported from there)."""
+    ours = str(Path(__file__).resolve().parent.parent)
+    here = os.path.realpath(os.getcwd())
+    rest = [entry for entry in sys.path
+            if entry and os.path.isabs(entry) and os.path.realpath(entry) != here]
+    return list(dict.fromkeys([ours, *rest]))
+
+
+def command(*, module: str | None = None, code: str | None = None) -> list[str]:
+    """The argv start of a helper that runs ``module`` (as ``python -m`` would) or
+    ``code`` (as ``python -c`` would); its own arguments follow."""
+    if (module is None) == (code is None):
+        raise ValueError("a helper runs a module or code, not both")
+    boot = f"import sys; sys.path[:0] = {import_path()!r}\n"
+    if module is not None:
+        boot += f"import runpy; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    else:
+        boot += code  # type: ignore[operator]
+    return [sys.executable, "-I", "-c", boot]
