@@ -129,26 +129,61 @@ def write_private_vendors_dir(report: IcdReport, parent: Path) -> Path:
     """Write a vendors directory with the system's entries plus the missing ones.
 
     The directory is named by a hash of its content, so every process with the
-    same drivers shares one directory and nothing accumulates.
+    same drivers shares one directory and nothing accumulates. Its entries name the
+    libraries the ICD loader loads into this process: an existing directory is reused
+    only where it is the user's own and holds exactly those entries
+    (:func:`_holds_exactly`), and where ``parent`` is not the user's own
+    (_cache.private_folder) a directory of this process's own is made in the temporary
+    folder instead, and removed when the process ends.
     """
+    from ._cache import private_folder
+
     contents = {entry.path.name: entry.library + "\n" for entry in report.icd_files}
     for vendor, library in report.unregistered.items():
         contents[f"aescl-{vendor}.icd"] = f"{library}\n"
+    if private_folder(parent) is None:
+        import atexit
+        import shutil
+
+        own = Path(tempfile.mkdtemp(prefix="aescl-vendors-"))
+        _write_entries(own, contents)
+        atexit.register(shutil.rmtree, own, ignore_errors=True)
+        return own
     digest = hashlib.sha256(repr(sorted(contents.items())).encode()).hexdigest()[:16]
     target = parent / f"vendors-{digest}"
-    if target.is_dir():
+    if _holds_exactly(target, contents):
         return target
-    parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".vendors-", dir=parent))
-    for name, text in contents.items():
-        (staging / name).write_text(text)
+    staging = Path(tempfile.mkdtemp(prefix=".vendors-", dir=parent))  # (0700)
+    _write_entries(staging, contents)
     try:
         staging.rename(target)
-    except OSError:  # another process won the race with identical content
-        for path in staging.iterdir():
-            path.unlink()
-        staging.rmdir()
+    except OSError:  # another process won the race, or a directory that is not ours
+        if _holds_exactly(target, contents):
+            for path in staging.iterdir():
+                path.unlink()
+            staging.rmdir()
+            return target
+        return staging  # (ours alone; left for the next run to find unused)
     return target
+
+
+def _write_entries(folder: Path, contents: dict[str, str]) -> None:
+    for name, text in contents.items():
+        (folder / name).write_text(text)
+
+
+def _holds_exactly(folder: Path, contents: dict[str, str]) -> bool:
+    """Whether ``folder`` is the user's own and holds ``contents`` (file name -> text)
+    and nothing else, each a regular file of the user's own."""
+    from ._cache import read_cache_file
+
+    try:
+        if not folder.is_dir() or sorted(p.name for p in folder.iterdir()) != sorted(contents):
+            return False
+    except OSError:
+        return False
+    return all(read_cache_file(folder / name, 1 << 16) == text.encode()
+               for name, text in contents.items())
 
 
 def register_unregistered(report: IcdReport, parent: Path) -> IcdReport:

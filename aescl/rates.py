@@ -67,8 +67,26 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     return status.st_ino, status.st_mtime_ns, status.st_size
 
 
+_MOST_GB_S = 1e5  # above any device's figure: a stored one beyond is not a measurement
+_MOST_START_SECONDS = 600.0
+
+
+def _sane(record: Any) -> bool:
+    """Whether a stored device record holds figures a measurement could give."""
+    if not isinstance(record, dict):
+        return False
+    for kind, figure in record.items():
+        if kind == "date":
+            continue
+        most = {START: _MOST_START_SECONDS, "bytes": float(1 << 62)}.get(kind, _MOST_GB_S)
+        if isinstance(figure, bool) or not isinstance(figure, int | float) \
+                or not 0 < figure <= most:
+            return False
+    return True
+
+
 def _load() -> dict[str, Any]:
-    from ._cache import disk_cache_enabled
+    from ._cache import disk_cache_enabled, read_cache_json
 
     if not disk_cache_enabled():
         return {}
@@ -77,11 +95,9 @@ def _load() -> dict[str, Any]:
     known = _loaded.get(str(path))
     if known is not None and known[0] == identity:
         return known[1]
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        data = {}
-    records = data if isinstance(data, dict) else {}
+    data = read_cache_json(path)
+    records = {device: record for device, record in data.items() if _sane(record)
+               } if isinstance(data, dict) else {}
     _loaded[str(path)] = (identity, records)
     return records
 

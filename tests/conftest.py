@@ -32,6 +32,14 @@ def selected_devices() -> list[aescl.Device]:
     return chosen
 
 
+def an_opencl_device() -> aescl.Device:
+    """The first selected OpenCL device; the test skips, visibly, where there is none."""
+    chosen = selected_devices()
+    if not chosen:
+        pytest.skip("no OpenCL device on this machine")
+    return chosen[0]
+
+
 def engine_targets() -> list[aescl.Device | list[str]]:
     """What the public-API tests run on: each selected OpenCL device, the host engine,
     and one job split between the host engine and an OpenCL device (aescl.scheduler)."""

@@ -21,7 +21,7 @@ import pytest
 
 from aescl import chunked
 from aescl.devices import cuda_devices
-from conftest import selected_devices
+from conftest import an_opencl_device
 from test_cli import AESCL
 
 CHUNK, SEALED = chunked.CHUNK_SIZE, chunked.SEALED_CHUNK_SIZE
@@ -299,7 +299,7 @@ def test_split_jobs_round_trip_on_the_command_line(tmp_path, keyed):
     key, _ = keyed
     plain = tmp_path / "split.bin"
     plain.write_bytes(os.urandom(3 * (1 << 20) + 77))
-    cpu = selected_devices()[0]  # an OpenCL device beside the host engine
+    cpu = an_opencl_device()  # an OpenCL device beside the host engine
     for name, devices in (("all", ["--device", "all"]),
                           ("listed", ["--device", "host", "--device", cpu.id])):
         sealed = tmp_path / f"{name}.aescl"

@@ -95,9 +95,9 @@ def test_a_file_job_goes_no_faster_than_the_files():
 
 
 def test_bench_stores_an_opencl_devices_start_up():
-    from conftest import selected_devices
+    from conftest import an_opencl_device
 
-    device = selected_devices()[0]
+    device = an_opencl_device()
     result = run("bench", "--device", device.id, "--quick", "--sizes", "16K", "--mode", "ctr",
                  "--key-bits", "128", "--no-host", "--json")
     assert result.returncode == 0, result.stderr

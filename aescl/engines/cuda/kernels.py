@@ -17,7 +17,15 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ..._cache import binary_of_entry, cache_entry, cache_root, disk_cache_enabled, write_cache_file
+from ..._cache import (
+    MAX_BINARY_BYTES,
+    binary_of_entry,
+    cache_entry,
+    cache_root,
+    disk_cache_enabled,
+    read_cache_file,
+    write_cache_file,
+)
 from ...errors import KernelBuildError
 from ..sources import load_source
 
@@ -141,10 +149,8 @@ def module(filename: str, defines: Mapping[str, int], arch: str) -> Any:
             path = cache_root() / "cuda" / f"{_cache_key(filename, defines, arch)}.cubin"
             cubin = None
             if disk_cache_enabled():
-                try:
-                    cubin = binary_of_entry(path.read_bytes())
-                except OSError:
-                    cubin = None
+                entry = read_cache_file(path, MAX_BINARY_BYTES)
+                cubin = None if entry is None else binary_of_entry(entry)
             if cubin is None:
                 cubin = compile_cubin(filename, defines, arch)
                 if disk_cache_enabled():

@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 
 from ... import ghash, keyschedule
-from ..._cache import binary_of_entry, cache_root, disk_cache_enabled
+from ..._cache import (
+    MAX_BINARY_BYTES,
+    binary_of_entry,
+    cache_root,
+    disk_cache_enabled,
+    read_cache_file,
+)
 from ...devices import Device
 from ...timing import gb_s, repeat, wall
 from .. import device_chunks
@@ -46,7 +52,12 @@ def build_times(device: Device) -> dict[str, Any]:
     if disk_cache_enabled():
         path = cache_root() / "cuda" / f"{_cache_key('aes_ctr.cl', defines, gpu.arch)}.cubin"
         started = time.perf_counter()
-        ObjectCode.from_cubin(binary_of_entry(path.read_bytes())).get_kernel("aes_ctr_xor")
+        entry = read_cache_file(path, MAX_BINARY_BYTES)
+        cubin = binary_of_entry(entry) if entry is not None else None
+        if cubin is None:
+            return {"kernel": f"aes_ctr.cl (AES-128), NVRTC for sm_{gpu.arch}",
+                    "cold_s": round(cold, 4), "warm_s": None}
+        ObjectCode.from_cubin(cubin).get_kernel("aes_ctr_xor")
         warm = time.perf_counter() - started
     return {"kernel": f"aes_ctr.cl (AES-128), NVRTC for sm_{gpu.arch}",
             "cold_s": round(cold, 4), "warm_s": None if warm is None else round(warm, 4)}

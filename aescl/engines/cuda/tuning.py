@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import keyschedule
-from ..._cache import cache_root, disk_cache_enabled, write_cache_file
+from ..._cache import cache_root, disk_cache_enabled, read_cache_json, write_cache_file
 from ..interface import tuning_enabled
 from ..sources import load_source
 from ..tuning_record import TuningRecord
@@ -230,13 +230,17 @@ def stored(ordinal: int) -> Tuning | None:
     """The GPU's stored tuning, if there is a readable one."""
     if ordinal in _memory or not disk_cache_enabled():
         return _memory.get(ordinal)
+    data = read_cache_json(tuning_path(ordinal))
     try:
-        data = json.loads(tuning_path(ordinal).read_text())
-        if data.get("version") != TUNING_VERSION:
+        if not isinstance(data, dict) or data.get("version") != TUNING_VERSION:
             return None
         tuning = Tuning.from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None  # missing or damaged: tune again
+    shape = tuning.chosen.shape
+    if not (32 <= shape.threads <= 1024 and shape.threads % 32 == 0
+            and 1 <= shape.blocks_per_sm <= 64):
+        return None  # (not a shape tuning tries: tune again)
     _memory[ordinal] = tuning
     return tuning
 

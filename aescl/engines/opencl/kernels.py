@@ -33,10 +33,12 @@ import pyopencl as cl
 
 from ... import keyschedule
 from ..._cache import (  # noqa: F401  (cache_entry, binary_of_entry: its tests)
+    MAX_BINARY_BYTES,
     binary_of_entry,
     cache_entry,
     cache_root,
     disk_cache_enabled,
+    read_cache_file,
     write_cache_file,
 )
 from ...devices import Device
@@ -403,8 +405,9 @@ def kernel_cache_dir() -> Path:
 def _load_cached_binary(rt: DeviceRuntime, path: Path, options: str) -> Any | None:
     """The program from a cache entry, or None (missing, damaged, or rejected by the
     driver): it is then built from source, and the entry written again."""
+    entry = read_cache_file(path, MAX_BINARY_BYTES)
     try:
-        binary = binary_of_entry(path.read_bytes())
+        binary = None if entry is None else binary_of_entry(entry)
         if binary is None:
             return None
         return cl.Program(rt.context, [rt.device.cl_device], [binary]).build(options=options)

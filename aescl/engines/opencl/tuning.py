@@ -35,7 +35,13 @@ import pyopencl as cl
 from Crypto.Cipher import AES
 
 from ... import _python
-from ..._cache import cache_root, disk_cache_enabled, write_cache_file
+from ..._cache import (
+    cache_root,
+    disk_cache_enabled,
+    read_cache_json,
+    say_once,
+    write_cache_file,
+)
 from ...devices import Device
 from ..interface import tuning_enabled
 from ..tuning_record import TuningRecord
@@ -62,6 +68,7 @@ _GPU_GROUP_SIZES = (64, 128, 256, 512, 1024)
 _GPU_GROUPS_PER_UNIT = (2, 4, 8, 16, 32)
 _CPU_GROUP_SIZES = (16, 64, 256)
 _CPU_GROUPS_PER_UNIT = (1, 4, 16)
+_MOST_GROUPS_PER_UNIT = 1 << 10  # far above any candidate: a stored grid beyond is not ours
 
 Progress = Callable[[str], None]
 
@@ -219,13 +226,21 @@ def stored(device: Device) -> Tuning | None:
     """The device's stored tuning, if there is a readable one."""
     if not disk_cache_enabled():
         return _memory.get(device.id)
+    data = read_cache_json(tuning_path(device))
     try:
-        data = json.loads(tuning_path(device).read_text())
-        if data.get("version") != TUNING_VERSION:
+        if not isinstance(data, dict) or data.get("version") != TUNING_VERSION:
             return None
-        return Tuning.from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError):
+        tuning: Tuning = Tuning.from_dict(data)
+    except (ValueError, KeyError, TypeError):
         return None  # missing or damaged: tune again
+    chosen = tuning.chosen
+    if not (1 <= chosen.work_group_size <= device.max_work_group_size
+            and 1 <= chosen.max_work_groups <= _MOST_GROUPS_PER_UNIT * device.compute_units
+            and 1 <= chosen.table_lanes <= 1 << 10):
+        say_once(f"ignoring the stored tuning of {device.name}: its settings are out of "
+                  "range; tuning again")
+        return None
+    return tuning
 
 
 def store(device: Device, tuning: Tuning) -> None:
@@ -271,10 +286,8 @@ def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
     if key in _rounds_checked:
         return _rounds_checked[key]
     path = cache_root() / "checks" / f"hardware-rounds-{key}.json"
-    try:
-        known = json.loads(path.read_text())["works"] if disk_cache_enabled() else None
-    except (OSError, ValueError, KeyError, TypeError):
-        known = None
+    record = read_cache_json(path) if disk_cache_enabled() else None
+    known = record.get("works") if isinstance(record, dict) else None
     if not isinstance(known, bool):
         environment = dict(os.environ, AESCL_WIDE_ROUNDS=str(config.wide_rounds),
                            AESCL_BLOCKS_PER_ITEM=str(config.blocks_per_item))
