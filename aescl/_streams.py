@@ -34,3 +34,32 @@ def remaining_file_bytes(source: BinaryIO) -> int | None:
     if not stat.S_ISREG(status.st_mode):
         return None
     return max(0, status.st_size - position)
+
+
+def read_small_file(path: str | os.PathLike[str], max_bytes: int, what: str) -> bytes:
+    """The whole of a small file that the user names (a key, a passphrase): a regular
+    file, a FIFO (a shell's ``<(...)``, ``/dev/stdin`` on a pipe) or ``-`` for standard
+    input, of at most ``max_bytes``. Anything else (``/dev/zero``, a terminal, a
+    directory) or anything longer is refused with ValueError naming ``what``, before
+    more than ``max_bytes + 1`` bytes are read; OSError where it cannot be opened."""
+    import sys
+
+    if os.fspath(path) == "-":
+        stream: BinaryIO = sys.stdin.buffer
+        status = os.fstat(stream.fileno())
+        close = False
+    else:
+        stream = open(path, "rb")  # noqa: SIM115  (closed below)
+        status = os.fstat(stream.fileno())
+        close = True
+    try:
+        if not (stat.S_ISREG(status.st_mode) or stat.S_ISFIFO(status.st_mode)
+                or os.fspath(path) == "-"):
+            raise ValueError(f"the {what} must be a regular file, a pipe or -")
+        data = read_full(stream, max_bytes + 1)
+    finally:
+        if close:
+            stream.close()
+    if len(data) > max_bytes:
+        raise ValueError(f"the {what} is too large (more than {max_bytes} bytes)")
+    return data

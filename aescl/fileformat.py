@@ -12,6 +12,8 @@ byte fails the commitment check like a wrong key does. The payload key is the
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -21,7 +23,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import chunked
-from ._streams import read_full, remaining_file_bytes
+from ._streams import read_full, read_small_file, remaining_file_bytes
+from .atomicfile import NewFile
 from .errors import FormatError, KeySourceError, TruncatedError
 from .teams import DevicesSpec
 
@@ -35,10 +38,11 @@ SCRYPT_SALT_SIZE = 16
 DEFAULT_WORK_FACTOR = 17  # log2 N: 128 MiB of memory with r = 8, under a second
 SCRYPT_R, SCRYPT_P = 8, 1
 # Encryption offers log2 N from 10 to 20: 1 MiB to 1 GiB of memory with r = 8. What
-# decryption accepts is the same: a hostile header must not make scrypt exhaust memory.
+# decryption accepts is the same, with r and p fixed at what encryption writes: a
+# hostile header must not make scrypt exhaust memory or time (p = 16 with log2 N = 20
+# cost 32 s of CPU before "wrong key"), as age fixes r and p and caps the work factor.
 MIN_WORK_FACTOR, MAX_WORK_FACTOR = 10, 20
-MAX_SCRYPT_R, MAX_SCRYPT_P = 32, 16
-MAX_SCRYPT_MEMORY = 1 << 30
+MAX_SCRYPT_MEMORY = 128 * SCRYPT_R << MAX_WORK_FACTOR  # 1 GiB
 
 MAX_HEADER_SIZE = len(MAGIC) + 2 + 3 + SCRYPT_SALT_SIZE  # a passphrase header
 
@@ -95,12 +99,11 @@ class Header:
         return header
 
     def check_scrypt(self) -> None:
-        if not (1 <= self.work_factor <= MAX_WORK_FACTOR and 1 <= self.r <= MAX_SCRYPT_R
-                and 1 <= self.p <= MAX_SCRYPT_P and self.scrypt_memory <= MAX_SCRYPT_MEMORY):
+        if not (1 <= self.work_factor <= MAX_WORK_FACTOR and self.r == SCRYPT_R
+                and self.p == SCRYPT_P):
             raise FormatError(
                 f"refusing scrypt parameters log2 N={self.work_factor}, r={self.r}, p={self.p}: "
-                f"outside the accepted limits (log2 N <= {MAX_WORK_FACTOR}, r <= {MAX_SCRYPT_R}, "
-                f"p <= {MAX_SCRYPT_P}, at most 1 GiB of memory)"
+                f"aescl files have log2 N <= {MAX_WORK_FACTOR}, r = {SCRYPT_R}, p = {SCRYPT_P}"
             )
 
     @property
@@ -304,9 +307,19 @@ def decrypt_payload(
             progress(len(block) + len(block) // chunked.CHUNK_SIZE * chunked.TAG_SIZE)
 
 
+MAX_KEY_FILE_BYTES = 4096  # 64 hex digits and any whitespace around them, with room
+MAX_PASSPHRASE_FILE_BYTES = 64 << 10  # far beyond any passphrase typed or generated
+
+
 def read_key_file(path: str | Path) -> bytes:
-    """A key file's 32 bytes: raw, or 64 hex digits (surrounding whitespace ignored)."""
-    data = Path(path).read_bytes()
+    """A key file's 32 bytes: raw, or 64 hex digits (surrounding whitespace ignored).
+    ``path`` is a regular file, a pipe or ``-`` (standard input), of at most
+    :data:`MAX_KEY_FILE_BYTES` (else FormatError: ``--key-file /dev/zero`` used to read
+    until memory ran out)."""
+    try:
+        data = read_small_file(path, MAX_KEY_FILE_BYTES, "key file")
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
     if len(data) == chunked.KEY_SIZE:
         return data
     text = data.strip()
@@ -319,12 +332,39 @@ def read_key_file(path: str | Path) -> bytes:
     return key
 
 
-def write_new_key_file(path: str | Path) -> None:
-    """Create ``path`` with a new random key as 64 hex digits, readable by the owner only.
+def read_passphrase_file(path: str | Path) -> bytes:
+    """A passphrase file's bytes: a regular file, a pipe or ``-``, of at most
+    :data:`MAX_PASSPHRASE_FILE_BYTES` (else FormatError)."""
+    try:
+        return read_small_file(path, MAX_PASSPHRASE_FILE_BYTES, "passphrase file")
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
 
-    Fails if the file exists (``FileExistsError``); the key never exists with
-    wider permissions, since the file is created with mode 0600.
+
+def write_new_key_file(path: str | Path, replace: bool = False) -> None:
+    """Make ``path`` a new random key as 64 hex digits, readable by the owner only.
+
+    The key is written to an unnamed file (mode 0600 from the start) and named only when
+    whole (atomicfile.NewFile): a full disk or a signal leaves nothing, not an empty key
+    file. Without ``replace`` an existing name fails (``FileExistsError``); with it a
+    regular file is replaced by rename, and anything else (a device, a FIFO) is refused
+    (``FileExistsError``), never unlinked; a directory is ``IsADirectoryError``.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(os.urandom(chunked.KEY_SIZE).hex() + "\n")
+    target = Path(path)
+    with contextlib.suppress(FileNotFoundError):
+        status = target.stat()
+        if stat.S_ISDIR(status.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(status.st_mode):
+            raise FileExistsError(errno.EEXIST, "is not a regular file: keygen replaces "
+                                  "only a file", str(path))
+        if not replace:
+            raise FileExistsError(errno.EEXIST, "exists", str(path))
+    new = NewFile(target, replace=replace)
+    try:
+        text = memoryview((os.urandom(chunked.KEY_SIZE).hex() + "\n").encode())
+        while text:
+            text = text[os.write(new.fd, text):]
+        new.publish()
+    finally:
+        new.discard()

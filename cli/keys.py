@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import click
 
@@ -29,9 +28,11 @@ def read_passphrase(passphrase_file: str | None, confirm: bool) -> bytes:
     """From --passphrase-file, else $AESCL_PASSPHRASE, else a prompt on the terminal (no echo)."""
     if passphrase_file is not None:
         try:
-            text = _without_line_end(Path(passphrase_file).read_bytes())
+            text = _without_line_end(fileformat.read_passphrase_file(passphrase_file))
         except OSError as exc:
             raise Refusal(f"cannot read the passphrase file: {exc.strerror}") from None
+        except aescl.FormatError as exc:
+            raise Refusal(str(exc)) from None
     elif "AESCL_PASSPHRASE" in os.environ:
         text = _without_line_end(os.fsencode(os.environ["AESCL_PASSPHRASE"]))
     else:
@@ -41,8 +42,12 @@ def read_passphrase(passphrase_file: str | None, confirm: bool) -> bytes:
         except OSError:
             raise Refusal("no terminal to ask for the passphrase; use --passphrase-file "
                           "or AESCL_PASSPHRASE") from None
-        text = click.prompt("passphrase", hide_input=True, confirmation_prompt=confirm,
-                            err=True).encode()
+        try:
+            text = click.prompt("passphrase", hide_input=True, confirmation_prompt=confirm,
+                                err=True).encode()
+        except UnicodeError:  # (typed bytes that are not text in the terminal's encoding)
+            raise Refusal("the passphrase typed is not valid text in the terminal's "
+                          "encoding") from None
     if not text:
         raise Refusal("the passphrase is empty")
     return text

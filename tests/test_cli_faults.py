@@ -385,3 +385,68 @@ def test_devices_warns_when_aescl_device_names_nothing():
     assert "warning: AESCL_DEVICE='bogus' names no device" in result.stderr
     quiet = aescl_run("devices", env={**os.environ, "AESCL_DEVICE": "host"})
     assert "warning" not in quiet.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "character-device"])
+def test_keygen_never_replaces_a_device_or_a_fifo(tmp_path, kind):
+    """``keygen -o /dev/null --force`` unlinked /dev/null (as root)."""
+    target = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making a character device needs root")
+        os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # (/dev/null's numbers)
+    before = target.stat()
+    for force in ([], ["--force"]):
+        result = aescl_run("keygen", "-o", str(target), *force)
+        assert result.returncode == 2, result.stderr
+        assert "not a regular file" in one_line(result.stderr)
+    after = target.stat()
+    assert (after.st_ino, after.st_mode, after.st_rdev) == (before.st_ino, before.st_mode,
+                                                            before.st_rdev)
+
+
+def test_keygen_on_a_full_disk_leaves_nothing(tmp_path):
+    """It left a 0-byte key file."""
+    with mounted_tmpfs(tmp_path / "disk", "size=64k") as disk:
+        filler = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(filler, bytes(4096))
+        os.close(filler)
+        result = aescl_run("keygen", "-o", str(disk / "k.key"))
+        assert result.returncode == EXIT_FAILED, result.stderr
+        assert "no space left" in one_line(result.stderr).lower()
+        assert sorted(os.listdir(disk)) == ["filler"]
+
+
+@pytest.mark.parametrize("option", ["--key-file", "--passphrase-file"])
+def test_a_key_or_passphrase_file_that_never_ends_is_refused(tmp_path, option):
+    """``--key-file /dev/zero`` read until memory ran out."""
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"data")
+    result = aescl_run("encrypt", option, "/dev/zero", "-o", str(tmp_path / "out"), str(plain))
+    assert result.returncode == 2, result.stderr
+    assert "must be a regular file, a pipe or -" in one_line(result.stderr)
+    big = tmp_path / "big"
+    big.write_bytes(b"a" * (1 << 20))
+    result = aescl_run("encrypt", option, str(big), "-o", str(tmp_path / "out"), str(plain))
+    assert result.returncode == 2 and "too large" in one_line(result.stderr)
+    zeros = subprocess.run(f"head -c 100000000 /dev/zero | {AESCL} encrypt {option} - "
+                           f"-o {tmp_path / 'out'} {plain}", shell=True, capture_output=True,
+                           text=True, timeout=60)
+    assert zeros.returncode == 2 and "too large" in one_line(zeros.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_key_file_may_come_through_a_pipe(tmp_path):
+    key, plain = tmp_path / "k.key", tmp_path / "plain"
+    assert aescl_run("keygen", "-o", str(key)).returncode == 0
+    plain.write_bytes(os.urandom(5000))
+    piped = subprocess.run(f"cat {key} | {AESCL} encrypt --key-file - -o {tmp_path / 's'} "
+                           f"{plain}", shell=True, capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    back = aescl_run("decrypt", "--key-file", str(key), "-o", str(tmp_path / "b"),
+                     str(tmp_path / "s"))
+    assert back.returncode == 0 and (tmp_path / "b").read_bytes() == plain.read_bytes()

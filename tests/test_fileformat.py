@@ -69,6 +69,7 @@ def test_header_layout_and_binding(device):
 
 
 @pytest.mark.parametrize("params", [(23, 8, 1), (20, 64, 1), (22, 32, 1), (14, 8, 17), (0, 8, 1),
+                                    (20, 8, 16), (20, 32, 1), (14, 16, 2),
                                     (14, 0, 1)])
 def test_absurd_scrypt_parameters_are_refused_before_any_work(params):
     encoded = b"aescl\0\x01\x02" + bytes(params) + bytes(16)
