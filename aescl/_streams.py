@@ -36,11 +36,12 @@ def remaining_file_bytes(source: BinaryIO) -> int | None:
     return max(0, status.st_size - position)
 
 
-def read_small_file(path: str | os.PathLike[str], max_bytes: int, what: str) -> bytes:
+def read_small_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     """The whole of a small file that the user names (a key, a passphrase): a regular
     file, a FIFO (a shell's ``<(...)``, ``/dev/stdin`` on a pipe) or ``-`` for standard
     input, of at most ``max_bytes``. Anything else (``/dev/zero``, a terminal, a
-    directory) or anything longer is refused with ValueError naming ``what``, before
+    directory) or anything longer is refused with ValueError (the reason, to follow
+    "the file"), before
     more than ``max_bytes + 1`` bytes are read; OSError where it cannot be opened."""
     import sys
 
@@ -55,11 +56,11 @@ def read_small_file(path: str | os.PathLike[str], max_bytes: int, what: str) -> 
     try:
         if not (stat.S_ISREG(status.st_mode) or stat.S_ISFIFO(status.st_mode)
                 or os.fspath(path) == "-"):
-            raise ValueError(f"the {what} must be a regular file, a pipe or -")
+            raise ValueError("must be a regular file, a pipe or -")
         data = read_full(stream, max_bytes + 1)
     finally:
         if close:
             stream.close()
     if len(data) > max_bytes:
-        raise ValueError(f"the {what} is too large (more than {max_bytes} bytes)")
+        raise ValueError(f"is too large (more than {max_bytes} bytes)")
     return data

@@ -317,9 +317,9 @@ def read_key_file(path: str | Path) -> bytes:
     :data:`MAX_KEY_FILE_BYTES` (else FormatError: ``--key-file /dev/zero`` used to read
     until memory ran out)."""
     try:
-        data = read_small_file(path, MAX_KEY_FILE_BYTES, "key file")
+        data = read_small_file(path, MAX_KEY_FILE_BYTES)
     except ValueError as exc:
-        raise FormatError(str(exc)) from None
+        raise FormatError(f"{path} is not a key file: it {exc}") from None
     if len(data) == chunked.KEY_SIZE:
         return data
     text = data.strip()
@@ -336,9 +336,9 @@ def read_passphrase_file(path: str | Path) -> bytes:
     """A passphrase file's bytes: a regular file, a pipe or ``-``, of at most
     :data:`MAX_PASSPHRASE_FILE_BYTES` (else FormatError)."""
     try:
-        return read_small_file(path, MAX_PASSPHRASE_FILE_BYTES, "passphrase file")
+        return read_small_file(path, MAX_PASSPHRASE_FILE_BYTES)
     except ValueError as exc:
-        raise FormatError(str(exc)) from None
+        raise FormatError(f"the passphrase file {exc}") from None
 
 
 def write_new_key_file(path: str | Path, replace: bool = False) -> None:
