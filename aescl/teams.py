@@ -81,6 +81,8 @@ def resolve_devices(device: DevicesSpec) -> list[Device]:
     of the last two (:meth:`Team.taking_part`)."""
     if isinstance(device, Device):
         return [device]
+    if device is None:  # ($AESCL_DEVICE may name any spec, ``all`` too)
+        device = os.environ.get("AESCL_DEVICE") or None
     if device is None or isinstance(device, str):
         if _names_all(device):
             found = [d for d in opencl_devices() if not d.is_simulator]
@@ -198,7 +200,9 @@ _default_team: list[DefaultTeam] = []
 def team(device: DevicesSpec) -> Team:
     """The team for a device spec (see :func:`resolve_devices`), reused across calls;
     with no device named and ``$AESCL_DEVICE`` unset, the :class:`DefaultTeam`."""
-    if device is None and not os.environ.get("AESCL_DEVICE"):
+    if device is None:
+        device = os.environ.get("AESCL_DEVICE") or None
+    if device is None:
         if not _default_team:
             _default_team.append(DefaultTeam())
         return _default_team[0]

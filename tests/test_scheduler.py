@@ -23,6 +23,7 @@ from aescl import chunked, rates, scheduler, teams
 from aescl.devices import host_device, sub_devices
 from aescl.engines import engine_for
 from conftest import selected_devices
+from test_cli import AESCL
 
 
 @pytest.fixture(scope="module")
@@ -252,6 +253,24 @@ def test_no_device_named_gives_the_default_team(no_device_named, monkeypatch):
     assert isinstance(no_device_named, teams.DefaultTeam)
     monkeypatch.setenv("AESCL_DEVICE", "host")  # a device named in the environment
     assert not isinstance(teams.team(None), teams.DefaultTeam)
+
+
+def test_aescl_device_may_name_every_spec_all_and_cuda_included(no_device_named, monkeypatch,
+                                                                  tmp_path):
+    """``AESCL_DEVICE=all`` was refused everywhere ("no device matches 'all'")."""
+    monkeypatch.setenv("AESCL_DEVICE", "all")
+    assert teams.team(None).devices == teams.resolve_devices("all")
+    assert teams.resolve_devices(None) == teams.resolve_devices("all")
+    key, data = os.urandom(32), os.urandom(3 << 20)
+    assert chunked.decrypt(key, chunked.encrypt(key, data), device="host") == data
+    plain, sealed = tmp_path / "plain", tmp_path / "plain.aescl"
+    plain.write_bytes(data)
+    (tmp_path / "k").write_text(key.hex())
+    done = subprocess.run([AESCL, "encrypt", "--key-file",
+                           str(tmp_path / "k"), str(plain)], capture_output=True, text=True,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert sealed.exists()
 
 
 def test_a_small_job_runs_on_the_host_engine(no_device_named, opencl_cpu):
