@@ -149,6 +149,7 @@ def _crypt_command(decrypt: bool):
         if len(set(named)) < len(named):
             twice = next(o for o, n in zip(outputs, named, strict=True) if named.count(n) > 1)
             raise Refusal(f"two inputs would be written to the same output, {twice}")
+        _refuse_outputs_among_inputs(inputs, outputs)
         for source, output in zip(inputs, outputs, strict=True):
             if is_local(output) and is_local(source):
                 check_output(local_path(source), local_path(output), force)
@@ -186,6 +187,24 @@ def _crypt_command(decrypt: bool):
         "`openssl enc -K ... -iv ...`. Raw output is NOT authenticated, and ECB leaks patterns."
     )
     return click.command(name=verb)(command)
+
+
+def _refuse_outputs_among_inputs(inputs: list[str], outputs: list[str]) -> None:
+    """Refuse a job over several files where one's output is another input's own file
+    (``encrypt --force a a.aescl``), with or without --force: it would replace an input,
+    or read what it had written."""
+    def identity(name: str) -> tuple[int, int] | None:
+        try:
+            status = os.stat(local_path(name))
+        except OSError:
+            return None
+        return status.st_dev, status.st_ino
+
+    sources = {identity(i) for i in inputs if is_local(i)} - {None}
+    for output in outputs:
+        if is_local(output) and identity(output) in sources:
+            raise Refusal(f"{output} is one of the inputs: a job never writes over its own "
+                          "inputs")
 
 
 def _crypt_one(decrypt, raw_mode, job, input_path, output_path, device, force, quiet) -> None:

@@ -373,3 +373,16 @@ def test_one_passphrase_rule_for_file_and_variable(tmp_path, keyed, sealed_with,
     assert (result.returncode == 0 and result.stdout == plain.read_bytes()) == opens
     if not opens:
         assert result.returncode == 3
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_a_job_over_several_files_never_writes_over_one_of_its_inputs(tmp_path, keyed, force):
+    """``encrypt --force a a.aescl`` replaced the input a.aescl with a's output."""
+    key, plain = keyed
+    other = tmp_path / "doc.bin.aescl"  # doc.bin's output, and an input of its own
+    other.write_bytes(os.urandom(1000))
+    before = snapshot(tmp_path)
+    result = aescl("encrypt", "--key-file", str(key), *force, str(plain), str(other))
+    assert result.returncode == 2, result.stderr
+    assert b"is one of the inputs" in result.stderr
+    assert snapshot(tmp_path) == before
