@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 
 import click
@@ -80,6 +81,9 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
             import matplotlib  # noqa: F401
         except ImportError:
             raise Refusal("--plot needs matplotlib: pip install 'aescl[plot]'") from None
+        folder = os.path.dirname(os.path.abspath(plot_path))
+        if not os.path.isdir(folder):  # (refused now, not after the whole benchmark)
+            raise Refusal(f"--plot {plot_path}: the directory {folder} does not exist")
     if tune and load_path is not None:
         raise Refusal("--tune measures; --load only prints a saved report")
     if tune and not engines.tuning_enabled():
@@ -95,7 +99,11 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else benchreport.table(report),
                nl=not as_json)
     if plot_path:
-        benchreport.save_plot(report, plot_path)
+        try:
+            benchreport.save_plot(report, plot_path)
+        except OSError as exc:
+            raise JobFailed(f"cannot write the plot {plot_path}: {exc.strerror or exc}",
+                            EXIT_FAILED) from None
     if report.mismatches:
         raise JobFailed("output differs from the reference: " + "; ".join(report.mismatches),
                          EXIT_FAILED)

@@ -111,3 +111,14 @@ def test_bench_tune_stores_the_settings_that_later_runs_report(tmp_path, monkeyp
     assert refused.returncode == 2 and "AESCL_TUNE=0" in refused.stderr
     defaults = run(*args)
     assert "(defaults)" in defaults.stdout
+
+
+def test_a_plot_into_a_missing_directory_is_refused_before_measuring(tmp_path):
+    """It was a traceback, after the whole benchmark had run."""
+    pytest.importorskip("matplotlib")
+    result = run("bench", "--device", "host", "--quick", "--sizes", "16K", "--mode", "ctr",
+                 "--plot", str(tmp_path / "missing" / "x.png"))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines == [f"aescl: --plot {tmp_path / 'missing' / 'x.png'}: the directory "
+                     f"{tmp_path / 'missing'} does not exist"]
