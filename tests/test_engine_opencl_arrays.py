@@ -728,3 +728,25 @@ def test_an_output_array_that_partly_overlaps_the_input_is_refused(queue, mode):
             make().encrypt(source, output=output)
     assert np.array_equal(memory.get(), before)
     make().encrypt(memory[32 : 32 + 4096], output=memory[32 : 32 + 4096])  # in place: fine
+
+
+def test_arrays_over_a_sub_buffer_and_their_slices(queue):
+    """A slice of an array over a sub-buffer failed with INVALID_MEM_OBJECT (a traceback):
+    OpenCL makes no sub-buffer of a sub-buffer. And two sub-buffers of one buffer that
+    overlap are one memory: an output over the input's is refused."""
+    buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 1 << 16)
+    array = cl_array.Array(queue, 1 << 15, np.uint8, data=buffer.get_sub_region(4096, 1 << 15))
+    data = _random(1 << 15, seed=9)
+    array.set(data)
+    key, nonce = bytes(range(16)), bytes(8)
+    for lo, hi in ((4096, 8192), (7, 8192), (4096, 4096 + 1000)):
+        got = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(array[lo:hi]).get()
+        assert got.tobytes() == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(
+            data[lo:hi].tobytes())
+    gcm, tag = aescl.new(key, aescl.MODE_GCM, nonce=bytes(12)).encrypt_and_digest(
+        array[4096:9000])
+    assert (gcm.get().tobytes(), tag) == Reference.new(
+        key, Reference.MODE_GCM, nonce=bytes(12)).encrypt_and_digest(data[4096:9000].tobytes())
+    overlapping = cl_array.Array(queue, 8192, np.uint8, data=buffer.get_sub_region(0, 8192))
+    with pytest.raises(ValueError, match="partly overlaps"):
+        aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(array[:8192], output=overlapping)

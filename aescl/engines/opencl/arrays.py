@@ -56,7 +56,16 @@ def _span(array: Any, what: str) -> BufferSpan:
         raise ValueError(f"{what} is not contiguous: pass a C-contiguous array")
     if array.queue is None:
         raise ValueError(f"{what} has no queue: give it one (array.with_queue(queue))")
-    return BufferSpan(_cl_buffer(array.base_data), array.offset, array.nbytes)
+    buffer, offset = _cl_buffer(array.base_data), array.offset
+    if buffer is not None:
+        # A sub-buffer is taken as the part of its parent it is: OpenCL makes no
+        # sub-buffer of a sub-buffer (a slice of such an array failed with
+        # INVALID_MEM_OBJECT), and overlap is told within one memory object.
+        parent = buffer.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT)
+        if parent is not None:
+            offset += buffer.get_info(cl.mem_info.OFFSET)
+            buffer = parent
+    return BufferSpan(buffer, offset, array.nbytes)
 
 
 def _same_buffer(one: BufferSpan, other: BufferSpan) -> bool:
