@@ -107,14 +107,15 @@ def _cpu_device() -> aescl.Device:
     return cpus[0]
 
 
-@pytest.mark.parametrize("planted", ["others-can-write", "out-of-range"])
+@pytest.mark.parametrize("planted", ["others-can-write", "out-of-range", "wrong-type"])
 def test_a_planted_tuning_record_does_not_change_what_the_kernels_compute(own_cache, planted):
     """A record asking for ``max_work_groups: 0`` made every OpenCL output zeros, exit 0."""
     from aescl.engines.opencl import tuning
 
     device = _cpu_device()
     good = tuning.tune(device, tuning.candidates(device)[:1], data_bytes=1 << 16)
-    bad = replace(good, chosen=replace(good.chosen, max_work_groups=0))
+    bad = replace(good, chosen=replace(good.chosen, max_work_groups=0 if planted != "wrong-type"
+                                       else "8"))  # (a TypeError from OpenCL: a traceback)
     tuning.store(device, bad)
     tuning._memory.clear()
     tuning._configs.clear()
