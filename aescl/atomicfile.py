@@ -147,6 +147,43 @@ class NewFile:
             self.fd = -1
 
 
+def link_descriptor(fd: int, name: str | os.PathLike[str]) -> None:
+    """Give the file open as ``fd`` the name ``name`` (which must not exist): the file
+    itself, whatever its other names now point at (/proc's link, else linkat)."""
+    failure: OSError | None = None
+    for method in (_link_by_proc, _link_by_descriptor):
+        try:
+            method(fd, Path(name))
+            return
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            failure = exc
+    assert failure is not None
+    raise failure
+
+
+def publish_descriptor(fd: int, target: str | os.PathLike[str], replace: bool) -> None:
+    """:func:`publish_path` for a file known by its descriptor, never by a name that
+    someone who can write the directory could have pointed elsewhere meanwhile."""
+    target = Path(target)
+    if not replace:
+        try:
+            link_descriptor(fd, target)
+        except FileExistsError:
+            raise _appeared(target) from None
+    else:
+        while True:  # a hidden name that nothing else has taken, renamed over the target
+            hidden = _hidden_name(target.parent)
+            with contextlib.suppress(FileExistsError):
+                link_descriptor(fd, hidden)
+                break
+        os.replace(hidden, target)
+    if not os.path.samestat(os.lstat(target), os.fstat(fd)):
+        raise OSError(errno.EEXIST, "was replaced as it was published", str(target))
+    sync_directory(str(target.parent))
+
+
 def _appeared(target: Path) -> OutputAppeared:
     return OutputAppeared(errno.EEXIST, "appeared while this run was writing it; nothing "
                           "was replaced (use --force to replace it)", str(target))

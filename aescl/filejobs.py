@@ -27,6 +27,7 @@ other file systems each file is one task.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import posixpath
 import secrets
@@ -38,7 +39,7 @@ from typing import Any, BinaryIO
 
 from . import chunked, chunkformat
 from ._streams import read_full
-from .atomicfile import NewFile, publish_path
+from .atomicfile import NewFile, publish_descriptor, publish_path
 from .engines import DEFAULT_BATCH_CHUNKS
 from .errors import InputChangedError, check_whole_number
 from .fileformat import KeyRing, PayloadKey, decrypt_payload, encrypt_payload
@@ -162,6 +163,76 @@ class Location:
             raise FileExistsError(f"{target.url} exists")
         fs, path = self._fs()
         fs.mv(path, target._fs()[1])
+
+
+class PartReplaced(OSError):
+    """A job's part file is not the file the client made: its name now points at another
+    file (a link, or a file put in its place by someone who can write the directory)."""
+
+
+class NamedPart(Location):
+    """A local part file of a job whose tasks run in other processes (Dask workers): it
+    needs a name they can open, made here with ``O_EXCL`` and mode 0600. The file is
+    told by its inode, not its name: a task writes into it, and the client publishes
+    it, only after opening the name without following a link and finding that inode,
+    a regular file with no other name (else :class:`PartReplaced`, and nothing is
+    written): a user who could write the directory swapped a part for a link to a file
+    of theirs, and the worker decrypted into it."""
+
+    inode: int | None = None
+
+    def create_empty(self, size: int = 0) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            self.inode = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+
+    def _open_checked(self, flags: int) -> int:
+        """The part opened with ``flags``, once it is known to be the file made here."""
+        try:
+            fd = os.open(self.path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # (a symbolic link where the part was)
+                raise PartReplaced(errno.ELOOP, "the part file was replaced by a link; "
+                                   "nothing was written into it", self.path) from None
+            raise
+        status = os.fstat(fd)
+        if not (stat.S_ISREG(status.st_mode) and status.st_ino == self.inode
+                and status.st_nlink == 1):
+            os.close(fd)
+            raise PartReplaced(errno.EEXIST, "the part file is not the one this job made; "
+                               "nothing was written into it", self.path)
+        return fd
+
+    @contextlib.contextmanager
+    def open_existing(self, truncate: bool) -> Iterator[BinaryIO]:
+        fd = self._open_checked(os.O_WRONLY)
+        with os.fdopen(fd, "wb") as handle:
+            if truncate:
+                os.ftruncate(fd, 0)
+            yield handle
+            handle.flush()
+            os.fsync(fd)
+
+    def remove(self) -> None:
+        """Remove the part's name, where it still names the file made here."""
+        with contextlib.suppress(OSError):
+            if os.lstat(self.path).st_ino == self.inode:
+                os.unlink(self.path)
+
+    def publish_as(self, target: Location, replace: bool) -> None:
+        if not target.is_local:
+            super().publish_as(target, replace)
+            return
+        fd = self._open_checked(os.O_RDONLY)
+        try:
+            publish_descriptor(fd, target.path, replace)
+        finally:
+            os.close(fd)
+        self.remove()
 
 
 class UnnamedPart(Location):
@@ -384,6 +455,8 @@ def _new_part(plan: Plan, target: Location, token: str, size: int = 0) -> Locati
     else:
         name = target.path.rstrip("/").rsplit("/", 1)[-1]
         part = target.sibling(f".{name}.{token}.aescl-part")
+        if part.is_local:
+            part = NamedPart(part.url)
     part.create_empty(size)
     plan.outputs.append((part, target))
     return part

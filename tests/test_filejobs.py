@@ -268,3 +268,36 @@ def test_a_bad_range_size_is_refused_before_any_part_exists(tmp_path, range_byte
     with pytest.raises(error, match="range_bytes"):
         filejobs.plan_encrypt([str(tmp_path / "a")], _payload(), range_bytes=range_bytes)
     assert _names(tmp_path) == ["a"]
+
+
+@pytest.mark.parametrize("swap", ["symlink", "another-file", "hard-link"])
+def test_a_part_file_swapped_by_someone_who_can_write_the_directory_gets_nothing(
+        tmp_path, swap):
+    """A part of a job for other processes (Dask workers) was reopened and published by
+    name: swapped for a link to a file of an attacker's, it got the job's plaintext."""
+    data = os.urandom(3 * chunkformat.CHUNK_SIZE + 7)
+    (tmp_path / "data.bin").write_bytes(data)
+    filejobs.run_here(filejobs.plan_encrypt([str(tmp_path / "data.bin")], _payload(),
+                                            device="host"))
+    (tmp_path / "data.bin").unlink()
+    plan = filejobs.plan_decrypt([str(tmp_path / "data.bin.aescl")],
+                                 fileformat.KeyRing(KEY, None), device="host")
+    (part, _), = plan.outputs
+    assert isinstance(part, filejobs.NamedPart)
+    theirs = tmp_path / "theirs"
+    if swap != "hard-link":
+        theirs.write_bytes(b"")
+    if swap == "symlink":
+        os.unlink(part.path)
+        os.symlink(theirs, part.path)
+    elif swap == "another-file":
+        os.replace(theirs, part.path)
+        theirs.write_bytes(b"")
+    else:
+        os.link(part.path, theirs)
+    for task in plan.tasks:
+        with pytest.raises(filejobs.PartReplaced):
+            task()
+    with pytest.raises(filejobs.PartReplaced):
+        plan.publish()
+    assert theirs.read_bytes() == b"" and not (tmp_path / "data.bin").exists()
