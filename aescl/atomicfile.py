@@ -2,7 +2,8 @@
 file jobs (aescl.filejobs) in this process.
 
 A :class:`NewFile` is written with no name in its target's own directory (Linux
-``O_TMPFILE``; elsewhere a hidden ``.aescl.*.part`` name), fsynced, and named by
+``O_TMPFILE``; elsewhere a hidden ``.aescl.HOST.PID.*.part`` name, mode 0600, which a
+``kill -9`` leaves and the next NewFile in that directory removes), fsynced, and named by
 :meth:`NewFile.publish`. Without ``replace`` the name is taken with link(2), which
 fails if the name exists: a file that appeared meanwhile (another run writing the same
 name) is never replaced. :meth:`NewFile.discard` removes it; after ``kill -9`` an
@@ -15,7 +16,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
+import socket
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -50,8 +54,44 @@ _AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
 _link_methods: dict[int, LinkFile | None] = {}  # by file system (st_dev)
 
 
+def _part_prefix() -> str:
+    """The start of this process's hidden names: ``.aescl.HOST.PID.``, so that a later
+    run can tell the parts a killed process left (:func:`_remove_stale_parts`)."""
+    host = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+    return f".aescl.{host}.{os.getpid()}."
+
+
+_PART_NAME = re.compile(r"\.aescl\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.\w+\.part")
+
+
 def _hidden_name(directory: Path) -> Path:
-    return directory / f".aescl.{secrets.token_hex(8)}.part"
+    return directory / f"{_part_prefix()}{secrets.token_hex(8)}.part"
+
+
+def _remove_stale_parts(directory: Path) -> None:
+    """Remove the hidden parts in ``directory`` that a process of this host left when it
+    was killed (``kill -9``: no clean-up ran) where files cannot be unnamed: each is the
+    user's own regular file, named by a process of this host that no longer runs."""
+    host = _part_prefix().split(".")[2]
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            found = _PART_NAME.fullmatch(entry.name)
+            if found is None or found["host"] != host or _running(int(found["pid"])):
+                continue
+            with contextlib.suppress(OSError):
+                status = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(status.st_mode) and status.st_uid == os.geteuid():
+                    os.unlink(entry.path)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (another user's: running)
+        return True
+    return True
 
 
 def _tmpfile_link(directory: Path) -> LinkFile | None:
@@ -93,9 +133,10 @@ class NewFile:
             if self._link is not None:
                 self.fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
                 self._temp_name: str | None = None
-            else:
-                self.fd, self._temp_name = tempfile.mkstemp(prefix=".aescl.", suffix=".part",
-                                                            dir=directory)
+            else:  # (a hidden name, 0600: what a kill -9 leaves, until the next run here)
+                _remove_stale_parts(directory)
+                self.fd, self._temp_name = tempfile.mkstemp(prefix=_part_prefix(),
+                                                            suffix=".part", dir=directory)
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(directory)) from None
 

@@ -237,23 +237,42 @@ class NamedPart(Location):
 
 class UnnamedPart(Location):
     """A local part file of a job run in this process: a :class:`~aescl.atomicfile.NewFile`
-    with no name until it is published, so that a ``kill -9`` leaves nothing of it."""
+    with no name until it is published, so that a ``kill -9`` leaves nothing of it. It
+    takes a descriptor only from its first write to its publishing (:func:`run_here`
+    runs a job a batch of files at a time where the descriptors for all cannot be had)."""
 
     def __init__(self, target: Location, replace: bool) -> None:
-        self.file = NewFile(target.path, replace)
-        super().__init__(self.file.path)
+        self._target, self._replace = target.path, replace
+        self._size = 0
+        self.file: NewFile | None = None
+        super().__init__(target.path)
+
+    def _made(self) -> NewFile:
+        if self.file is None:
+            self.file = NewFile(self._target, self._replace)
+            os.ftruncate(self.file.fd, self._size)
+        return self.file
 
     def exists(self) -> bool:
-        return self.file.fd >= 0
+        return self.file is not None and self.file.fd >= 0
 
     def create_empty(self, size: int = 0) -> None:
-        os.ftruncate(self.file.fd, size)
+        self._size = size  # (made at its first write)
+
+    @contextlib.contextmanager
+    def open_existing(self, truncate: bool) -> Iterator[BinaryIO]:
+        fd = os.open(self._made().path, os.O_WRONLY | (os.O_TRUNC if truncate else 0))
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(fd)
 
     def remove(self) -> None:
-        self.file.discard()
+        if self.file is not None:
+            self.file.discard()
 
     def publish_as(self, target: Location, replace: bool) -> None:
-        self.file.publish()  # (under the name and rule it was made with)
+        self._made().publish()  # (under the name and rule it was made with)
 
 
 def default_output(url: str, decrypt: bool) -> str:
@@ -352,27 +371,33 @@ class Plan:
     tasks: list[Task] = field(default_factory=list)
     outputs: list[tuple[Location, Location]] = field(default_factory=list)  # (part, target)
     replace: bool = False
-    # Local parts are unnamed files of this process (UnnamedPart): the plan runs here.
+    # Local parts are unnamed files of this process (UnnamedPart): the plan runs here,
+    # ``batch_files`` outputs at a time (a descriptor each while written).
     unnamed_parts: bool = False
+    batch_files: int = 0
 
     @property
     def input_bytes(self) -> int:
         return sum(task.input_bytes for task in self.tasks)
 
-    def publish(self) -> list[str]:
-        """Name every output, or none: without ``replace``, a name that appeared
-        meanwhile undoes the names given so far (they were new)."""
+    def publish(self, outputs: list[tuple[Location, Location]] | None = None) -> list[str]:
+        """Name every output (of ``outputs``, default all), or none: without ``replace``,
+        a name that appeared meanwhile undoes the names given so far (they were new)."""
         published: list[Location] = []
         try:
-            for part, target in self.outputs:
+            for part, target in self.outputs if outputs is None else outputs:
                 part.publish_as(target, self.replace)
                 published.append(target)
         except BaseException:
-            if not self.replace:
-                for target in published:
-                    target.remove()
+            self.unpublish(published)
             raise
         return [target.url for target in published]
+
+    def unpublish(self, targets: list[Location]) -> None:
+        """Take back outputs published by this job, where they were new names."""
+        if not self.replace:
+            for target in targets:
+                target.remove()
 
     def discard(self) -> None:
         for part, _ in self.outputs:
@@ -416,7 +441,8 @@ def _ranges(full_chunks: int, range_chunks: int) -> Iterator[tuple[int, int, boo
 def _planning(replace: bool, in_process: bool, files: int) -> Iterator[tuple[Plan, str]]:
     """A new plan and a token for its part names; its parts are removed if planning fails.
     In process, local parts are unnamed files where the descriptors for them can be had."""
-    plan = Plan(replace=replace, unnamed_parts=in_process and _descriptors_for(files))
+    plan = Plan(replace=replace, unnamed_parts=in_process,
+                batch_files=_files_per_batch(files) if in_process else 0)
     try:
         yield plan, secrets.token_hex(6)
     except BaseException:
@@ -428,24 +454,24 @@ def _planning(replace: bool, in_process: bool, files: int) -> Iterator[tuple[Pla
 _SPARE_DESCRIPTORS = 256
 
 
-def _descriptors_for(files: int) -> bool:
-    """Whether this process may hold a descriptor per file beside its others, raising
-    its soft limit up to the hard one where needed."""
+def _files_per_batch(files: int) -> int:
+    """How many unnamed parts this process may hold at once beside its other
+    descriptors: all ``files``, raising the soft limit up to the hard one where needed,
+    else as many as the hard limit leaves room for (at least one). A job of more files
+    runs a batch at a time (:func:`run_here`), rather than leaving named parts behind."""
     try:
         import resource
-    except ImportError:  # not POSIX: no unnamed files either
-        return False
+    except ImportError:  # (not POSIX: NewFile names its files there)
+        return files
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = files + _SPARE_DESCRIPTORS
     if soft == resource.RLIM_INFINITY or wanted <= soft:
-        return True
-    if hard != resource.RLIM_INFINITY and wanted > hard:
-        return False
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-    except (ValueError, OSError):
-        return False
-    return True
+        return files
+    raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+        soft = raised
+    return max(1, min(files, soft - _SPARE_DESCRIPTORS))
 
 
 def _new_part(plan: Plan, target: Location, token: str, size: int = 0) -> Location:
@@ -556,14 +582,25 @@ def _range_chunks(range_bytes: int | None) -> int:
 
 def run_here(plan: Plan, progress: Callable[[int], None] | None = None) -> list[str]:
     """Run every task in this process, one after another (each uses all of this
-    machine's chosen devices), then publish; on any failure publish nothing."""
+    machine's chosen devices), then publish; on any failure publish nothing. Unnamed
+    parts run ``plan.batch_files`` outputs at a time, each batch published when done:
+    a failure then takes back the new names of the batches before, and a ``kill -9``
+    leaves those batches' complete outputs and nothing else."""
+    size = plan.batch_files or len(plan.outputs) or 1
+    published: list[str] = []
     try:
-        for task in plan.tasks:
-            done = task()
-            if progress:
-                progress(done)
-        return plan.publish()
+        for start in range(0, max(1, len(plan.outputs)), size):
+            batch = plan.outputs[start : start + size]
+            parts = {id(part) for part, _ in batch}
+            for task in plan.tasks:
+                if id(task.part) in parts or not plan.outputs:
+                    done = task()
+                    if progress:
+                        progress(done)
+            published += plan.publish(batch)
+        return published
     except BaseException:
         plan.discard()
+        plan.unpublish([target for _, target in plan.outputs if target.url in published])
         raise
 

@@ -11,6 +11,7 @@ import resource
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -450,3 +451,66 @@ def test_a_key_file_may_come_through_a_pipe(tmp_path):
     back = aescl_run("decrypt", "--key-file", str(key), "-o", str(tmp_path / "b"),
                      str(tmp_path / "s"))
     assert back.returncode == 0 and (tmp_path / "b").read_bytes() == plain.read_bytes()
+
+
+def test_a_job_over_more_files_than_descriptors_leaves_no_part_after_kill_9(tmp_path, job):
+    """Below files + 256 descriptors a job over several files fell back to named part
+    files, which a ``kill -9`` left holding the whole plaintext. Now it runs a batch of
+    unnamed parts at a time: killed after its first batch was published, it leaves those
+    complete outputs and nothing else."""
+    key, plain, _ = job
+    sealed_dir, out_dir = tmp_path / "sealed", tmp_path / "out"
+    sealed_dir.mkdir()
+    out_dir.mkdir()
+    names = [f"f{i:02}" for i in range(40)]
+    contents = {}
+    for name in names:
+        contents[name] = os.urandom(1 << 20)
+        (out_dir / name).write_bytes(contents[name])
+    assert aescl_run("encrypt", "--key-file", str(key), "--device", "host",
+                     *(str(out_dir / n) for n in names)).returncode == 0
+    for name in names:
+        (out_dir / f"{name}.aescl").rename(sealed_dir / f"{name}.aescl")
+        (out_dir / name).unlink()
+
+    def few_descriptors() -> None:  # room for 4 parts beside the 256 kept spare
+        resource.setrlimit(resource.RLIMIT_NOFILE, (260, 260))
+
+    process = subprocess.Popen(
+        [AESCL, "decrypt", "--key-file", str(key), "--device", "host", "--force",
+         *(str(sealed_dir / f"{n}.aescl") for n in names)],
+        preexec_fn=few_descriptors, stderr=subprocess.PIPE, cwd=out_dir)
+    deadline = time.monotonic() + 120
+    while (process.poll() is None and time.monotonic() < deadline
+           and not any(sealed_dir.glob("f*[0-9]"))):
+        time.sleep(0.001)
+    process.kill()
+    process.wait()
+    left = sorted(p.name for p in sealed_dir.iterdir() if not p.name.endswith(".aescl"))
+    assert left, "the job ended before its first batch was published"
+    for name in left:  # every output there is whole; no part, hidden or named
+        assert name in contents, left
+        assert (sealed_dir / name).read_bytes() == contents[name]
+
+
+def test_where_files_cannot_be_unnamed_a_kill_9_leaves_a_private_part_the_next_run_removes(
+        tmp_path):
+    """Without O_TMPFILE a part has a hidden name from the start: a ``kill -9`` leaves it
+    (mode 0600, docs/security.md), and the next run in that directory removes it."""
+    killed = subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys; del os.O_TMPFILE\n"
+         "from aescl.atomicfile import NewFile\n"
+         "part = NewFile(sys.argv[1]); os.write(part.fd, b'plaintext')\n"
+         "os.kill(os.getpid(), 9)", str(tmp_path / "out")])
+    assert killed.returncode == -signal.SIGKILL
+    (left,) = tmp_path.iterdir()
+    assert left.name.startswith(".aescl.") and left.name.endswith(".part")
+    assert stat.S_IMODE(left.stat().st_mode) == 0o600
+    subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys; del os.O_TMPFILE\n"
+         "from aescl.atomicfile import NewFile\n"
+         "part = NewFile(sys.argv[1]); os.write(part.fd, b'x'); part.publish()",
+         str(tmp_path / "out")], check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
