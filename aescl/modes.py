@@ -404,12 +404,12 @@ class GcmCipher:
             if kind is None:
                 self._message = self._team.stream_engine().gcm(
                     self._key, self.nonce, self._mac_len, self._key_schedule, self._threads)
+                for aad in self._aad:
+                    self._message.update(aad)
             else:
                 self._message = ArrayGcmCipher(self._key, self.nonce, self._mac_len, kind,
-                                               self._team)
+                                               self._team, self._aad, like=data)
             self._kind = kind
-            for aad in self._aad:
-                self._message.update(aad)
             self._aad.clear()
         elif data is not None and kind != self._kind:
             where = "host memory" if self._kind is None else f"{self._kind} device arrays"
@@ -497,13 +497,19 @@ class ArrayGcmCipher(DeviceGcm):
     wrong tag leaves ``output`` as it was.
     """
 
-    def __init__(self, key: bytes, nonce: bytes, mac_len: int, kind: str, team: Team) -> None:
+    def __init__(self, key: bytes, nonce: bytes, mac_len: int, kind: str, team: Team,
+                 aad: list[bytes], like: Any) -> None:
+        """``aad``: the message's AAD, hashed on the device of ``like`` (the message's first
+        text array, not kept) where it is long."""
         h, tag_mask = ghash.hash_subkey_and_tag_mask(key, nonce)
         multipliers = ghash.PowerMultipliers(h)
         super().__init__(nonce, mac_len, multipliers, tag_mask, device_nbytes)
         self._ctr = _array_job(kind, BlockTransform(key, counter=self.first_counter,
                                                     counter_bits=32), team)
         self._sums = _array_ghash(kind, key, multipliers)
+        for data in aad:
+            self.absorb_aad(memoryview(data),
+                            lambda blocks: self._sums.host_partial_sum(like, blocks))
 
     def crypt(self, data: Any, output: Any, first_block: int, skip: int) -> Any:
         return self._ctr(data, output, first_block, skip)

@@ -70,6 +70,7 @@ def as_kind_of(like: Any, result: Any) -> Any:
 _held: list[tuple[Any, tuple[Any, ...]]] = []
 _held_lock = threading.Lock()
 _HELD_MOST = 8  # calls' arrays held at most: past them, the oldest's work is waited for
+_AAD_PIECE_BYTES = 64 << 20  # AAD in host memory uploaded at a time to be hashed
 
 
 def _reused_after_the_stream(obj: Any) -> bool:
@@ -343,8 +344,10 @@ class CudaArrayGhash:
         """The partial sum of bytes ``offset .. offset + nbytes`` (whole blocks) of an
         array, after the work before it on its stream, which this waits for."""
         span = cuda_bytes(data, "the input").at(offset, nbytes)
-        if not nbytes:
-            return 0
+        return self._partial_sum(span) if nbytes else 0
+
+    def _partial_sum(self, span: CudaBytes) -> int:
+        nbytes = span.nbytes
         worker = self._workers.get(span.device)
         if worker is None:
             worker = self._workers[span.device] = CudaGhash(self._multipliers, span.device)
@@ -363,6 +366,28 @@ class CudaArrayGhash:
         after the work before them on its stream."""
         span = cuda_bytes(data, "the input").at(offset, nbytes)
         return CudaGhash.read(span)
+
+    def host_partial_sum(self, like: Any, blocks: memoryview) -> int:
+        """The partial sum of whole blocks in host memory (AAD), hashed on the GPU of
+        ``like`` (a CUDA array), uploaded a piece at a time on its stream."""
+        import numpy as np
+        from cuda.bindings import driver
+
+        source = cuda_bytes(like, "the input")
+        memory = StreamMemory(None, source)
+        step = min(len(blocks), _AAD_PIECE_BYTES)
+        scratch = memory.scratch(step, zeroed=False)
+        total = 0
+        try:
+            for lo in range(0, len(blocks), step):
+                piece = np.frombuffer(blocks[lo : lo + step], np.uint8)
+                _check(driver.cuMemcpyHtoDAsync(scratch.pointer, piece, piece.nbytes,
+                                                source.stream))
+                partial = self._partial_sum(scratch.at(0, piece.nbytes))  # (waits for it)
+                total = self._multipliers.times_power(total, piece.nbytes // 16) ^ partial
+        finally:
+            memory.release(scratch)
+        return total
 
 
 def _output_bytes(output: Any, source: CudaBytes) -> CudaBytes:

@@ -47,7 +47,7 @@ class CudaHostGcm(DeviceGcm):
         h, tag_mask = ghash.hash_subkey_and_tag_mask(key, nonce)
         multipliers = ghash.PowerMultipliers(h)
         super().__init__(nonce, mac_len, multipliers, tag_mask, lambda span: span.nbytes)
-        self._ordinal = ordinal
+        self._ordinal, self._multipliers = ordinal, multipliers
         self._ctr = CudaBlocks(BlockTransform(bytes(key), counter=self.first_counter,
                                               counter_bits=32), ordinal)
         self._sums = CudaArrayGhash(multipliers)
@@ -62,6 +62,16 @@ class CudaHostGcm(DeviceGcm):
 
     def read(self, data: CudaBytes, offset: int, nbytes: int) -> bytes:
         return self._sums.read(data, offset, nbytes)
+
+    def host_partial_sum(self, blocks: memoryview) -> int:
+        """AAD's whole blocks hashed on the GPU, staged a piece at a time."""
+        sums: list[tuple[int, int]] = []
+        self._staged(np.frombuffer(blocks, np.uint8), None, lambda device_in, _: sums.append(
+            (self.partial_sum(device_in, 0, device_in.nbytes), device_in.nbytes // 16)))
+        total = 0
+        for partial, count in sums:
+            total = self._multipliers.times_power(total, count) ^ partial
+        return total
 
     # ---- host data, staged -------------------------------------------------------------------
 

@@ -224,6 +224,12 @@ class OpenclArrayGhash:
             total = engine.times_power(total, blocks) ^ engine.partial_sum(buffer, blocks)
         return total
 
+    def host_partial_sum(self, like: Any, blocks: memoryview) -> int:
+        """The partial sum of whole blocks in host memory (AAD), hashed on the device of
+        ``like`` (a pyopencl array) through its GCM engine's pipeline."""
+        return self._engine(like).stream(np.frombuffer(blocks, np.uint8), None, bytes(16), 0,
+                                         decrypt=True, crypt=False)
+
     def read(self, data: Any, offset: int, nbytes: int) -> bytes:
         """Bytes ``offset .. offset + nbytes`` of an array (a few bytes of ciphertext),
         after the work before them on its queue."""
