@@ -1192,3 +1192,36 @@ def test_a_gpu_is_tuned_once_and_later_processes_read_the_tuning(tmp_path, monke
     assert later.stdout.split() == [kept.date, str(shape.threads), str(shape.blocks_per_sm)]
     monkeypatch.setenv("AESCL_TUNE", "0")
     assert tuning.launch_shape(0) == tuning.DEFAULT
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", _libraries())
+def test_an_output_that_partly_overlaps_the_input_array_is_refused(library):
+    memory = _to_gpu(library, os.urandom(8192 + 64))
+    before = _to_host(memory)
+    for shift in (-16, 16, 48):
+        source, output = memory[32 : 32 + 8192], memory[32 + shift : 32 + shift + 8192]
+        for mode, extra in ((aescl.MODE_CTR, {"nonce": bytes(8)}), (aescl.MODE_ECB, {}),
+                            (aescl.MODE_GCM, {"nonce": bytes(12)})):
+            with pytest.raises(ValueError, match="partly overlaps"):
+                aescl.new(bytes(16), mode, **extra).encrypt(source, output=output)
+    assert _to_host(memory) == before
+
+
+@needs_gpu
+@pytest.mark.parametrize("device", [None, "cuda"], ids=["arrays", "host-data"])
+def test_long_aad_is_hashed_on_the_gpu_and_matches(device):
+    """AAD with a CUDA array's text (and on the CUDA engine's host-data stream) was
+    hashed a block at a time in Python, about 4 MB/s."""
+    import torch
+
+    key, nonce = os.urandom(32), os.urandom(12)
+    aad, text = os.urandom((3 << 20) + 5), os.urandom(10_000)
+    ours = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    ours.update(aad[:7]).update(aad[7:])
+    given = torch.frombuffer(bytearray(text), dtype=torch.uint8).cuda() if device is None \
+        else text
+    sealed, tag = ours.encrypt_and_digest(given)
+    expected = Reference.new(key, Reference.MODE_GCM, nonce=nonce).update(aad) \
+        .encrypt_and_digest(text)
+    assert (_to_host(sealed) if device is None else sealed, tag) == expected

@@ -103,7 +103,9 @@ def test_bench_stores_an_opencl_devices_start_up():
     assert result.returncode == 0, result.stderr
     (target,) = [t for t in json.loads(result.stdout)["targets"] if t["id"] == device.id]
     assert target["start_s"] > 0
-    record = json.loads(rates.rates_path().read_text())[rates.device_key(device)]
+    stored = json.loads(rates.rates_path().read_text())
+    assert rates.device_key(device) in stored, (stored, result.stderr)
+    record = stored[rates.device_key(device)]
     assert record[rates.START] == round(target["start_s"], 3)  # (in the store)
     assert rates.stored_rate(device, rates.START) == record[rates.START]  # (as read here)
     assert rates.stored_rate(device, "blocks") is None  # 16 KiB shows no rate worth keeping
