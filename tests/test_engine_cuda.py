@@ -1213,7 +1213,7 @@ def test_an_output_that_partly_overlaps_the_input_array_is_refused(library):
 def test_long_aad_is_hashed_on_the_gpu_and_matches(device):
     """AAD with a CUDA array's text (and on the CUDA engine's host-data stream) was
     hashed a block at a time in Python, about 4 MB/s."""
-    import torch
+    torch = pytest.importorskip("torch")
 
     key, nonce = os.urandom(32), os.urandom(12)
     aad, text = os.urandom((3 << 20) + 5), os.urandom(10_000)
