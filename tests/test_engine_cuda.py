@@ -1209,19 +1209,19 @@ def test_an_output_that_partly_overlaps_the_input_array_is_refused(library):
 
 
 @needs_gpu
-@pytest.mark.parametrize("device", [None, "cuda"], ids=["arrays", "host-data"])
-def test_long_aad_is_hashed_on_the_gpu_and_matches(device):
+@pytest.mark.parametrize("where", [None, "cuda"], ids=["arrays", "host-data"])
+def test_long_aad_is_hashed_on_the_gpu_and_matches(where):
     """AAD with a CUDA array's text (and on the CUDA engine's host-data stream) was
     hashed a block at a time in Python, about 4 MB/s."""
     torch = pytest.importorskip("torch")
 
     key, nonce = os.urandom(32), os.urandom(12)
     aad, text = os.urandom((3 << 20) + 5), os.urandom(10_000)
-    ours = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)
+    ours = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=where)
     ours.update(aad[:7]).update(aad[7:])
-    given = torch.frombuffer(bytearray(text), dtype=torch.uint8).cuda() if device is None \
+    given = torch.frombuffer(bytearray(text), dtype=torch.uint8).cuda() if where is None \
         else text
     sealed, tag = ours.encrypt_and_digest(given)
     expected = Reference.new(key, Reference.MODE_GCM, nonce=nonce).update(aad) \
         .encrypt_and_digest(text)
-    assert (_to_host(sealed) if device is None else sealed, tag) == expected
+    assert (_to_host(sealed) if where is None else sealed, tag) == expected

@@ -5,7 +5,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from aescl import _icd
+
+
+@pytest.fixture(autouse=True)
+def _icd_variable_restored():
+    """``register_unregistered`` sets ``$OCL_ICD_VENDORS`` for the process, and
+    ``monkeypatch.delenv`` of a variable that was not set records nothing to undo: the
+    test's vendors folder (fake drivers, PoCL) then stayed in this test worker's
+    environment, and every later subprocess of the worker (``aescl bench``, a cache
+    test's run) saw those drivers, not the machine's: with 8 workers on the 4-GPU host,
+    ``--device 0:1`` matched no device there and bench stored PoCL's figures."""
+    before = os.environ.get("OCL_ICD_VENDORS")
+    yield
+    if before is None:
+        os.environ.pop("OCL_ICD_VENDORS", None)
+    else:
+        os.environ["OCL_ICD_VENDORS"] = before
 
 
 def make_root(tmp_path: Path, icds: dict[str, str], libraries: list[str]) -> Path:

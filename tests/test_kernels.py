@@ -239,7 +239,8 @@ def test_a_damaged_cache_entry_is_rebuilt_never_loaded(device, tmp_path, damage)
         return subprocess.run([sys.executable, "-c", encrypt], capture_output=True,
                               text=True, env=environment, timeout=300, cwd=tmp_path)
 
-    assert run_once().returncode == 0
+    first = run_once()
+    assert first.returncode == 0, first.stderr[-3000:]
     entries = sorted((tmp_path / "kernels").glob("*.bin"))
     assert entries
     for entry in entries:
