@@ -1199,7 +1199,7 @@ def test_a_gpu_is_tuned_once_and_later_processes_read_the_tuning(tmp_path, monke
 def test_an_output_that_partly_overlaps_the_input_array_is_refused(library):
     memory = _to_gpu(library, os.urandom(8192 + 64))
     before = _to_host(memory)
-    for shift in (-16, 16, 48):
+    for shift in (-16, 16, 32):
         source, output = memory[32 : 32 + 8192], memory[32 + shift : 32 + shift + 8192]
         for mode, extra in ((aescl.MODE_CTR, {"nonce": bytes(8)}), (aescl.MODE_ECB, {}),
                             (aescl.MODE_GCM, {"nonce": bytes(12)})):
