@@ -314,7 +314,7 @@ class Writer:
             while length:
                 block = read_full(source, min(length, self._batch_bytes))
                 if not block:
-                    raise _ended_early()
+                    raise ended_early()
                 self._write(block)
                 length -= len(block)
                 if progress:
@@ -326,7 +326,7 @@ class Writer:
         self.bytes_in += full * CHUNK_SIZE
         rest = read_full(source, length - full * CHUNK_SIZE)
         if len(rest) < length - full * CHUNK_SIZE:
-            raise _ended_early()
+            raise ended_early()
         self._write(rest)
         if progress:
             progress(len(rest))
@@ -426,7 +426,7 @@ class Reader:
             self._next_chunk = full
             final = read_full(self._source, rest)
             if len(final) < rest:
-                raise _ended_early()
+                raise ended_early()
             if self._source.read(1):
                 raise FormatError("the input grew while it was being read")
             sink.write(memoryview(self._cipher.open(final, full, final=True)))
@@ -447,7 +447,8 @@ class Reader:
 # ---- streaming whole chunks between files ------------------------------------------
 
 
-def _ended_early() -> TruncatedError:
+def ended_early() -> TruncatedError:
+    """The error of a source that ended before the length it was read for."""
     return TruncatedError("truncated: the input ended early (did it change while being read?)")
 
 
@@ -497,7 +498,7 @@ def _windows(cipher: TeamChunks, source: BinaryIO, sink: BinaryIO, first: int, c
         while got < len(view):
             more = source.readinto(view[got:])  # type: ignore[attr-defined]
             if not more:
-                raise _ended_early()
+                raise ended_early()
             got += more
         return chunks
 

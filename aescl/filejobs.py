@@ -353,7 +353,10 @@ class Range:
             sink.seek(self.write_at)
             crypt_file(cipher, source, sink, self.first, self.count)
             if self.final:
-                rest = read_full(source, self.input_bytes - self.count * in_size)
+                wanted = self.input_bytes - self.count * in_size
+                rest = read_full(source, wanted)
+                if len(rest) < wanted:  # (a final chunk of fewer bytes than planned)
+                    raise chunked.ended_early()
                 sink.write(memoryview(crypt_final(rest, self.first + self.count, final=True)))
         return self.input_bytes
 

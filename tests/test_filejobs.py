@@ -301,3 +301,16 @@ def test_a_part_file_swapped_by_someone_who_can_write_the_directory_gets_nothing
     with pytest.raises(filejobs.PartReplaced):
         plan.publish()
     assert theirs.read_bytes() == b"" and not (tmp_path / "data.bin").exists()
+
+
+def test_a_range_whose_source_shrank_unseen_is_truncation(tmp_path, monkeypatch):
+    """The last range sealed whatever the source still held as the final chunk: a file
+    that shrank in a way its size and time did not show gave a shorter message."""
+    data = os.urandom(9 * chunkformat.CHUNK_SIZE + 100)
+    source = tmp_path / "data.bin"
+    source.write_bytes(data)
+    plan = filejobs.plan_encrypt([str(source)], _payload(), device="host", range_bytes=RANGE)
+    monkeypatch.setattr(filejobs.Location, "check_stamp", lambda self, handle, planned: None)
+    source.write_bytes(data[:-50])
+    with pytest.raises(TruncatedError, match="ended early"):
+        plan.tasks[-1]()
