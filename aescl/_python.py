@@ -7,7 +7,8 @@ holding an ``aescl/`` folder, every helper imported that folder instead of aescl
 ran its code beside a message's keys. Here the helper runs isolated (``-I``: no working
 directory, no ``PYTHON*`` variables, no user site) with this process's import path
 given explicitly, the folder aescl was imported from first, so that an install reached
-only through ``PYTHONPATH`` still works.
+only through ``PYTHONPATH`` still works; and its environment (:func:`environment`)
+carries none of the secrets the user may keep there.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ def import_path() -> list[str]:
     rest = [entry for entry in sys.path
             if entry and os.path.isabs(entry) and os.path.realpath(entry) != here]
     return list(dict.fromkeys([ours, *rest]))
+
+
+# Secrets a helper never needs: the CLI's passphrase variable (a worker gets the keys of
+# its tasks through its socket, and nothing else).
+_SECRET_VARIABLES = ("AESCL_PASSPHRASE",)
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """A helper's environment: this process's, less its secrets, with ``extra``."""
+    kept = {name: value for name, value in os.environ.items()
+            if name not in _SECRET_VARIABLES}
+    return {**kept, **extra}
 
 
 def command(*, module: str | None = None, code: str | None = None) -> list[str]:

@@ -71,3 +71,23 @@ def test_the_rounds_check_runs_the_installed_aescl(planted, monkeypatch, tmp_pat
     monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "fresh-cache"))
     tuning.hardware_rounds_work(cpus[0], tuning.launch_config(cpus[0]))
     assert not planted.exists()
+
+
+@pytest.mark.skipif(not shared.AVAILABLE, reason="no memfd on this system")
+def test_helpers_carry_no_passphrase_from_the_environment(monkeypatch):
+    """``AESCL_PASSPHRASE`` in the caller's environment went to every helper process."""
+    monkeypatch.setenv("AESCL_PASSPHRASE", "correct horse battery staple")
+    done = subprocess.run(
+        [*_python.command(code="import os; print(os.environ.get('AESCL_PASSPHRASE'))")],
+        capture_output=True, text=True, check=True, env=_python.environment())
+    assert done.stdout.strip() == "None"
+    processes.shutdown()
+    source = aescl.pinned_empty(24 << 20, "host")
+    target = aescl.pinned_empty(24 << 20, "host")
+    aescl.new(bytes(16), aescl.MODE_CTR, nonce=bytes(8), device="host").encrypt(
+        source, output=target)
+    assert processes._workers is not None and processes._workers._all
+    for worker in processes._workers._all:
+        with open(f"/proc/{worker.process.pid}/environ", "rb") as environ:
+            assert b"AESCL_PASSPHRASE" not in environ.read()
+    processes.shutdown()

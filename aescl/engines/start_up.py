@@ -28,6 +28,7 @@ def start_seconds(device: Device, runs: int = 2) -> float | None:
 
     def first_block(spec: str) -> float | None:
         done = subprocess.run([*_python.command(code=_FIRST_BLOCK), spec], check=False,
+                              env=_python.environment(),
                               capture_output=True, text=True, timeout=300)
         return float(done.stdout.split()[-1]) if done.returncode == 0 else None
 

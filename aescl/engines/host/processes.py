@@ -104,7 +104,8 @@ class _Worker:
         try:
             self.process = subprocess.Popen(
                 [*_python.command(module=f"{__package__}.worker"), str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                env=_python.environment())
         finally:
             theirs.close()
         self.connection = Connection(ours.detach())

@@ -289,9 +289,9 @@ def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
     record = read_cache_json(path) if disk_cache_enabled() else None
     known = record.get("works") if isinstance(record, dict) else None
     if not isinstance(known, bool):
-        environment = dict(os.environ, AESCL_WIDE_ROUNDS=str(config.wide_rounds),
-                           AESCL_BLOCKS_PER_ITEM=str(config.blocks_per_item))
-        environment[_CHECKING_ROUNDS] = "1"
+        environment = _python.environment(AESCL_WIDE_ROUNDS=str(config.wide_rounds),
+                                          AESCL_BLOCKS_PER_ITEM=str(config.blocks_per_item),
+                                          **{_CHECKING_ROUNDS: "1"})
         try:
             known = subprocess.run(
                 [*_python.command(module="aescl.engines.opencl._rounds_check"), device.id],
