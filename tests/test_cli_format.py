@@ -154,6 +154,18 @@ def test_passphrase_prompt_asks_twice_and_does_not_echo(tmp_path, keyed):
     assert (tmp_path / "t.out").read_bytes() == plain.read_bytes()
 
 
+def test_invalid_text_typed_at_the_prompt_is_one_line(tmp_path, keyed):
+    """Bytes that are not UTF-8 typed at the passphrase prompt were a traceback."""
+    _, plain = keyed
+    code, transcript = _run_on_terminal(
+        ["encrypt", "--passphrase", *FAST_SCRYPT, "-q", str(plain), "-o",
+         str(tmp_path / "t.aescl")], [b"\xff\xfe bad"])
+    assert code == 2, transcript
+    assert b"Traceback" not in transcript
+    assert b"aescl: the passphrase typed is not valid text" in transcript
+    assert not (tmp_path / "t.aescl").exists()
+
+
 def _file_tamper_cases(sealed: bytes, key_file: Path, other_key: Path):
     payload = KEY_HEADER
     boundaries = [payload + 56 + k * SEALED for k in range(3)]
