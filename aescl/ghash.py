@@ -321,10 +321,11 @@ MAX_TEXT_BYTES = (2**32 - 2) * BLOCK_SIZE  # SP 800-38D: 2^39 - 256 bits of text
 
 
 class GcmTagCalls:
-    """The phases and the tag end of pycryptodome's GCM calls, over a
-    :class:`RunningGhash`: the text phase's checks, ``digest``, ``verify`` and their hex
-    forms. A cipher object sets ``_ghash``, ``_tag_mask`` (E(J0)),
-    ``_mac_len`` and ``_phase`` ("aad", "encrypt", "decrypt" -> "done")."""
+    """The phases and the tag end of an engine's GCM stream, over a :class:`RunningGhash`:
+    the start of the text (the AAD's last block closed), ``digest`` and ``verify``. A
+    cipher object sets ``_ghash``, ``_tag_mask`` (E(J0)), ``_mac_len`` and ``_phase``
+    ("aad", "encrypt", "decrypt" -> "done"). The order of the calls is checked once, for
+    every engine, by the object that drives this one (aescl.modes.GcmCipher), never here."""
 
     _ghash: RunningGhash
     _tag_mask: bytes
@@ -338,10 +339,6 @@ class GcmTagCalls:
         if self._phase == "aad":
             self._ghash.close_pending()  # AAD is zero-padded to a whole block
             self._phase = direction
-        elif self._phase != direction:
-            if self._phase == "done":
-                raise TypeError(f"{direction}() cannot be called after digest() or verify()")
-            raise TypeError(f"{direction}() cannot be called after {self._phase}()")
         start = self._ghash.text_bytes
         if start + length > MAX_TEXT_BYTES:
             raise CounterOverflowError("Plaintext exceeds maximum length")
@@ -355,20 +352,10 @@ class GcmTagCalls:
 
     def digest(self) -> bytes:
         """The authentication tag (``mac_len`` bytes) of the AAD and the encrypted text."""
-        if self._phase == "decrypt":
-            raise TypeError("digest() cannot be called when decrypting")
         return self._compute_tag()
-
-    def hexdigest(self) -> str:
-        return self.digest().hex()
 
     def verify(self, received_mac_tag: bytes) -> None:
         """Check a tag; raises :class:`AuthenticationError` ("MAC check failed") if wrong."""
-        if self._phase == "encrypt":
-            raise TypeError("verify() cannot be called when encrypting")
         if not hmac.compare_digest(self._compute_tag(),
                                    as_bytes(received_mac_tag, "the MAC tag")):
             raise AuthenticationError("MAC check failed")
-
-    def hexverify(self, hex_mac_tag: str) -> None:
-        self.verify(bytes.fromhex(hex_mac_tag))

@@ -61,9 +61,7 @@ class DeviceGcm(ghash.GcmTagCalls, ABC):
         return None
 
     def update(self, assoc_data: BytesLike) -> DeviceGcm:
-        """Add associated data (host bytes). Only before encrypt/decrypt."""
-        if self._phase != "aad":
-            raise TypeError("update() can only be called immediately after initialization")
+        """Add associated data (host bytes), before the text."""
         self.absorb_aad(byte_view(assoc_data), self.host_partial_sum)
         return self
 

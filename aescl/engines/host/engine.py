@@ -403,9 +403,10 @@ class HostEngine:
 
 
 class HostGcmCipher:
-    """``aescl.new(key, MODE_GCM, device="host")``: pycryptodome's GCM on the host, with
-    aescl's promises on top (a 12-byte random nonce by default, AuthenticationError,
-    ``decrypt_and_verify`` releasing no plaintext on a wrong tag)."""
+    """The host engine's GCM stream (``aescl.new(key, MODE_GCM, device="host")``, which
+    aescl.modes.GcmCipher drives and checks the call order of): pycryptodome's GCM on the
+    host, with aescl's promises on top (a 12-byte random nonce by default,
+    AuthenticationError, ``decrypt_and_verify`` releasing no plaintext on a wrong tag)."""
 
     mode = MODE_GCM
     block_size = BLOCK_SIZE
@@ -418,15 +419,12 @@ class HostGcmCipher:
         options = {} if threads is None else {"threads": threads}  # (pycryptodome 4's)
         self._cipher = AES.new(bytes(key), AES.MODE_GCM, nonce=nonce, mac_len=mac_len,
                                **options)
-        self._finished = False  # digest() or verify() was called
 
     def update(self, assoc_data: Any) -> HostGcmCipher:
         self._cipher.update(byte_view(assoc_data))
         return self
 
     def _crypt(self, call: Callable[..., Any], data: Any, output: Any) -> bytes | None:
-        if self._finished:  # the device cipher's words, not pycryptodome's
-            raise TypeError(f"{call.__name__}() cannot be called after digest() or verify()")
         source = byte_view(data)
         if output is None:
             return bytes(call(source))
@@ -440,23 +438,13 @@ class HostGcmCipher:
         return self._crypt(self._cipher.decrypt, ciphertext, output)
 
     def digest(self) -> bytes:
-        tag = self._cipher.digest()
-        self._finished = True
-        return tag
-
-    def hexdigest(self) -> str:
-        return self.digest().hex()
+        return bytes(self._cipher.digest())
 
     def verify(self, received_mac_tag: bytes) -> None:
         try:
             self._cipher.verify(as_bytes(received_mac_tag, "the MAC tag"))
         except ValueError:
-            self._finished = True
             raise AuthenticationError("MAC check failed") from None
-        self._finished = True
-
-    def hexverify(self, hex_mac_tag: str) -> None:
-        self.verify(bytes.fromhex(hex_mac_tag))
 
     def encrypt_and_digest(self, plaintext: Any, output: Any = None
                            ) -> tuple[bytes | None, bytes]:

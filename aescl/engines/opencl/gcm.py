@@ -668,9 +668,7 @@ class GcmCipher(ghash.GcmTagCalls):
     # ---- public API ---------------------------------------------------------------
 
     def update(self, assoc_data: BytesLike) -> GcmCipher:
-        """Add associated data (authenticated, not encrypted). Only before encrypt/decrypt."""
-        if self._phase != "aad":
-            raise TypeError("update() can only be called immediately after initialization")
+        """Add associated data (authenticated, not encrypted), before the text."""
         data = input_array(assoc_data)
         self._ghash.aad_bytes += data.nbytes
         rest = input_array(self._ghash.absorb_pending(data.tobytes()))
