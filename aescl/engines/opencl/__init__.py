@@ -9,8 +9,10 @@
 * ``kernels.py``: kernel sources, program builds and their disk cache, the device's
   context and queue (and the lock that gives one job at a time a device);
 * ``tuning.py``: launch settings per device, tuned on first use;
-* ``gcm.py``: GCM's device half, and the streaming GCM cipher;
-* ``_rounds_check.py``: the separate-process check of a CPU's AES instructions.
+* ``gcm.py``: GCM's device half, and the streaming GCM cipher.
+
+The separate-process check of a CPU's AES instructions runs the public API, so it sits
+above the engines, as ``aescl/_rounds_check.py`` (started by name from ``tuning.py``).
 
 Only this package imports pyopencl (besides the device layer, which lists platforms).
 Callers outside use the names below.

@@ -275,7 +275,7 @@ def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
     binaries): a compiler that cannot generate them may abort the process that asks
     (aes_vendor.h), and an abort cannot be caught. The check runs CTR, ECB both ways
     and the chunked format both ways on the device, compared with pycryptodome and the
-    host engine (``python -m aescl.engines.opencl._rounds_check``)."""
+    host engine (``python -m aescl._rounds_check``)."""
     import subprocess
 
     if os.environ.get(_CHECKING_ROUNDS):
@@ -294,7 +294,7 @@ def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
                                           **{_CHECKING_ROUNDS: "1"})
         try:
             known = subprocess.run(
-                [*_python.command(module="aescl.engines.opencl._rounds_check"), device.id],
+                [*_python.command(module="aescl._rounds_check"), device.id],
                 env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, timeout=_ROUNDS_CHECK_SECONDS).returncode == 0
         except (OSError, subprocess.TimeoutExpired):

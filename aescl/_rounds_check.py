@@ -1,9 +1,12 @@
-"""``python -m aescl.engines.opencl._rounds_check DEVICE_ID``: whether a CPU device runs
+"""``python -m aescl._rounds_check DEVICE_ID``: whether a CPU device runs
 the AES instructions (AES-NI, or the wide VAES rounds; cl/aes_vendor.h) correctly, in
 a process of its own.
 
-aescl.tuning.hardware_rounds_work starts this with the rounds requested
-(``$AESCL_WIDE_ROUNDS``: 0 for the 128-bit instructions), and keeps the answer: exit
+It runs the public API, so it sits at the top of the house, beside the bench (the
+layers contract in pyproject.toml), not in the OpenCL engine it checks, which starts it
+by name. aescl.engines.opencl.tuning.hardware_rounds_work starts it with the rounds
+requested (``$AESCL_WIDE_ROUNDS``: 0 for the 128-bit instructions), and keeps the
+answer: exit
 status 0 when the device's kernels compiled to those rounds, and CTR, ECB both ways
 (both key schedules, every key size) and the chunked format both ways give on the
 device what pycryptodome and the host engine give. A compiler that cannot generate
