@@ -86,7 +86,7 @@ def _sane(record: Any) -> bool:
 
 
 def _load() -> dict[str, Any]:
-    from ._cache import disk_cache_enabled, read_cache_json
+    from ._cache import disk_cache_enabled, read_cache_json, say_once
 
     if not disk_cache_enabled():
         return {}
@@ -98,6 +98,9 @@ def _load() -> dict[str, Any]:
     data = read_cache_json(path)
     records = {device: record for device, record in data.items() if _sane(record)
                } if isinstance(data, dict) else {}
+    if isinstance(data, dict) and len(records) < len(data):
+        say_once(f"ignoring figures in {path} that no measurement gives; `aescl bench` "
+                 "measures them again")
     _loaded[str(path)] = (identity, records)
     return records
 

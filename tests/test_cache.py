@@ -92,12 +92,14 @@ def test_rates_stored_as_a_fifo_do_not_hang_a_run(own_cache):
 
 @pytest.mark.parametrize("record", [{"blocks": -3.0}, {"blocks": True}, {"blocks": 1e12},
                                     {"start-seconds": 1e9}, {"blocks": "fast"}])
-def test_rates_that_no_measurement_gives_are_ignored(own_cache, record):
+def test_rates_that_no_measurement_gives_are_ignored(own_cache, record, capsys):
     path = rates.rates_path()
     assert _cache.private_folder(path.parent) is not None
     path.write_text(__import__("json").dumps({rates.device_key(host_device()): record}))
     assert rates.stored_rate(host_device(), "blocks") is None
     assert rates.stored_rate(host_device(), rates.START) is None
+    (said,) = capsys.readouterr().err.splitlines()
+    assert "ignoring figures" in said
 
 
 def _cpu_device() -> aescl.Device:

@@ -25,7 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from ... import keyschedule
-from ..._cache import cache_root, disk_cache_enabled, read_cache_json, write_cache_file
+from ..._cache import (
+    cache_root,
+    disk_cache_enabled,
+    read_cache_json,
+    say_once,
+    write_cache_file,
+)
 from ..interface import tuning_enabled
 from ..sources import load_source
 from ..tuning_record import TuningRecord
@@ -240,7 +246,9 @@ def stored(ordinal: int) -> Tuning | None:
     shape = tuning.chosen.shape
     if not (32 <= shape.threads <= 1024 and shape.threads % 32 == 0
             and 1 <= shape.blocks_per_sm <= 64):
-        return None  # (not a shape tuning tries: tune again)
+        say_once(f"ignoring the stored tuning of CUDA GPU {ordinal}: its launch shape is "
+                 "out of range; tuning again")
+        return None
     _memory[ordinal] = tuning
     return tuning
 
