@@ -68,10 +68,18 @@ def _hidden_name(directory: Path) -> Path:
     return directory / f"{_part_prefix()}{secrets.token_hex(8)}.part"
 
 
+_cleaned: set[str] = set()  # directories whose stale parts this process removed
+
+
 def _remove_stale_parts(directory: Path) -> None:
-    """Remove the hidden parts in ``directory`` that a process of this host left when it
-    was killed (``kill -9``: no clean-up ran) where files cannot be unnamed: each is the
-    user's own regular file, named by a process of this host that no longer runs."""
+    """Remove the hidden names in ``directory`` that a process of this host left when it
+    was killed (``kill -9``: no clean-up ran): parts where files cannot be unnamed, and
+    the name a finished file has for a moment before it replaces an output
+    (:meth:`NewFile.publish` with ``replace``). Each is the user's own regular file,
+    named by a process of this host that no longer runs. Once per directory and process."""
+    if str(directory) in _cleaned:
+        return
+    _cleaned.add(str(directory))
     host = _part_prefix().split(".")[2]
     with contextlib.suppress(OSError):
         for entry in os.scandir(directory):
@@ -163,6 +171,7 @@ class NewFile:
                     raise _appeared(self.target) from None
                 sync_directory(str(self.target.parent))
                 return
+            _remove_stale_parts(self.target.parent)
             while self._temp_name is None:  # a hidden name that nothing else has taken
                 with contextlib.suppress(FileExistsError):
                     candidate = _hidden_name(self.target.parent)
@@ -214,6 +223,7 @@ def publish_descriptor(fd: int, target: str | os.PathLike[str], replace: bool) -
         except FileExistsError:
             raise _appeared(target) from None
     else:
+        _remove_stale_parts(target.parent)
         while True:  # a hidden name that nothing else has taken, renamed over the target
             hidden = _hidden_name(target.parent)
             with contextlib.suppress(FileExistsError):

@@ -477,7 +477,7 @@ def test_a_job_over_more_files_than_descriptors_leaves_no_part_after_kill_9(tmp_
         resource.setrlimit(resource.RLIMIT_NOFILE, (260, 260))
 
     process = subprocess.Popen(
-        [AESCL, "decrypt", "--key-file", str(key), "--device", "host", "--force",
+        [AESCL, "decrypt", "--key-file", str(key), "--device", "host",
          *(str(sealed_dir / f"{n}.aescl") for n in names)],
         preexec_fn=few_descriptors, stderr=subprocess.PIPE, cwd=out_dir)
     deadline = time.monotonic() + 120
@@ -512,5 +512,28 @@ def test_where_files_cannot_be_unnamed_a_kill_9_leaves_a_private_part_the_next_r
          "import os, sys; del os.O_TMPFILE\n"
          "from aescl.atomicfile import NewFile\n"
          "part = NewFile(sys.argv[1]); os.write(part.fd, b'x'); part.publish()",
+         str(tmp_path / "out")], check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_hidden_name_left_by_a_killed_replacing_run_is_removed_by_the_next(tmp_path):
+    """Replacing an output (--force) names the finished file for a moment before the
+    rename over the output: a ``kill -9`` in that moment leaves it, whole (authenticated
+    plaintext, when decrypting). The next run that replaces a file there removes it."""
+    killed = subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys\n"
+         "from aescl import atomicfile\n"
+         "atomicfile.publish_path = lambda *args: os.kill(os.getpid(), 9)\n"
+         "part = atomicfile.NewFile(sys.argv[1], replace=True)\n"
+         "os.write(part.fd, b'plaintext'); part.publish()", str(tmp_path / "out")])
+    assert killed.returncode == -signal.SIGKILL
+    (left,) = tmp_path.iterdir()
+    assert left.name.startswith(".aescl.") and left.read_bytes() == b"plaintext"
+    subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys\n"
+         "from aescl.atomicfile import NewFile\n"
+         "part = NewFile(sys.argv[1], replace=True); os.write(part.fd, b'x'); part.publish()",
          str(tmp_path / "out")], check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
