@@ -493,26 +493,30 @@ def test_a_job_over_more_files_than_descriptors_leaves_no_part_after_kill_9(tmp_
         assert (sealed_dir / name).read_bytes() == contents[name]
 
 
+def _new_file_in_a_process(target: Path, setup: str, replace: bool, then: str,
+                           ) -> subprocess.CompletedProcess:
+    """A process of its own that runs ``setup``, makes an atomicfile.NewFile for
+    ``target``, writes b'plaintext' into it and runs ``then`` (``part`` is the file)."""
+    return subprocess.run(
+        [sys.executable, "-c",
+         f"import os, sys\n{setup}\nfrom aescl import atomicfile\n"
+         f"part = atomicfile.NewFile(sys.argv[1], replace={replace})\n"
+         f"os.write(part.fd, b'plaintext')\n{then}", str(target)])
+
+
 def test_where_files_cannot_be_unnamed_a_kill_9_leaves_a_private_part_the_next_run_removes(
         tmp_path):
     """Without O_TMPFILE a part has a hidden name from the start: a ``kill -9`` leaves it
     (mode 0600, docs/security.md), and the next run in that directory removes it."""
-    killed = subprocess.run(
-        [sys.executable, "-c",
-         "import os, sys; del os.O_TMPFILE\n"
-         "from aescl.atomicfile import NewFile\n"
-         "part = NewFile(sys.argv[1]); os.write(part.fd, b'plaintext')\n"
-         "os.kill(os.getpid(), 9)", str(tmp_path / "out")])
+    without_tmpfile = "del os.O_TMPFILE"
+    killed = _new_file_in_a_process(tmp_path / "out", without_tmpfile, False,
+                                    "os.kill(os.getpid(), 9)")
     assert killed.returncode == -signal.SIGKILL
     (left,) = tmp_path.iterdir()
     assert left.name.startswith(".aescl.") and left.name.endswith(".part")
     assert stat.S_IMODE(left.stat().st_mode) == 0o600
-    subprocess.run(
-        [sys.executable, "-c",
-         "import os, sys; del os.O_TMPFILE\n"
-         "from aescl.atomicfile import NewFile\n"
-         "part = NewFile(sys.argv[1]); os.write(part.fd, b'x'); part.publish()",
-         str(tmp_path / "out")], check=True)
+    assert _new_file_in_a_process(tmp_path / "out", without_tmpfile, False,
+                                  "part.publish()").returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
@@ -520,20 +524,12 @@ def test_a_hidden_name_left_by_a_killed_replacing_run_is_removed_by_the_next(tmp
     """Replacing an output (--force) names the finished file for a moment before the
     rename over the output: a ``kill -9`` in that moment leaves it, whole (authenticated
     plaintext, when decrypting). The next run that replaces a file there removes it."""
-    killed = subprocess.run(
-        [sys.executable, "-c",
-         "import os, sys\n"
-         "from aescl import atomicfile\n"
-         "atomicfile.publish_path = lambda *args: os.kill(os.getpid(), 9)\n"
-         "part = atomicfile.NewFile(sys.argv[1], replace=True)\n"
-         "os.write(part.fd, b'plaintext'); part.publish()", str(tmp_path / "out")])
+    killed = _new_file_in_a_process(
+        tmp_path / "out", "", True,
+        "atomicfile.publish_path = lambda *args: os.kill(os.getpid(), 9)\npart.publish()")
     assert killed.returncode == -signal.SIGKILL
     (left,) = tmp_path.iterdir()
     assert left.name.startswith(".aescl.") and left.read_bytes() == b"plaintext"
-    subprocess.run(
-        [sys.executable, "-c",
-         "import os, sys\n"
-         "from aescl.atomicfile import NewFile\n"
-         "part = NewFile(sys.argv[1], replace=True); os.write(part.fd, b'x'); part.publish()",
-         str(tmp_path / "out")], check=True)
+    assert _new_file_in_a_process(tmp_path / "out", "", True,
+                                  "part.publish()").returncode == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
