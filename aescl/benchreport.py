@@ -117,6 +117,13 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def format_rate(gb_s: float, decimals: int = 2) -> str:
+    """A rate in GB/s for a table: ``decimals`` places, or three significant digits where
+    those would show none, so that a slow measurement (16 KiB through a busy GPU: a few
+    MB/s) never reads 0.00."""
+    return f"{gb_s:.{decimals}f}" if gb_s >= 10**-decimals or gb_s == 0 else f"{gb_s:.3g}"
+
+
 def parse_size(text: str) -> int:
     """``16K``, ``4M``, ``1G`` (binary units) or plain bytes."""
     text = text.strip().upper().removesuffix("IB").removesuffix("B")
@@ -180,7 +187,7 @@ def table(report: Report) -> str:
                     result = by_size.get(size)
                     value = None if result is None else result.figure(measure)
                     mark = "!" if result is not None and result.verified is False else ""
-                    cells.append("-" if value is None else f"{value:.2f}{mark}")
+                    cells.append("-" if value is None else f"{format_rate(value)}{mark}")
                 rows.append((mode if index == 0 else "", f"AES-{bits}" if index == 0 else "",
                              MEASURE_LABELS[measure], *cells))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -236,9 +243,10 @@ def fastest(report: Report) -> list[str]:
         cells = []
         for size in sizes:
             best = _best(report, mode, bits, size, "host")
-            cells.append("-" if best is None else f"{best[0]} {best[1]:.2f}")
+            cells.append("-" if best is None else f"{best[0]} {format_rate(best[1])}")
         on_device = _best(report, mode, bits, None, "kernel")
-        cells.append("-" if on_device is None else f"{on_device[0]} {on_device[1]:.1f}")
+        cells.append("-" if on_device is None
+                     else f"{on_device[0]} {format_rate(on_device[1], 1)}")
         rows.append((mode, f"AES-{bits}", *cells))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["fastest device per mode, GB/s (from host memory: host->host at each size; "

@@ -65,3 +65,17 @@ def test_the_plot_has_one_panel_per_mode_and_key_with_every_device_in_it():
     assert gpu_colour <= {line.get_color() for line in gcm.lines}
     labels = [text.get_text() for legend in figure.legends for text in legend.get_texts()]
     assert {"0:0: A GPU", "kernel", "host->host", "pinned->pinned"} <= set(labels)
+
+
+def test_a_slow_rate_is_never_printed_as_zero():
+    """16 KiB host->host through a GPU that eight test workers share took a few ms: the
+    table said 0.00 GB/s for a rate that was measured (an H200, 2026-11-27)."""
+    slow = Target("0:0", "A GPU", "opencl", "gpu", results=[
+        _result("ctr", 128, 16 * 1024, 0.00412, kernel=0.0009, pinned=0.5)])
+    report = Report("0", "2026-11-27T00:00:00", {}, {"sizes": [16 * 1024]}, [slow])
+    text = table(report)
+    rows = [line.split() for line in text[: text.index("fastest")].splitlines()]
+    figures = {row[-2]: row[-1] for row in rows if len(row) > 1}
+    assert figures["kernel"] == "0.0009" and figures["host->host"] == "0.00412"
+    assert figures["pinned->pinned"] == "0.50"
+    assert fastest(report)[-1].split()[2:] == ["0:0", "0.00412", "0:0", "0.0009"]
