@@ -931,6 +931,86 @@ def test_an_input_freed_at_once_is_read_before_its_memory_is_written_again(libra
         pytest.skip(f"{library.__name__} put none of the next arrays where a freed input was")
 
 
+class _LibraryStream:
+    """A stream of torch's or CuPy's own (not the default one), made current for that
+    library: what the library enqueues next, and aescl's work on its arrays, go on it."""
+
+    def __init__(self, library) -> None:
+        import cupy
+
+        self._library = library
+        if library.__name__ == "torch":
+            self._stream = library.cuda.Stream()
+            self._context = library.cuda.stream(self._stream)
+            self.handle = self._stream.cuda_stream
+        else:
+            self._stream = self._context = cupy.cuda.Stream(non_blocking=True)
+            self.handle = self._stream.ptr
+        self.as_cupy = cupy.cuda.ExternalStream(self.handle)
+
+    def __enter__(self) -> _LibraryStream:
+        self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._context.__exit__(*exc)
+
+    def done(self) -> bool:
+        return self._stream.query() if self._library.__name__ == "torch" else self._stream.done
+
+    def copy(self, array):
+        return array.clone() if self._library.__name__ == "torch" else array.copy()
+
+    def zeros_like(self, array):
+        return self._library.zeros_like(array)
+
+
+@needs_gpu
+@pytest.mark.parametrize("call", ["ctr", "chunked"])
+@pytest.mark.parametrize("library", _libraries()[:2])  # (allocators that reuse in order)
+def test_an_input_freed_while_the_work_waits_keeps_its_bytes_until_read(library, call):
+    """The test above meets the race it is named for only when the GPU is busy: alone,
+    aescl's work (a quarter of a millisecond) is done before the call has returned. Here
+    a kernel that spins holds the library's stream, the input is made behind it on that
+    stream, and so aescl's work is still waiting when the input is dropped and the next
+    array of its size is put in the same memory and zeroed. The result is the input's
+    only if aescl reads the input after the work that makes it and before the work the
+    caller queues next, which is the lifetime rule of docs/gpu-arrays.md."""
+    import numpy as np
+
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (it runs the spin)")
+    key, nonce, salt = os.urandom(32), os.urandom(8), os.urandom(24)
+    plaintext = os.urandom(64 << 20)
+    if call == "ctr":
+        expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(plaintext)
+    else:
+        expected = aescl.chunked.encrypt(key, plaintext, salt=salt, device="host")
+
+    def run(x):
+        if call == "ctr":
+            return aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(x)
+        return aescl.chunked.encrypt(key, x, salt=salt)
+
+    spin = cupy.RawKernel(_SPIN, "spin")
+    staged = _to_gpu(library, plaintext)
+    run(staged[: 1 << 16])  # (the kernels built before the race)
+    cupy.cuda.runtime.deviceSynchronize()
+    with _LibraryStream(library) as stream:
+        spin((1,), (1,), (np.int64(300_000_000),), stream=stream.as_cupy)  # (about 0.15 s)
+        data = stream.copy(staged)  # (made behind the spin)
+        where = data.__cuda_array_interface__["data"][0]
+        result = run(data)
+        in_flight = not stream.done()
+        del data
+        written = stream.zeros_like(staged)
+        reused = written.__cuda_array_interface__["data"][0] == where
+        got = _to_host(result)
+    if not in_flight:
+        pytest.skip("the spin was over before the call returned: no work was in flight")
+    assert reused, f"{library.__name__} put the next array elsewhere: the race was not run"
+    assert got == expected
+
+
 @needs_gpu
 def test_jax_input_is_read_after_the_jax_work_that_makes_it(jax_gpu):
     """The input comes from a JAX computation not yet waited for; JAX arrays are
