@@ -115,6 +115,7 @@ def _run_on_terminal(args: list[str], answers: list[bytes]) -> tuple[int, bytes]
             os._exit(127)
     seen, deadline = b"", time.monotonic() + 120
     pending = list(answers)
+    status = None  # (the child's, once reaped: it is reaped once, and its output read out)
     while time.monotonic() < deadline:
         ready, _, _ = select.select([terminal], [], [], 1)
         if ready:
@@ -128,11 +129,15 @@ def _run_on_terminal(args: list[str], answers: list[bytes]) -> tuple[int, bytes]
             if pending and seen.rstrip().endswith(b":"):
                 os.write(terminal, pending.pop(0) + b"\n")
                 seen += b"<answered>"
-        if os.waitpid(pid, os.WNOHANG)[0]:
+        elif status is not None:
             break
+        if status is None:
+            reaped, code = os.waitpid(pid, os.WNOHANG)
+            status = code if reaped else None
     else:
         os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
+    if status is None:
+        _, status = os.waitpid(pid, 0)
     os.close(terminal)
     return os.waitstatus_to_exitcode(status), seen
 
