@@ -13,7 +13,6 @@ memoryviews, so that a job on the host engine never imports numpy (it took
 from __future__ import annotations
 
 import mmap
-import sys
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .keyschedule import BLOCK_SIZE
@@ -35,88 +34,6 @@ def default_slice_bytes(device: Device) -> int:
     """Largest host-to-device slice: one allocation, at most a quarter of device memory."""
     limit = min(device.max_alloc_bytes, device.global_mem_bytes // 4, _MAX_SLICE_BYTES)
     return max(BLOCK_SIZE, limit - limit % BLOCK_SIZE)
-
-
-# DLPack's device types of memory that kernels on a CUDA GPU work on: kDLCUDA and
-# kDLCUDAManaged.
-_DLPACK_CUDA_TYPES = (2, 13)
-
-
-def on_cuda(data: Any) -> bool:
-    """Whether ``data`` is a CUDA device array (the CUDA engine's), told without
-    importing anything: a torch tensor on a GPU, an object with a CUDA array interface,
-    or one that exports DLPack from CUDA memory and nothing else (cuda.core's Buffer).
-    Host arrays and CPU tensors are none of these."""
-    if is_torch_tensor(data):  # (torch builds the interface's dict in Python at each look)
-        return bool(data.is_cuda)
-    try:
-        if isinstance(getattr(data, "__cuda_array_interface__", None), dict):
-            return True
-    except (AttributeError, RuntimeError, TypeError):  # (a CPU torch tensor raises)
-        return False
-    return dlpack_on_cuda(data)
-
-
-def dlpack_on_cuda(data: Any) -> bool:
-    """Whether ``data`` says, through DLPack's ``__dlpack_device__``, that it lies in
-    CUDA memory (a NumPy array says it lies on the CPU)."""
-    where = getattr(data, "__dlpack_device__", None)
-    if where is None:
-        return False
-    try:
-        return int(where()[0]) in _DLPACK_CUDA_TYPES
-    except (BufferError, RuntimeError, TypeError, ValueError):
-        return False
-
-
-def is_torch_tensor(data: Any) -> bool:
-    """Whether ``data`` is a torch tensor, told without importing torch."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(data, torch.Tensor)
-
-
-def on_opencl(data: Any) -> bool:
-    """Whether ``data`` is a pyopencl array (the OpenCL engine's device arrays), told
-    without importing pyopencl: no one holds such an array before importing it. A bare
-    ``cl.Buffer`` is refused here: it has no queue to order the work on."""
-    module = sys.modules.get("pyopencl.array")
-    if module is not None and isinstance(data, module.Array):
-        return True
-    opencl = sys.modules.get("pyopencl")
-    if opencl is not None and isinstance(data, opencl.MemoryObject):
-        raise TypeError("a cl.Buffer has no queue to run on: pass it as a pyopencl array, "
-                        "pyopencl.array.Array(queue, size, numpy.uint8, data=buffer, "
-                        "offset=offset)")
-    return False
-
-
-def device_array_kind(data: Any) -> str | None:
-    """``"cuda"`` or ``"opencl"`` for an array in a device's memory that the engine of
-    that name takes (:func:`on_cuda`, :func:`on_opencl`); None for host memory."""
-    if on_cuda(data):
-        return "cuda"
-    return "opencl" if on_opencl(data) else None
-
-
-def device_nbytes(data: Any) -> int:
-    """The bytes of a device array (:func:`device_array_kind`)."""
-    return cuda_nbytes(data) if on_cuda(data) else int(data.nbytes)
-
-
-def cuda_nbytes(data: Any) -> int:
-    """The bytes of a CUDA device array (:func:`on_cuda`): its elements times their size."""
-    if is_torch_tensor(data):
-        return int(data.nbytes)
-    interface = getattr(data, "__cuda_array_interface__", None)
-    if interface is None:  # described by DLPack alone: read through cuda.core (aescl[cuda])
-        from cuda.core.utils import StridedMemoryView
-
-        view = StridedMemoryView.from_dlpack(data, -1)  # (-1: only its size is read)
-        return int(view.size) * view.dtype.itemsize
-    count = 1
-    for extent in interface["shape"]:
-        count *= extent
-    return count * int(interface["typestr"][2:])
 
 
 def _host_memory(data: Any) -> Any:

@@ -29,6 +29,11 @@ def cache_root() -> Path:
     return Path(configured) if configured else Path(platformdirs.user_cache_dir("aescl"))
 
 
+def kernel_cache_dir() -> Path:
+    """Where the OpenCL engine keeps built programs (diagnostics reports on it too)."""
+    return cache_root() / "kernels"
+
+
 def disk_cache_enabled() -> bool:
     """``AESCL_NO_CACHE=1`` turns the on-disk kernel cache off."""
     return os.environ.get("AESCL_NO_CACHE", "") in ("", "0")

@@ -36,8 +36,6 @@ from ._arrays import (
     BytesLike,
     byte_view,
     check_apart,
-    device_array_kind,
-    device_nbytes,
     finish,
     new_buffer,
     output_view,
@@ -66,6 +64,7 @@ from .chunkformat import open_header as _open_header
 from .chunkformat import opened_size as _opened_size
 from .chunkformat import random_salt as _random_salt
 from .engines import DEFAULT_BATCH_CHUNKS, MAX_BATCH_CHUNKS
+from .engines.device_arrays import ArrayKind, kind_of
 from .errors import FormatError, TruncatedError, check_whole_number
 from .scheduler import TeamChunks
 from .teams import DevicesSpec, array_device_rule, team
@@ -86,24 +85,11 @@ def _chunks(key: bytes, base_nonce: bytes, device: DevicesSpec, batch_chunks: in
     return team(device).chunks(key, base_nonce, batch_chunks)
 
 
-def _array_chunks_class(kind: str) -> Any:
-    """The engine's class that seals and opens messages in device arrays of ``kind``
-    (``_arrays.device_array_kind``)."""
-    if kind == "opencl":
-        from .engines.opencl import OpenclArrayChunks
-
-        return OpenclArrayChunks
-    from .engines.cuda import CudaArrayChunks
-
-    return CudaArrayChunks
-
-
-def _array_chunks(kind: str, chunk_key: bytes, base_nonce: bytes, device: DevicesSpec
+def _array_chunks(kind: ArrayKind, chunk_key: bytes, base_nonce: bytes, device: DevicesSpec
                   ) -> Any:
     """The engine's sealer and opener of device arrays of ``kind``, for the arrays that
     ``device`` allows (teams.array_device_rule)."""
-    return _array_chunks_class(kind)(chunk_key, base_nonce,
-                                     array_device_rule(kind, team(device)))
+    return kind.chunks(chunk_key, base_nonce, array_device_rule(kind.name, team(device)))
 
 
 def _seal_all(cipher: TeamChunks, message: memoryview, sealed: memoryview) -> None:
@@ -182,10 +168,10 @@ def encrypt(
     """
     salt = _random_salt(salt)
     chunk_key, base_nonce, commitment = derive(key, salt, context)
-    kind = device_array_kind(message)
+    kind = kind_of(message)
     if kind is not None:  # a device array: sealed on its device
         return _array_chunks(kind, chunk_key, base_nonce, device).seal(
-            message, salt + commitment, sealed_size(device_nbytes(message)), output)
+            message, salt + commitment, sealed_size(kind.nbytes(message)), output)
     if output is None:
         body = encrypt_raw(chunk_key, base_nonce, message, device=device,
                            batch_chunks=batch_chunks)
@@ -219,10 +205,10 @@ def decrypt(
     :class:`AuthenticationError`: a chunk was modified, reordered or added.
     :class:`TruncatedError`: the message was cut short.
     """
-    kind = device_array_kind(ciphertext)
+    kind = kind_of(ciphertext)
     if kind is not None:  # a device array: opened into a new one on its device
-        nbytes = device_nbytes(ciphertext)
-        header = _array_chunks_class(kind).read(ciphertext, 0, min(nbytes, HEADER_SIZE))
+        nbytes = kind.nbytes(ciphertext)
+        header = kind.read(ciphertext, 0, min(nbytes, HEADER_SIZE))
         chunk_key, base_nonce = _open_header(key, header, context)
         return _array_chunks(kind, chunk_key, base_nonce, device).open(
             ciphertext, HEADER_SIZE, nbytes - HEADER_SIZE, 0, True,
@@ -544,13 +530,13 @@ def decrypt_range(
     range reaches the end of the message, the final chunk is authenticated too,
     so a truncated ciphertext cannot pass for a shorter message.
 
-    A device array (``_arrays.device_array_kind``) is opened on its own device: only
+    A device array (``engines.device_arrays``) is opened on its own device: only
     the chunks that hold the range, into a new array of the same kind, of which the
     range is returned (a view; empty for ``length`` 0).
     """
     check_whole_number("offset", offset, 0)
     check_whole_number("length", length, 0)
-    kind = device_array_kind(source)
+    kind = kind_of(source)
     if kind is not None:
         return _array_range(kind, key, source, offset, length, context, device)
     total_bytes, read_at = _random_access(source)
@@ -579,13 +565,13 @@ def _range_chunks(total_bytes: int, offset: int, length: int) -> tuple[int, int,
             message_bytes)
 
 
-def _array_range(kind: str, key: bytes, source: Any, offset: int, length: int,
+def _array_range(kind: ArrayKind, key: bytes, source: Any, offset: int, length: int,
                  context: bytes, device: DevicesSpec) -> Any:
     """:func:`decrypt_range` of a device array."""
-    total_bytes = device_nbytes(source)
+    total_bytes = kind.nbytes(source)
     if total_bytes < HEADER_SIZE:
         raise TruncatedError("truncated: the ciphertext is shorter than its header")
-    header = _array_chunks_class(kind).read(source, 0, HEADER_SIZE)
+    header = kind.read(source, 0, HEADER_SIZE)
     chunk_key, base_nonce = _open_header(key, header, context)
     first, last, final_index, message_bytes = _range_chunks(total_bytes, offset,
                                                             max(length, 1))

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ._cache import disk_cache_enabled
+from ._cache import disk_cache_enabled, kernel_cache_dir
 from ._icd import IcdReport
 from .devices import NO_PLATFORM_HINT, Device, icd_report, list_devices
-from .engines.opencl import kernel_cache_dir
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,12 @@ from ._arrays import (
     BytesLike,
     byte_view,
     check_host_in_place_or_apart,
-    device_array_kind,
-    device_nbytes,
     finish,
     new_buffer,
     output_view,
 )
-from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce
+from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce, host_memory
+from .engines.device_arrays import ArrayKind, kind_of
 from .engines.device_gcm import DeviceGcm
 from .errors import (
     AuthenticationError,
@@ -61,14 +60,14 @@ class EcbCipher:
         self._array_jobs: dict[tuple[str, bool], Any] = {}
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
-        kind = device_array_kind(data)
+        kind = kind_of(data)
         if kind is not None:
-            if device_nbytes(data) % BLOCK_SIZE:
+            if kind.nbytes(data) % BLOCK_SIZE:
                 raise ValueError("Data must be aligned to block boundary in ECB mode")
-            if (kind, decrypt) not in self._array_jobs:
-                self._array_jobs[kind, decrypt] = _array_job(kind, self._transforms[decrypt],
-                                                             self._team)
-            return self._array_jobs[kind, decrypt](data, output)
+            if (kind.name, decrypt) not in self._array_jobs:
+                self._array_jobs[kind.name, decrypt] = _array_job(
+                    kind, self._transforms[decrypt], self._team)
+            return self._array_jobs[kind.name, decrypt](data, output)
         source = byte_view(data)
         if len(source) % BLOCK_SIZE:
             raise ValueError("Data must be aligned to block boundary in ECB mode")
@@ -174,9 +173,9 @@ class CtrCipher:
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
         if self._direction not in (None, direction):
             raise TypeError(f"{direction}() cannot be called after {self._direction}()")
-        kind = device_array_kind(data)
+        kind = kind_of(data)
         source = None if kind else byte_view(data)
-        length = device_nbytes(data) if kind else len(source)  # type: ignore[arg-type]
+        length = kind.nbytes(data) if kind else len(source)  # type: ignore[arg-type]
         start = self._position
         if direction == "encrypt" and start < self._encrypted_until:
             raise KeystreamReuseError(
@@ -189,9 +188,9 @@ class CtrCipher:
             raise TypeError("a Crypto.Util.Counter with a suffix or little-endian "
                             "counting takes host data only")
         if kind:
-            if kind not in self._array_jobs:
-                self._array_jobs[kind] = _array_job(kind, self._transform, self._team)
-            job = self._array_jobs[kind]
+            if kind.name not in self._array_jobs:
+                self._array_jobs[kind.name] = _array_job(kind, self._transform, self._team)
+            job = self._array_jobs[kind.name]
             result = self._spending(direction, start, length, lambda: job(
                 data, output, start // BLOCK_SIZE, start % BLOCK_SIZE))
         else:
@@ -298,32 +297,11 @@ class _CounterBlocks:
         return block.tobytes()
 
 
-def _array_job(kind: str, transform: BlockTransform, team: Team) -> Any:
-    """The block job over device arrays of ``kind`` (``_arrays.device_array_kind``): the
-    CUDA engine's (aescl[cuda]) or the OpenCL engine's. A cipher made for named OpenCL
-    devices takes pyopencl arrays on those devices only; one made for ``cuda:N``, CUDA
-    arrays on that GPU only (:func:`teams.array_device_rule`)."""
-    if kind == "opencl":
-        from .engines.opencl import OpenclArrayBlocks
-
-        return OpenclArrayBlocks(transform, array_device_rule(kind, team))
-    try:
-        from .engines.cuda import CudaArrayBlocks
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ImportError("CUDA arrays need the CUDA engine: pip install 'aescl[cuda]'"
-                          ) from exc
-    return CudaArrayBlocks(transform, array_device_rule(kind, team))
-
-
-def _array_ghash(kind: str, key: bytes, multipliers: ghash.PowerMultipliers) -> Any:
-    """GHASH partial sums over device arrays of ``kind``, from that kind's engine."""
-    if kind == "opencl":
-        from .engines.opencl import OpenclArrayGhash
-
-        return OpenclArrayGhash(key)
-    from .engines.cuda import CudaArrayGhash
-
-    return CudaArrayGhash(multipliers)
+def _array_job(kind: ArrayKind, transform: BlockTransform, team: Team) -> Any:
+    """The block job over device arrays of ``kind``, from that kind's engine. A cipher
+    made for named OpenCL devices takes pyopencl arrays on those devices only; one made
+    for ``cuda:N``, CUDA arrays on that GPU only (:func:`teams.array_device_rule`)."""
+    return kind.blocks(transform, array_device_rule(kind.name, team))
 
 
 class GcmCipher:
@@ -361,7 +339,7 @@ class GcmCipher:
         self._key, self._mac_len, self._team = key, mac_len, team
         self._key_schedule, self._threads = key_schedule, threads
         self._message: Any = None  # the engine's GCM stream, or an ArrayGcmCipher
-        self._kind: str | None = None
+        self._kind: ArrayKind | None = None
         self._aad: list[bytes] = []
         self._allowed = self._NEXT_CALLS["update"]
         self._last = "initialization"
@@ -397,9 +375,9 @@ class GcmCipher:
         self._entered(call)
         return result
 
-    def _for(self, data: Any) -> Any:
-        """The message's cipher, made for where ``data`` lies on the first text call."""
-        kind = None if data is None else device_array_kind(data)
+    def _for(self, data: Any = None, kind: ArrayKind | None = None) -> Any:
+        """The message's cipher, made for where ``data`` (of ``kind``: None for host
+        memory) lies on the first text call."""
         if self._message is None:
             if kind is None:
                 self._message = self._team.stream_engine().gcm(
@@ -411,8 +389,8 @@ class GcmCipher:
                                                self._team, self._aad, like=data)
             self._kind = kind
             self._aad.clear()
-        elif data is not None and kind != self._kind:
-            where = "host memory" if self._kind is None else f"{self._kind} device arrays"
+        elif data is not None and kind is not self._kind:
+            where = "host memory" if self._kind is None else self._kind.arrays
             raise TypeError(f"this message's text is in {where}: pass all of it the same way")
         return self._message
 
@@ -427,27 +405,31 @@ class GcmCipher:
         return self
 
     @staticmethod
-    def _check_output(data: Any, output: Any) -> None:
-        if output is not None and device_array_kind(data) is None:
+    def _kind_checked(data: Any, output: Any) -> ArrayKind | None:
+        """The kind of device array ``data`` is (None: host memory), with a host
+        ``output=`` checked against it."""
+        kind = kind_of(data)
+        if output is not None and kind is None:
             _host_output(byte_view(data), output)
+        return kind
 
     def encrypt(self, plaintext: Any, output: Any = None) -> Any:
         """Encrypt the next piece. Returns bytes (a new array like a device array), or
         None when ``output`` receives it."""
-        self._check_output(plaintext, output)
-        return self._text("encrypt",
-                          lambda: self._for(plaintext).encrypt(plaintext, output=output))
+        kind = self._kind_checked(plaintext, output)
+        return self._text("encrypt", lambda: self._for(plaintext, kind).encrypt(
+            plaintext, output=output))
 
     def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
         """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
-        self._check_output(ciphertext, output)
-        return self._text("decrypt",
-                          lambda: self._for(ciphertext).decrypt(ciphertext, output=output))
+        kind = self._kind_checked(ciphertext, output)
+        return self._text("decrypt", lambda: self._for(ciphertext, kind).decrypt(
+            ciphertext, output=output))
 
     def digest(self) -> bytes:
         """The authentication tag (``mac_len`` bytes) of the AAD and the encrypted text."""
         self._enter("digest")
-        tag: bytes = self._for(None).digest()
+        tag: bytes = self._for().digest()
         self._entered("digest")
         return tag
 
@@ -460,7 +442,7 @@ class GcmCipher:
         self._enter("verify")
         received_mac_tag = as_bytes(received_mac_tag, "the MAC tag")
         try:
-            self._for(None).verify(received_mac_tag)
+            self._for().verify(received_mac_tag)
         except AuthenticationError:
             self._rejected = True
             raise
@@ -479,17 +461,18 @@ class GcmCipher:
         wrong tag it raises :class:`AuthenticationError` and releases no plaintext."""
         self._enter("decrypt")
         received_mac_tag = as_bytes(received_mac_tag, "the MAC tag")
-        self._check_output(ciphertext, output)
-        result = self._text("decrypt", lambda: self._for(ciphertext).decrypt_and_verify(
+        kind = self._kind_checked(ciphertext, output)
+        result = self._text("decrypt", lambda: self._for(ciphertext, kind).decrypt_and_verify(
             ciphertext, received_mac_tag, output=output))
         self._entered("verify")
         return result
 
 
 class ArrayGcmCipher(DeviceGcm):
-    """One GCM message whose text is in device arrays of one kind (``"opencl"`` or
-    ``"cuda"``), on the arrays' devices (engines/device_gcm.py): the CTR kernel over the
-    arrays, the GHASH kernel's partial sums of their whole blocks.
+    """One GCM message whose text is in device arrays of one kind (pyopencl or CUDA
+    arrays: engines/device_arrays.py), on the arrays' devices (engines/device_gcm.py):
+    the CTR kernel over the arrays, the GHASH kernel's partial sums of their whole
+    blocks.
 
     A call returns once the GHASH sums of its ciphertext are read back: an ``encrypt``
     waits for its own CTR work, a ``decrypt`` for the work that produced its input.
@@ -497,16 +480,16 @@ class ArrayGcmCipher(DeviceGcm):
     wrong tag leaves ``output`` as it was.
     """
 
-    def __init__(self, key: bytes, nonce: bytes, mac_len: int, kind: str, team: Team,
+    def __init__(self, key: bytes, nonce: bytes, mac_len: int, kind: ArrayKind, team: Team,
                  aad: list[bytes], like: Any) -> None:
         """``aad``: the message's AAD, hashed on the device of ``like`` (the message's first
         text array, not kept) where it is long."""
         h, tag_mask = ghash.hash_subkey_and_tag_mask(key, nonce)
         multipliers = ghash.PowerMultipliers(h)
-        super().__init__(nonce, mac_len, multipliers, tag_mask, device_nbytes)
+        super().__init__(nonce, mac_len, multipliers, tag_mask, kind.nbytes)
         self._ctr = _array_job(kind, BlockTransform(key, counter=self.first_counter,
                                                     counter_bits=32), team)
-        self._sums = _array_ghash(kind, key, multipliers)
+        self._sums = kind.ghash(key, multipliers)
         for data in aad:
             self.absorb_aad(memoryview(data),
                             lambda blocks: self._sums.host_partial_sum(like, blocks))
@@ -550,29 +533,7 @@ def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     the library's own pinned staging buffers, one host copy each way.
     """
     check_whole_number("nbytes", nbytes, 0)
-    import numpy as np
-
-    from .engines import host
-
-    chosen = resolve_devices(device)
-    gpus = [d for d in chosen if d.is_cuda]
-    if gpus:  # (portable pinned memory: every CUDA GPU's DMA reads it)
-        from .engines import cuda
-
-        return cuda.pinned_empty(nbytes, int(gpus[0].id.partition(":")[2]))
-    shared = host.SHARED_MEMORY_AVAILABLE and any(d.type == "host" for d in chosen)
-    on_opencl = sorted((d for d in chosen if d.is_opencl), key=lambda d: d.type == "cpu")
-    if not on_opencl or (len(chosen) > 1 and on_opencl[0].type == "cpu"):
-        # The host engine and CPU devices read and write ordinary memory in place.
-        if shared:
-            return np.frombuffer(host.shared_empty(nbytes), np.uint8)[:nbytes]
-        return np.empty(nbytes, np.uint8)
-    from .engines import opencl
-
-    if shared:
-        memory = host.shared_empty(nbytes, beside_device=True)
-        return opencl.pin_host_memory(memory, on_opencl[0])[:nbytes]
-    return opencl.pinned_empty(nbytes, on_opencl[0])
+    return host_memory.pinned_empty(nbytes, resolve_devices(device))
 
 
 def _counter_block(counter: Any) -> tuple[bytes, int, bytes, bool]:

@@ -91,7 +91,7 @@ def test_a_launchs_parameters_point_at_each_arguments_bytes():
 
     import numpy as np
 
-    from aescl.engines.cuda.workers import kernel_parameters
+    from aescl.engines.cuda.runtime import kernel_parameters
 
     key = np.arange(60, dtype="<u4")  # (a 240-byte argument by value, as the key's)
     arguments = [0x1122334455667788, np.uint32(7), np.frombuffer(bytes(range(16)), np.uint8),
@@ -415,14 +415,14 @@ def test_gcm_pieces_on_block_boundaries_match_pycryptodome(library, bits):
 def test_a_failed_driver_call_raises_with_the_drivers_name_for_it():
     from cuda.bindings import driver
 
-    from aescl.engines.cuda.workers import _check, cuda_device
+    from aescl.engines.cuda.runtime import checked, cuda_device
 
     cuda_device(0)  # (its context current here)
-    assert _check((driver.CUresult.CUDA_SUCCESS, 7)) == 7
+    assert checked((driver.CUresult.CUDA_SUCCESS, 7)) == 7
     with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
-        _check((driver.CUresult.CUDA_ERROR_INVALID_VALUE, None))
+        checked((driver.CUresult.CUDA_ERROR_INVALID_VALUE, None))
     with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
-        _check(driver.cuMemAlloc(0))  # (a size of zero is refused)
+        checked(driver.cuMemAlloc(0))  # (a size of zero is refused)
 
 
 @needs_gpu
@@ -450,14 +450,14 @@ CHUNK_SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]
 @needs_gpu
 def test_chunked_scratch_stays_in_aescls_pool_and_leaves_no_trace_in_later_calls():
     """Opening waits for its tags. Its freed scratch then stays mapped in aescl's own pool
-    on the GPU (workers._Device.memory_pool, up to _POOL_KEEPS), where the device's
+    on the GPU (runtime.Gpu.memory_pool, up to POOL_KEEPS), where the device's
     default pool would give it back to the driver at that wait. Scratch comes back as
     earlier calls left it: here as all ones, and a short final chunk's slot (whose
     padding GHASH reads as zeros) still seals and opens as the host does."""
     torch = pytest.importorskip("torch")
     from cuda.bindings import driver
 
-    from aescl.engines.cuda import workers
+    from aescl.engines.cuda import runtime, workers
     from aescl.engines.cuda.arrays import cuda_bytes
 
     key, salt = bytes(range(32)), bytes(range(24))
@@ -477,11 +477,11 @@ def test_chunked_scratch_stays_in_aescls_pool_and_leaves_no_trace_in_later_calls
         assert sealed.cpu().numpy().tobytes() == expected
         assert torch.equal(aescl.chunked.decrypt(key, sealed), data)
     torch.cuda.synchronize()
-    pool = workers.cuda_device(gpu).memory_pool()
-    threshold = workers._check(driver.cuMemPoolGetAttribute(
+    pool = runtime.cuda_device(gpu).memory_pool()
+    threshold = runtime.checked(driver.cuMemPoolGetAttribute(
         pool, attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD))
-    assert int(threshold) == workers._POOL_KEEPS
-    assert int(workers._check(driver.cuMemPoolGetAttribute(
+    assert int(threshold) == runtime.POOL_KEEPS
+    assert int(runtime.checked(driver.cuMemPoolGetAttribute(
         pool, attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT))) > 0
 
 
@@ -662,7 +662,7 @@ def test_an_array_that_only_dlpack_describes_is_read_and_written_where_it_lies()
     torch = pytest.importorskip("torch", reason="torch is not installed (it fills the buffers)")
     from cuda.core import Device
 
-    from aescl._arrays import device_array_kind, device_nbytes
+    from aescl.engines.device_arrays import kind_of
 
     gpu = Device(0)
     gpu.set_current()
@@ -682,7 +682,8 @@ def test_an_array_that_only_dlpack_describes_is_read_and_written_where_it_lies()
         return torch.from_dlpack(buffer)[:nbytes].view(torch.uint8).cpu().numpy().tobytes()
 
     message = buffer_of(data)
-    assert device_array_kind(message) == "cuda" and device_nbytes(message) == len(data)
+    kind = kind_of(message)
+    assert kind is not None and kind.name == "cuda" and kind.nbytes(message) == len(data)
     ciphertext = buffer_of(bytes(len(data)))
     assert aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(message, output=ciphertext) \
         is None

@@ -196,7 +196,7 @@ def test_gcm_on_arrays_releases_nothing_on_a_wrong_tag(queue):
 def test_one_gcm_message_is_all_host_data_or_all_device_arrays(queue):
     cipher = aescl.new(bytes(16), aescl.MODE_GCM, nonce=bytes(12))
     cipher.encrypt(cl_array.to_device(queue, _random(32)))
-    with pytest.raises(TypeError, match="text is in opencl device arrays"):
+    with pytest.raises(TypeError, match="text is in pyopencl arrays"):
         cipher.encrypt(b"more on the host")
 
 

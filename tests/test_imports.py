@@ -75,3 +75,22 @@ except SystemExit as done:
     assert done.code in (0, 2, None), done.code
 """
     assert _loaded_after(code, cwd=tmp_path) == []
+
+
+def test_the_public_surface_is_what_users_call():
+    """``aescl.__all__`` names the API, the errors and the two public formats; the
+    house's inner rooms (scheduler, teams, chunkformat, an engine's tuning) are not
+    exported, and ``aescl.tuning`` is gone (the OpenCL engine's, reached from the top)."""
+    import aescl
+
+    assert set(aescl.__all__) == {
+        "MODE_CTR", "MODE_ECB", "MODE_GCM", "CtrCipher", "EcbCipher", "GcmCipher", "Device",
+        "new", "pinned_empty", "get_device", "list_devices", "devices", "chunked",
+        "fileformat", "AesclError", "AuthenticationError", "CounterOverflowError",
+        "DeviceNotFound", "FormatError", "KernelBuildError", "KeySourceError",
+        "KeystreamReuseError", "NoPlatformError", "PaddingError", "TruncatedError",
+        "WrongKeyError",
+    }
+    assert all(hasattr(aescl, name) for name in aescl.__all__)
+    with pytest.raises(AttributeError):
+        aescl.tuning  # noqa: B018

@@ -14,7 +14,7 @@ from cuda.bindings import driver
 
 from aescl import keyschedule
 from aescl.engines.cuda.kernels import module
-from aescl.engines.cuda.workers import _check, _function, cuda_device
+from aescl.engines.cuda.runtime import checked, cuda_device, launch_function
 
 N = 1 << 30
 CHECKED = 1 << 20
@@ -29,29 +29,29 @@ def defines(rounds: int, tables: int) -> dict[str, int]:
 def best_seconds(function, arguments, grid, threads, shared, stream, repeats=5) -> float:
     values = [np.array(a, np.uint64) if isinstance(a, int) else a for a in arguments]
     pointers = np.array([v.ctypes.data for v in values], np.uint64)
-    start, end = _check(driver.cuEventCreate(0)), _check(driver.cuEventCreate(0))
+    start, end = checked(driver.cuEventCreate(0)), checked(driver.cuEventCreate(0))
 
     def launch() -> None:
-        _check(driver.cuLaunchKernel(function, grid, 1, 1, threads, 1, 1, shared,
+        checked(driver.cuLaunchKernel(function, grid, 1, 1, threads, 1, 1, shared,
                                      driver.CUstream(stream), pointers.ctypes.data, 0))
 
     launch()
     best = float("inf")
     for _ in range(repeats):
-        _check(driver.cuEventRecord(start, stream))
+        checked(driver.cuEventRecord(start, stream))
         launch()
-        _check(driver.cuEventRecord(end, stream))
-        _check(driver.cuEventSynchronize(end))
-        best = min(best, _check(driver.cuEventElapsedTime(start, end)) / 1e3)
+        checked(driver.cuEventRecord(end, stream))
+        checked(driver.cuEventSynchronize(end))
+        best = min(best, checked(driver.cuEventElapsedTime(start, end)) / 1e3)
     return best
 
 
 def main() -> None:
     gpu = cuda_device(0)
     data = np.random.default_rng(0).integers(0, 256, N, dtype=np.uint8)
-    source, target = int(_check(driver.cuMemAlloc(N))), int(_check(driver.cuMemAlloc(N)))
-    _check(driver.cuMemcpyHtoD(source, data, N))
-    stream = int(_check(driver.cuStreamCreate(0)))
+    source, target = int(checked(driver.cuMemAlloc(N))), int(checked(driver.cuMemAlloc(N)))
+    checked(driver.cuMemcpyHtoD(source, data, N))
+    stream = int(checked(driver.cuStreamCreate(0)))
     counter = int.from_bytes(bytes(range(16)), "big")
     for mode in ("ctr", "ecb-decrypt"):
         for bits in (128, 256):
@@ -70,19 +70,19 @@ def main() -> None:
             for tables in (1, 2, 4):
                 code = module(filename, defines(keyschedule.rounds_for_key(key), tables),
                               gpu.arch)
-                function = _function(code.get_kernel(name), "", 0)
+                function = launch_function(code.get_kernel(name), "", 0)
                 shared = 256 * 4 * 32 * tables if tables > 1 else 0
                 if shared:
-                    _check(driver.cuFuncSetAttribute(
+                    checked(driver.cuFuncSetAttribute(
                         function, driver.CUfunction_attribute
                         .CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared))
                 for threads in (1024, 512):
                     for per_sm in (1, 2, 4):
-                        _check(driver.cuMemsetD8(target, 0, N))
+                        checked(driver.cuMemsetD8(target, 0, N))
                         seconds = best_seconds(function, arguments, gpu.sms * per_sm, threads,
                                                shared, stream)
                         got = np.empty(CHECKED, np.uint8)
-                        _check(driver.cuMemcpyDtoH(got, target, CHECKED))
+                        checked(driver.cuMemcpyDtoH(got, target, CHECKED))
                         print(f"{mode:12s} AES-{bits} tables {tables} threads {threads:4d} "
                               f"blocks/SM {per_sm}: {N / seconds / 1e9:6.1f} GB/s "
                               f"{'ok' if got.tobytes() == want else 'WRONG'}", flush=True)

@@ -7,13 +7,17 @@ and imported only when a CUDA array reaches a cipher call or a job runs on ``cud
 
 from __future__ import annotations
 
-from .arrays import CudaArrayBlocks, CudaArrayChunks, CudaArrayGhash, is_cuda_array
+from .arrays import CudaArrayBlocks, CudaArrayChunks, CudaArrayGhash
 from .engine import CudaEngine
 from .kernels import KERNELS, compile_cubin, cuda_defines
 from .pipeline import pinned_empty
 from .workers import CudaBlocks
 
-__all__ = ["KERNELS", "CudaArrayBlocks", "CudaArrayChunks", "CudaArrayGhash", "CudaBlocks",
-           "CudaEngine", "compile_cubin", "cuda_defines", "is_cuda_array", "pinned_empty"]
+# The classes every engine that takes device arrays exports (engines/device_arrays.py).
+ArrayBlocks, ArrayGhash, ArrayChunks = CudaArrayBlocks, CudaArrayGhash, CudaArrayChunks
+
+__all__ = ["KERNELS", "ArrayBlocks", "ArrayChunks", "ArrayGhash", "CudaArrayBlocks",
+           "CudaArrayChunks", "CudaArrayGhash", "CudaBlocks", "CudaEngine", "compile_cubin",
+           "cuda_defines", "pinned_empty"]
 
 

@@ -19,18 +19,12 @@ import threading
 from typing import Any
 
 from ... import ghash
-from ..._arrays import check_in_place_or_apart, cuda_nbytes, is_torch_tensor, on_cuda
+from ..._arrays import check_in_place_or_apart
 from .. import device_chunks
+from ..device_arrays import cuda_nbytes, is_torch_tensor, on_cuda
 from ..interface import BlockTransform
-from .workers import (
-    CudaBlocks,
-    CudaBytes,
-    CudaChunkKernels,
-    CudaGhash,
-    StreamMemory,
-    _check,
-    cuda_device,
-)
+from .runtime import CudaBytes, checked, cuda_device
+from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
 
 
 def _library(obj: Any) -> str:
@@ -102,8 +96,8 @@ def _hold_until_done(span: CudaBytes, *arrays: Any) -> None:
     from cuda.bindings import driver
 
     cuda_device(span.device).core.set_current()
-    event = _check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-    _check(driver.cuEventRecord(event, span.stream))
+    event = checked(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+    checked(driver.cuEventRecord(event, span.stream))
     done = []
     with _held_lock:
         _held.append((event, held))
@@ -113,19 +107,14 @@ def _hold_until_done(span: CudaBytes, *arrays: Any) -> None:
             if status == driver.CUresult.CUDA_ERROR_NOT_READY:
                 waiting.append(entry)
             else:
-                _check((status,))
+                checked((status,))
                 done.append(entry)
         while len(waiting) > _HELD_MOST:
-            _check(driver.cuEventSynchronize(waiting[0][0]))
+            checked(driver.cuEventSynchronize(waiting[0][0]))
             done.append(waiting.pop(0))
         _held[:] = waiting
     for event, _ in done:
-        _check(driver.cuEventDestroy(event))
-
-
-def is_cuda_array(obj: Any) -> bool:
-    """Whether ``obj`` is an array in CUDA device memory (a CPU tensor is not)."""
-    return on_cuda(obj)
+        checked(driver.cuEventDestroy(event))
 
 
 def _torch_stream(device: int) -> int:
@@ -184,7 +173,7 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False, stream: int | None =
         device = _empty_array_device(obj)
     else:
         attribute = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-        device = int(_check(driver.cuPointerGetAttribute(attribute, pointer)))
+        device = int(checked(driver.cuPointerGetAttribute(attribute, pointer)))
     if stream is None:
         stream = _producer_stream(obj, device, interface)
     return CudaBytes(int(pointer), nbytes, device, stream, bool(readonly))
@@ -334,9 +323,10 @@ class CudaArrayBlocks:
 
 class CudaArrayGhash:
     """GHASH partial sums of ciphertext in CUDA device arrays (GCM on device arrays),
-    for one H (``multipliers``: aescl.ghash.PowerMultipliers): a worker per GPU."""
+    for one H (``multipliers``: aescl.ghash.PowerMultipliers, the key's): a worker per
+    GPU. (The key itself is not needed here: the kernels take H's tables.)"""
 
-    def __init__(self, multipliers: Any) -> None:
+    def __init__(self, key: bytes | None, multipliers: Any) -> None:
         self._multipliers = multipliers
         self._workers: dict[int, CudaGhash] = {}
 
@@ -381,7 +371,7 @@ class CudaArrayGhash:
         try:
             for lo in range(0, len(blocks), step):
                 piece = np.frombuffer(blocks[lo : lo + step], np.uint8)
-                _check(driver.cuMemcpyHtoDAsync(scratch.pointer, piece, piece.nbytes,
+                checked(driver.cuMemcpyHtoDAsync(scratch.pointer, piece, piece.nbytes,
                                                 source.stream))
                 partial = self._partial_sum(scratch.at(0, piece.nbytes))  # (waits for it)
                 total = self._multipliers.times_power(total, piece.nbytes // 16) ^ partial
@@ -393,7 +383,7 @@ class CudaArrayGhash:
 def _output_bytes(output: Any, source: CudaBytes) -> CudaBytes:
     """The bytes of a caller's ``output=``, which must be a writable CUDA array on the
     input's GPU (checked before any work); ordered on the input's stream."""
-    if not is_cuda_array(output):
+    if not on_cuda(output):
         raise TypeError("output= must be a CUDA array like the input (host memory "
                         "takes a host input)")
     target = cuda_bytes(output, "output", writable=True, stream=source.stream)

@@ -28,12 +28,8 @@ from ...devices import Device
 from .. import device_chunks
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from .pipeline import PIECE_BYTES, Piece, Slot, is_pinned, pieces_of, pinned_empty, pipeline
-from .workers import CudaBlocks, CudaBytes, CudaChunkKernels
-
-
-def ordinal_of(device: Device) -> int:
-    """The CUDA ordinal of a ``cuda:N`` device."""
-    return int(device.id.partition(":")[2])
+from .runtime import CudaBytes, ordinal_of
+from .workers import CudaBlocks, CudaChunkKernels
 
 
 class CudaEngine:

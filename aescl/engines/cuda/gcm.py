@@ -22,7 +22,8 @@ from ..device_gcm import DeviceGcm
 from ..interface import BlockTransform, gcm_nonce
 from .arrays import CudaArrayGhash
 from .pipeline import Piece, Slot
-from .workers import CudaBlocks, CudaBytes
+from .runtime import CudaBytes
+from .workers import CudaBlocks
 
 _PIECE_BYTES = 64 << 20  # text staged at a time
 
@@ -50,7 +51,7 @@ class CudaHostGcm(DeviceGcm):
         self._ordinal, self._multipliers = ordinal, multipliers
         self._ctr = CudaBlocks(BlockTransform(bytes(key), counter=self.first_counter,
                                               counter_bits=32), ordinal)
-        self._sums = CudaArrayGhash(multipliers)
+        self._sums = CudaArrayGhash(None, multipliers)
 
     # ---- the kernels, on staged spans ------------------------------------------------------
 

@@ -128,7 +128,7 @@ def compile_cubin(filename: str, defines: Mapping[str, int], arch: str) -> bytes
     return bytes(code.code)
 
 
-def _cache_key(filename: str, defines: Mapping[str, int], arch: str) -> str:
+def cache_key(filename: str, defines: Mapping[str, int], arch: str) -> str:
     identity = {"source": load_source(filename), "defines": sorted(defines.items()),
                 "arch": arch, "nvrtc": nvrtc_version()}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -146,7 +146,7 @@ def module(filename: str, defines: Mapping[str, int], arch: str) -> Any:
     key = (filename, json.dumps(sorted(defines.items())), arch)
     with _modules_lock:
         if key not in _modules:
-            path = cache_root() / "cuda" / f"{_cache_key(filename, defines, arch)}.cubin"
+            path = cache_root() / "cuda" / f"{cache_key(filename, defines, arch)}.cubin"
             cubin = None
             if disk_cache_enabled():
                 entry = read_cache_file(path, MAX_BINARY_BYTES)

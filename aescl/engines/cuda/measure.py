@@ -23,17 +23,11 @@ from ...timing import gb_s, repeat, wall
 from .. import device_chunks
 from ..interface import BlockTransform, tuning_enabled
 from ..start_up import start_seconds
-from .engine import ordinal_of
-from .kernels import TABLE_LANES, _cache_key, compile_cubin, module
+from .kernels import TABLE_LANES, cache_key, compile_cubin, module
 from .pipeline import pinned_empty
-from .tuning import stored
-from .workers import (
-    CudaBlocks,
-    CudaBytes,
-    CudaChunkKernels,
-    _check,
-    cuda_device,
-)
+from .runtime import CudaBytes, checked, cuda_device, ordinal_of
+from .tuning import launch_shape, stored
+from .workers import CudaBlocks, CudaChunkKernels
 
 
 def build_times(device: Device) -> dict[str, Any]:
@@ -50,7 +44,7 @@ def build_times(device: Device) -> dict[str, Any]:
     module("aes_ctr.cl", defines, gpu.arch)  # (fills the disk cache)
     warm = None
     if disk_cache_enabled():
-        path = cache_root() / "cuda" / f"{_cache_key('aes_ctr.cl', defines, gpu.arch)}.cubin"
+        path = cache_root() / "cuda" / f"{cache_key('aes_ctr.cl', defines, gpu.arch)}.cubin"
         started = time.perf_counter()
         entry = read_cache_file(path, MAX_BINARY_BYTES)
         cubin = binary_of_entry(entry) if entry is not None else None
@@ -67,13 +61,13 @@ def _event_seconds(stream: int, work: Callable[[], None]) -> float:
     """Seconds between CUDA events recorded on ``stream`` before and after ``work``."""
     from cuda.bindings import driver
 
-    start, end = (_check(driver.cuEventCreate(0)) for _ in range(2))
+    start, end = (checked(driver.cuEventCreate(0)) for _ in range(2))
     try:
-        _check(driver.cuEventRecord(start, stream))
+        checked(driver.cuEventRecord(start, stream))
         work()
-        _check(driver.cuEventRecord(end, stream))
-        _check(driver.cuEventSynchronize(end))
-        return float(_check(driver.cuEventElapsedTime(start, end))) / 1e3
+        checked(driver.cuEventRecord(end, stream))
+        checked(driver.cuEventSynchronize(end))
+        return float(checked(driver.cuEventElapsedTime(start, end))) / 1e3
     finally:
         driver.cuEventDestroy(start)
         driver.cuEventDestroy(end)
@@ -87,12 +81,12 @@ def transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str,
     cuda_device(ordinal).core.set_current()
     host = pinned_empty(nbytes, ordinal)
     host[:] = 1
-    memory = _check(driver.cuMemAlloc(nbytes))
-    stream = _check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    memory = checked(driver.cuMemAlloc(nbytes))
+    stream = checked(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING))
     try:
-        to_device = repeat(lambda: _event_seconds(stream, lambda: _check(
+        to_device = repeat(lambda: _event_seconds(stream, lambda: checked(
             driver.cuMemcpyHtoDAsync(memory, host, nbytes, stream))), min_seconds)
-        to_host = repeat(lambda: _event_seconds(stream, lambda: _check(
+        to_host = repeat(lambda: _event_seconds(stream, lambda: checked(
             driver.cuMemcpyDtoHAsync(host, memory, nbytes, stream))), min_seconds)
     finally:
         driver.cuStreamSynchronize(stream)
@@ -104,7 +98,7 @@ def transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str,
 
 def device_figures(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
     gpu = cuda_device(ordinal_of(device))
-    shape = gpu.shape()
+    shape = launch_shape(gpu.core.device_id)
     tuning = stored(gpu.core.device_id) if tuning_enabled() else None
     return {"build": build_times(device), "start_s": start_seconds(device),
             "launch": {"work_group_size": shape.threads,
@@ -127,11 +121,11 @@ def resident_seconds(ordinal: int, mode: str, key: bytes, iv: bytes, data: np.nd
     from cuda.bindings import driver
 
     cuda_device(ordinal).core.set_current()
-    stream = int(_check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
-    source = int(_check(driver.cuMemAlloc(max(16, data.nbytes))))
-    target = int(_check(driver.cuMemAlloc(max(16, data.nbytes, output_bytes))))
+    stream = int(checked(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
+    source = int(checked(driver.cuMemAlloc(max(16, data.nbytes))))
+    target = int(checked(driver.cuMemAlloc(max(16, data.nbytes, output_bytes))))
     try:
-        _check(driver.cuMemcpyHtoD(source, np.ascontiguousarray(data), data.nbytes))
+        checked(driver.cuMemcpyHtoD(source, np.ascontiguousarray(data), data.nbytes))
         work = _work(ordinal, mode, key, iv, stream, CudaBytes(source, data.nbytes, ordinal,
                                                                stream, True),
                      CudaBytes(target, output_bytes, ordinal, stream, False))
@@ -139,7 +133,7 @@ def resident_seconds(ordinal: int, mode: str, key: bytes, iv: bytes, data: np.nd
 
         def resident() -> None:
             work()
-            _check(driver.cuStreamSynchronize(stream))
+            checked(driver.cuStreamSynchronize(stream))
 
         return kernel, repeat(lambda: wall(resident), min_seconds)
     finally:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import first_failure
-from .workers import CudaBytes, _check, cuda_device
+from .runtime import CudaBytes, checked, cuda_device
 
 PIECE_BYTES = 32 << 20  # as the OpenCL engine's pieces: PCIe busy, several in flight
 SLOTS = 4  # feeding threads, each with a piece in flight
@@ -63,7 +63,7 @@ def pinned_empty(nbytes: int, ordinal: int = 0) -> np.ndarray:
 
     cuda_device(ordinal).core.set_current()  # (the allocation needs a context)
     size = max(1, nbytes)
-    pointer = int(_check(driver.cuMemHostAlloc(size, driver.CU_MEMHOSTALLOC_PORTABLE)))
+    pointer = int(checked(driver.cuMemHostAlloc(size, driver.CU_MEMHOSTALLOC_PORTABLE)))
     owner = (ctypes.c_uint8 * size).from_address(pointer)
     _pinned_ranges[id(owner)] = (pointer, pointer + size)
     weakref.finalize(owner, _free_host, pointer, id(owner))
@@ -103,7 +103,7 @@ class Slot:
 
         self.ordinal = ordinal
         cuda_device(ordinal).core.set_current()
-        self.stream = int(_check(driver.cuStreamCreate(
+        self.stream = int(checked(driver.cuStreamCreate(
             driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
         self._device: dict[str, tuple[int, int]] = {}  # which -> (pointer, bytes)
         self._staging: dict[str, np.ndarray] = {}
@@ -116,9 +116,9 @@ class Slot:
         pointer, size = self._device.get(which, (0, 0))
         if size < nbytes:
             if pointer:
-                _check(driver.cuStreamSynchronize(self.stream))
-                _check(driver.cuMemFree(pointer))
-            pointer, size = int(_check(driver.cuMemAlloc(max(16, nbytes)))), max(16, nbytes)
+                checked(driver.cuStreamSynchronize(self.stream))
+                checked(driver.cuMemFree(pointer))
+            pointer, size = int(checked(driver.cuMemAlloc(max(16, nbytes)))), max(16, nbytes)
             self._device[which] = (pointer, size)
         return CudaBytes(pointer, nbytes, self.ordinal, self.stream, False)
 
@@ -140,15 +140,15 @@ class Slot:
             upload = source if is_pinned(source) else self.staging("in", source.nbytes)
             if upload is not source:
                 np.copyto(upload, source)
-            _check(driver.cuMemcpyHtoDAsync(device_in.pointer, upload, source.nbytes,
+            checked(driver.cuMemcpyHtoDAsync(device_in.pointer, upload, source.nbytes,
                                             self.stream))
         piece.work(self, device_in, device_out)
         download = None
         if target.nbytes:
             download = target if is_pinned(target) else self.staging("out", target.nbytes)
-            _check(driver.cuMemcpyDtoHAsync(download, device_out.pointer, target.nbytes,
+            checked(driver.cuMemcpyDtoHAsync(download, device_out.pointer, target.nbytes,
                                             self.stream))
-        _check(driver.cuStreamSynchronize(self.stream))
+        checked(driver.cuStreamSynchronize(self.stream))
         if download is not None and download is not target:
             np.copyto(target, download)
 

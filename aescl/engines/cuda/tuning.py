@@ -36,7 +36,7 @@ from ..interface import tuning_enabled
 from ..sources import load_source
 from ..tuning_record import TuningRecord
 from .kernels import module, nvrtc_version
-from .workers import _check, _function, cuda_device
+from .runtime import checked, cuda_device, launch_function
 
 TUNING_VERSION = 1
 THREADS = (256, 512, 1024)
@@ -91,7 +91,7 @@ def candidates() -> list[LaunchShape]:
 def _driver_version() -> str:
     from cuda.bindings import driver
 
-    version = _check(driver.cuDriverGetVersion())
+    version = checked(driver.cuDriverGetVersion())
     return f"CUDA {version // 1000}.{version % 1000 // 10}"
 
 
@@ -150,13 +150,13 @@ class _CtrBench:
         self._key, self._counter = bytes(range(16)), (1 << 64) - 5
         kernel = module("aes_ctr.cl", gpu.defines(10), gpu.arch).get_kernel("aes_ctr_xor")
         self._kernel = kernel  # (its module stays loaded while this launches it)
-        self._function = _function(kernel, "aes_ctr_xor", gpu.table_bytes)
+        self._function = launch_function(kernel, "aes_ctr_xor", gpu.table_bytes)
         self._bytes = data_bytes
-        self._source = int(_check(driver.cuMemAlloc(data_bytes)))
-        self._target = int(_check(driver.cuMemAlloc(data_bytes)))
-        _check(driver.cuMemsetD8(self._source, 0, data_bytes))
-        self._stream = int(_check(driver.cuStreamCreate(0)))
-        self._events = [_check(driver.cuEventCreate(0)) for _ in range(2)]
+        self._source = int(checked(driver.cuMemAlloc(data_bytes)))
+        self._target = int(checked(driver.cuMemAlloc(data_bytes)))
+        checked(driver.cuMemsetD8(self._source, 0, data_bytes))
+        self._stream = int(checked(driver.cuStreamCreate(0)))
+        self._events = [checked(driver.cuEventCreate(0)) for _ in range(2)]
         values = [np.array(v, np.uint64) for v in (
             self._source, self._target, data_bytes // 16, self._counter >> 64,
             self._counter % 2**64, 2**64 - 1, 2**64 - 1)]
@@ -168,7 +168,7 @@ class _CtrBench:
         from cuda.bindings import driver
 
         grid = min(-(-self._bytes // 16 // shape.threads), self._gpu.sms * shape.blocks_per_sm)
-        _check(driver.cuLaunchKernel(self._function, grid, 1, 1, shape.threads, 1, 1,
+        checked(driver.cuLaunchKernel(self._function, grid, 1, 1, shape.threads, 1, 1,
                                      self._gpu.table_bytes, driver.CUstream(self._stream),
                                      self._pointers.ctypes.data, 0))
 
@@ -181,11 +181,11 @@ class _CtrBench:
             self._launch(shape)
             best = float("inf")
             for _ in range(_REPEATS):
-                _check(driver.cuEventRecord(start, self._stream))
+                checked(driver.cuEventRecord(start, self._stream))
                 self._launch(shape)
-                _check(driver.cuEventRecord(end, self._stream))
-                _check(driver.cuEventSynchronize(end))
-                best = min(best, _check(driver.cuEventElapsedTime(start, end)) / 1e3)
+                checked(driver.cuEventRecord(end, self._stream))
+                checked(driver.cuEventSynchronize(end))
+                best = min(best, checked(driver.cuEventElapsedTime(start, end)) / 1e3)
         except RuntimeError:  # (this GPU cannot launch the shape)
             return None
         return max(best, 1e-9)
@@ -194,11 +194,11 @@ class _CtrBench:
         from Crypto.Cipher import AES
         from cuda.bindings import driver
 
-        _check(driver.cuMemsetD8(self._target, 0, self._bytes))
+        checked(driver.cuMemsetD8(self._target, 0, self._bytes))
         self._launch(shape)
-        _check(driver.cuStreamSynchronize(self._stream))
+        checked(driver.cuStreamSynchronize(self._stream))
         out = np.empty(self._bytes, np.uint8)
-        _check(driver.cuMemcpyDtoH(out, self._target, self._bytes))
+        checked(driver.cuMemcpyDtoH(out, self._target, self._bytes))
         reference = AES.new(self._key, AES.MODE_CTR, nonce=b"", initial_value=self._counter)
         return bool(np.array_equal(out, np.frombuffer(reference.encrypt(bytes(self._bytes)),
                                                       np.uint8)))

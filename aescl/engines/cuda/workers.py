@@ -10,9 +10,7 @@ and misaligned arrays go through scratch memory on the device
 
 from __future__ import annotations
 
-import array
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,203 +28,15 @@ from ..device_chunks import (
 )
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
-from .kernels import (
-    TABLE_KERNELS,
-    crypt_hash_defines,
-    crypt_hash_tables,
-    cuda_defines,
-    module,
-    round_tables_for,
-    table_bytes,
-)
+from .kernels import crypt_hash_defines, crypt_hash_tables, module, table_bytes
+from .runtime import CudaBytes, Gpu, checked, cuda_device, launch_function, launch_kernel
+from .tuning import launch_shape
 
 # Launch shape of the kernels that stage no tables (the chunked format's layout
-# kernels). Those that do launch as the GPU's tuning says (tuning.py, _Device.shape).
+# kernels). Those that do launch as the GPU's tuning says (tuning.py, tuning.launch_shape).
 # The kernels stride over any grid.
 _THREADS_PER_BLOCK = 1024
 _GRID_BLOCKS_PER_SM = 4
-
-
-def _check(result: Any) -> Any:
-    """The values of a cuda.bindings call; raises on an error code."""
-    error, *values = result if isinstance(result, tuple) else (result,)
-    if error:  # (CUDA_SUCCESS is 0; the import stays off the path of a call that worked)
-        from cuda.bindings import driver
-
-        _, name = driver.cuGetErrorName(error)
-        raise RuntimeError(f"CUDA: {name.decode() if name else error}")
-    return values[0] if len(values) == 1 else values
-
-
-def _function(kernel: Any, name: str, shared_bytes: int) -> Any:
-    """The driver's function of a cuda.core kernel, for cuLaunchKernel: a library's
-    kernel is looked up as its function in the current context. A kernel that stages
-    the round tables may then use ``shared_bytes`` of dynamic shared memory (beyond the
-    48 KiB a launch gets without asking)."""
-    from cuda.bindings import driver
-
-    handle = kernel.handle
-    function = handle if isinstance(handle, driver.CUfunction) else \
-        _check(driver.cuKernelGetFunction(handle))
-    if name in TABLE_KERNELS:
-        _check(driver.cuFuncSetAttribute(
-            function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared_bytes))
-    return function
-
-
-def launch_kernel(function: Any, grid: int, threads: int, shared_bytes: int, stream: int,
-                  *arguments: Any) -> None:
-    """Enqueue a kernel through cuLaunchKernel on the stream with handle ``stream``, with
-    ``shared_bytes`` of dynamic shared memory. Each argument is passed as its bytes:
-    an int as 64 bits (a pointer, or a 64-bit value), a numpy scalar or array as it is
-    (a 32-bit value; a vector or the key argument by value)."""
-    storage, pointers = kernel_parameters(arguments)
-    from cuda.bindings import driver
-
-    _check(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared_bytes,
-                                 driver.CUstream(stream), pointers.buffer_info()[0], 0))
-    del storage  # (held until here: the launch copies the values from it)
-
-
-def kernel_parameters(arguments: Any) -> tuple[array.array, array.array]:
-    """cuLaunchKernel's kernelParams for ``arguments`` (as :func:`launch_kernel` takes
-    them): their bytes side by side in one buffer, each at a multiple of 16 bytes, and
-    the address of each, as a void** array. Keep both until the launch has returned.
-
-    Asking numpy for each argument's address (.ctypes) cost 3-4 µs apiece, 70 µs for
-    gcm_crypt_hash's 27 (H100 host, 2026-11-25); numpy arithmetic on the offsets and
-    each scalar through ascontiguousarray were half of the 48 µs left (the CI kind's
-    host, 2026-11-26)."""
-    parts, offsets, at = [], [], 0
-    for argument in arguments:
-        data = argument.to_bytes(8, "little") if isinstance(argument, int) \
-            else argument.tobytes()
-        size = -(-len(data) // 16) * 16
-        parts.append(data.ljust(size, b"\0"))
-        offsets.append(at)
-        at += size
-    storage = array.array("B", b"".join(parts))
-    base = storage.buffer_info()[0]
-    return storage, array.array("Q", [base + offset for offset in offsets])
-
-
-@dataclass(frozen=True)
-class CudaBytes:
-    """The bytes of a CUDA device array: where they are and the stream to order on."""
-
-    pointer: int
-    nbytes: int
-    device: int  # CUDA device ordinal
-    stream: int  # handle of the stream the array's producer works on (0: legacy default)
-    readonly: bool
-
-    def at(self, offset: int, nbytes: int) -> CudaBytes:
-        return CudaBytes(self.pointer + offset, nbytes, self.device, self.stream, self.readonly)
-
-
-class _Device:
-    """One GPU as the engine uses it: its primary context, SM count, architecture, and
-    the round tables its blocks hold (kernels.round_tables_for)."""
-
-    def __init__(self, ordinal: int) -> None:
-        from cuda.core import Device
-
-        self.core = Device(ordinal)
-        self.core.set_current()
-        self.arch = self.core.arch
-        properties = self.core.properties
-        self.sms = properties.multiprocessor_count
-        self.shared_optin = properties.max_shared_memory_per_block_optin
-        self.round_tables = round_tables_for(self.shared_optin)
-        self.table_bytes = table_bytes(self.round_tables)
-        self.lock = threading.RLock()
-        self._sums: Any = None  # (sums_buffer)
-        self._sums_bytes = 0
-        self._kernels: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
-        self._pool: Any = None  # (memory_pool)
-        # Openings' verdicts as the kernels left them after every tag matched, ready for
-        # later ones (CudaChunkKernels.verdict): device pointers.
-        self.verdicts: list[int] = []
-
-    def kernel(self, filename: str, name: str, rounds: int | None) -> tuple[Any, Any]:
-        """A kernel of the engine's build for ``rounds`` here (None: a file with no AES,
-        built without the core's defines), and its driver function (_function), looked
-        up once: a GCM message makes a new CTR worker, and a chunked call new chunk
-        kernels, for which the lookups cost about 0.1 ms."""
-        key = (filename, name, rounds)
-        with self.lock:
-            if key not in self._kernels:
-                defines = {} if rounds is None else self.defines(rounds)
-                kernel = module(filename, defines, self.arch).get_kernel(name)
-                self._kernels[key] = kernel, _function(kernel, name, self.shared_bytes(name))
-            return self._kernels[key]
-
-    def memory_pool(self) -> Any:
-        """aescl's stream-ordered memory pool on this GPU, which keeps up to _POOL_KEEPS
-        bytes of freed memory mapped. The device's default pool keeps none: it gives
-        freed memory back to the driver at the next synchronization, so every call that
-        waits (opening, which waits for its tags) mapped its scratch anew, 15-25 µs an
-        allocation on the H100 host."""
-        from cuda.bindings import driver
-
-        with self.lock:
-            if self._pool is None:
-                properties = driver.CUmemPoolProps()
-                properties.allocType = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
-                properties.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-                properties.location.id = self.core.device_id
-                pool = _check(driver.cuMemPoolCreate(properties))
-                _check(driver.cuMemPoolSetAttribute(
-                    pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                    driver.cuuint64_t(_POOL_KEEPS)))
-                self._pool = pool
-            return self._pool
-
-    def sums_buffer(self, nbytes: int) -> int:
-        """Device memory for GHASH's partial sums, kept from call to call: allocating it
-        in a stream's order each time cost 0.1-0.2 ms a call on the H100 host. The
-        caller holds the lock, and has synchronized its stream before letting go."""
-        from cuda.bindings import driver
-
-        if nbytes > self._sums_bytes:
-            if self._sums is not None:
-                _check(driver.cuMemFree(self._sums))
-            self._sums = _check(driver.cuMemAlloc(nbytes))
-            self._sums_bytes = nbytes
-        return int(self._sums)
-
-    def shape(self) -> Any:
-        """The launch shape of the table kernels here (tuning.LaunchShape): tuned on the
-        GPU's first use, or stored."""
-        from .tuning import launch_shape
-
-        return launch_shape(self.core.device_id)
-
-    def table_grid(self, items: int, shape: Any) -> int:
-        """Blocks of a table kernel's launch over ``items`` work-items."""
-        return max(1, min(-(-items // shape.threads), self.sms * shape.blocks_per_sm))
-
-    def defines(self, rounds: int) -> dict[str, int]:
-        return cuda_defines(rounds, self.round_tables)
-
-    def shared_bytes(self, kernel_name: str) -> int:
-        """Dynamic shared memory of a launch of the kernel: the tables', or none."""
-        return self.table_bytes if kernel_name in TABLE_KERNELS else 0
-
-
-# Freed scratch memory a GPU's pool keeps (_Device.memory_pool): a chunked call on 1 GiB
-# takes about 4 MiB of it, one through staging (arrays at odd offsets) up to 128 MiB.
-_POOL_KEEPS = 64 << 20
-_devices: dict[int, _Device] = {}
-_devices_lock = threading.Lock()
-
-
-def cuda_device(ordinal: int) -> _Device:
-    with _devices_lock:
-        if ordinal not in _devices:
-            _devices[ordinal] = _Device(ordinal)
-        return _devices[ordinal]
 
 
 class CudaBlocks:
@@ -252,7 +62,7 @@ class CudaBlocks:
         self._argument_addresses = int(self._pointers.ctypes.data)
         self._key_slot = 3 + 4 * transform.is_ctr  # (after source, target, blocks, counter)
         self._pointers[self._key_slot] = self._key.ctypes.data
-        self._shape = self._gpu.shape()
+        self._shape = launch_shape(self._gpu.core.device_id)
         from cuda.bindings import driver  # (kept: an import statement a call costs µs)
 
         self._launch_kernel, self._stream_of = driver.cuLaunchKernel, driver.CUstream
@@ -281,7 +91,7 @@ class CudaBlocks:
         values = (source, target, blocks, *self._kernel_args(first_block))
         with self._gpu.lock:  # (the engine's feeding threads launch at once)
             self._arguments[: len(values)] = values
-            _check(self._launch_kernel(self._function, grid, 1, 1, shape.threads, 1, 1,
+            checked(self._launch_kernel(self._function, grid, 1, 1, shape.threads, 1, 1,
                                        self._gpu.table_bytes, self._stream_of(stream),
                                        self._argument_addresses, 0))
 
@@ -324,21 +134,21 @@ class StreamMemory:
 
         handle = self._like.stream
         pool = cuda_device(self._like.device).memory_pool()
-        pointer = int(_check(driver.cuMemAllocFromPoolAsync(nbytes, pool, handle)))
+        pointer = int(checked(driver.cuMemAllocFromPoolAsync(nbytes, pool, handle)))
         if zeroed:
-            _check(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
+            checked(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
         return CudaBytes(pointer, nbytes, self._like.device, handle, False)
 
     def copy(self, target: CudaBytes, source: CudaBytes) -> None:
         from cuda.bindings import driver
 
-        _check(driver.cuMemcpyDtoDAsync(target.pointer, source.pointer, source.nbytes,
+        checked(driver.cuMemcpyDtoDAsync(target.pointer, source.pointer, source.nbytes,
                                         self._like.stream))
 
     def release(self, span: CudaBytes) -> None:
         from cuda.bindings import driver
 
-        _check(driver.cuMemFreeAsync(span.pointer, self._like.stream))
+        checked(driver.cuMemFreeAsync(span.pointer, self._like.stream))
 
 
 # Threads per GHASH block (at most GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl). Swept on the
@@ -355,7 +165,7 @@ _GHASH_ITEMS = 128
 _ghash_blocks_per_sm: dict[int, int] = {}  # by the function's handle: asked once
 
 
-def ghash_grid(gpu: _Device, function: Any, count: int) -> int:
+def ghash_grid(gpu: Gpu, function: Any, count: int) -> int:
     """Blocks of a GHASH launch over ``count`` messages: at most one wave, as many
     blocks as the SMs hold at once (the kernel strides over the messages)."""
     from cuda.bindings import driver
@@ -363,7 +173,7 @@ def ghash_grid(gpu: _Device, function: Any, count: int) -> int:
     key = int(function)
     per_sm = _ghash_blocks_per_sm.get(key)
     if per_sm is None:
-        per_sm = _ghash_blocks_per_sm[key] = max(1, int(_check(
+        per_sm = _ghash_blocks_per_sm[key] = max(1, int(checked(
             driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, _GHASH_ITEMS, 0))))
     return max(1, min(count, gpu.sms * per_sm))
 
@@ -391,7 +201,7 @@ _POSITION_TABLES_BYTES = 9 * 512 * BLOCK_SIZE
 _POSITION_ITEMS = 9 * 16  # GHASH_POSITION_ITEMS: a thread per table and nibble
 
 
-def launch_power_tables(gpu: _Device, stream: int, base: int, tables: int) -> None:
+def launch_power_tables(gpu: Gpu, stream: int, base: int, tables: int) -> None:
     """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``, on the
     stream with handle ``stream`` (from the AES-128 build: no AES here)."""
     launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_power_tables", 10)[1], _POWER_TABLES // 64,
@@ -399,7 +209,7 @@ def launch_power_tables(gpu: _Device, stream: int, base: int, tables: int) -> No
                   np.uint32(_POWER_TABLES), tables)
 
 
-def launch_position_tables(gpu: _Device, stream: int, base: int, positions: int) -> None:
+def launch_position_tables(gpu: Gpu, stream: int, base: int, positions: int) -> None:
     """Enqueue the position tables of base^1, base^2 .. base^256 into ``positions`` (one
     launch, no nibble tables needed), as :func:`launch_power_tables` does."""
     launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_position_tables", 10)[1],
@@ -412,7 +222,7 @@ class _GhashTables:
     H^segment that folds segments' sums (ghash.fold_on_device), on one GPU, each made
     there when first needed (under the GPU's lock)."""
 
-    def __init__(self, gpu: _Device, multipliers: Any) -> None:
+    def __init__(self, gpu: Gpu, multipliers: Any) -> None:
         from cuda.bindings import driver
 
         self._gpu, self._multipliers = gpu, multipliers
@@ -425,9 +235,9 @@ class _GhashTables:
         from cuda.bindings import driver
 
         if exponent not in self._tables:
-            tables = _check(driver.cuMemAlloc(_POWER_TABLES_BYTES))
+            tables = checked(driver.cuMemAlloc(_POWER_TABLES_BYTES))
             self._buffers.append(tables)
-            positions = _check(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
+            positions = checked(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
             self._buffers.append(positions)
             stream = self._gpu.core.create_stream()
             base = self._multipliers.power(exponent)
@@ -452,7 +262,7 @@ _tables_kept: dict[tuple[int, int], _GhashTables] = {}
 _tables_kept_lock = threading.Lock()
 
 
-def _ghash_tables(gpu: _Device, multipliers: Any) -> _GhashTables:
+def _ghash_tables(gpu: Gpu, multipliers: Any) -> _GhashTables:
     """H's tables on a GPU: kept ones, or new (then the oldest kept is let go)."""
     with _tables_kept_lock:
         key = (gpu.core.device_id, multipliers.h)
@@ -514,7 +324,7 @@ class CudaGhash:
                     self._launch(stream, partials, segments - 1, segments - 1, 1,
                                  self._tables.of(self._segment), partials + 16 * segments)
                 values = np.zeros(32, np.uint8)  # the last sum, then the fold
-                _check(driver.cuMemcpyDtoHAsync(values, partials + 16 * (segments - 1), 32,
+                checked(driver.cuMemcpyDtoHAsync(values, partials + 16 * (segments - 1), 32,
                                                 span.stream))
                 stream.sync()
                 last, outer = values[:16], values[16:].view(np.uint64)
@@ -534,8 +344,8 @@ class CudaGhash:
 
         host = np.empty(span.nbytes, np.uint8)
         if span.nbytes:
-            _check(driver.cuMemcpyDtoHAsync(host, span.pointer, span.nbytes, span.stream))
-            _check(driver.cuStreamSynchronize(span.stream))
+            checked(driver.cuMemcpyDtoHAsync(host, span.pointer, span.nbytes, span.stream))
+            checked(driver.cuStreamSynchronize(span.stream))
         return host.tobytes()
 
 
@@ -543,7 +353,7 @@ class _CryptHash:
     """gcm_crypt_hash as one GPU runs it for one key size: its build (kernels.
     crypt_hash_defines), function and launch shape."""
 
-    def __init__(self, gpu: _Device, rounds: int) -> None:
+    def __init__(self, gpu: Gpu, rounds: int) -> None:
         from cuda.bindings import driver
 
         tables, threads, in_local = _CRYPT_HASH_SHAPE
@@ -554,11 +364,11 @@ class _CryptHash:
         self._code = module("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
                             gpu.arch)
         self._kernel = self._code.get_kernel("gcm_crypt_hash")
-        self.function = _function(self._kernel, "gcm_crypt_hash", self.shared_bytes)
-        most = int(_check(driver.cuFuncGetAttribute(
+        self.function = launch_function(self._kernel, "gcm_crypt_hash", self.shared_bytes)
+        most = int(checked(driver.cuFuncGetAttribute(
             driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, self.function)))
         self.threads = max(self.items, min(threads, most) // self.items * self.items)
-        per_sm = _check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        per_sm = checked(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
             self.function, self.threads, self.shared_bytes))
         self.most_blocks = gpu.sms * max(1, int(per_sm))  # one wave: the kernel strides
 
@@ -567,7 +377,7 @@ _crypt_hashes: dict[tuple[int, int, tuple[int, int, int]], _CryptHash] = {}
 _crypt_hashes_lock = threading.Lock()
 
 
-def _crypt_hash(gpu: _Device, rounds: int) -> _CryptHash:
+def _crypt_hash(gpu: Gpu, rounds: int) -> _CryptHash:
     with _crypt_hashes_lock:
         key = (gpu.core.device_id, rounds, _CRYPT_HASH_SHAPE)
         if key not in _crypt_hashes:
@@ -585,7 +395,7 @@ class CudaChunkKernels:
         gpu.core.set_current()
         rounds = keyschedule.rounds_for_key(key)
         self._rounds = rounds
-        self._shape = self._gpu.shape()
+        self._shape = launch_shape(self._gpu.core.device_id)
         self._like = like
         self._memory = StreamMemory(None, like)
         self._spans: list[CudaBytes] = []
@@ -625,14 +435,14 @@ class CudaChunkKernels:
         from cuda.bindings import driver
 
         if span.nbytes:
-            _check(driver.cuMemsetD8Async(span.pointer, 0, span.nbytes, self._like.stream))
+            checked(driver.cuMemsetD8Async(span.pointer, 0, span.nbytes, self._like.stream))
 
     def upload(self, target: CudaBytes, data: bytes) -> None:
         from cuda.bindings import driver
 
         host = np.frombuffer(data, np.uint8).copy()
         self._held.append(host)
-        _check(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
+        checked(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
 
     def empty_message_tag(self, j0: bytes) -> bytes:
         return ghash.encrypt_block(self._chunk_key, j0)
@@ -641,7 +451,7 @@ class CudaChunkKernels:
         from cuda.bindings import driver
 
         index = self.scratch(4)
-        _check(driver.cuMemsetD32Async(index.pointer, count, 1, self._like.stream))
+        checked(driver.cuMemsetD32Async(index.pointer, count, 1, self._like.stream))
         self._launch("chunks_first_mismatch", _THREADS_PER_BLOCK, self._grid(count),
                      computed.pointer, received.pointer, np.uint32(count), index.pointer)
         return int(np.frombuffer(CudaGhash.read(index), np.uint32)[0])
@@ -649,7 +459,7 @@ class CudaChunkKernels:
     def _function(self, name: str) -> Any:
         """The driver function of one of the separate kernels (gcm_*: aes_gcm.cl's, of
         this key size; else chunk_layout.cl's), each looked up once per GPU
-        (_Device.kernel) and here only when used: the fused kernel needs none of them."""
+        (Gpu.kernel) and here only when used: the fused kernel needs none of them."""
         if name.startswith("gcm_"):
             return self._gpu.kernel("aes_gcm.cl", name, self._rounds)[1]
         return self._gpu.kernel("chunk_layout.cl", name, None)[1]
@@ -717,8 +527,8 @@ class CudaChunkKernels:
         with self._gpu.lock:
             pointer = self._gpu.verdicts.pop() if self._gpu.verdicts else None
         if pointer is None:
-            pointer = int(_check(driver.cuMemAlloc(VERDICT_BYTES)))
-            _check(driver.cuMemsetD32(pointer, NO_MISMATCH, 1))
+            pointer = int(checked(driver.cuMemAlloc(VERDICT_BYTES)))
+            checked(driver.cuMemsetD32(pointer, NO_MISMATCH, 1))
         return CudaBytes(pointer, VERDICT_BYTES, self._like.device, self._like.stream, False)
 
     def read_verdict(self, verdict: CudaBytes, also: CudaBytes | None) -> tuple[int, bytes]:
@@ -726,7 +536,7 @@ class CudaChunkKernels:
 
         # (``also`` beside the word on the device: one read back, as engines/opencl does)
         if also is not None:
-            _check(driver.cuMemcpyDtoDAsync(verdict.pointer + VERDICT_ALSO_AT, also.pointer,
+            checked(driver.cuMemcpyDtoDAsync(verdict.pointer + VERDICT_ALSO_AT, also.pointer,
                                             also.nbytes, self._like.stream))
         found = CudaGhash.read(verdict)
         value = int.from_bytes(found[:4], "little")
@@ -734,7 +544,7 @@ class CudaChunkKernels:
             with self._gpu.lock:
                 self._gpu.verdicts.append(verdict.pointer)
         else:  # (after the read above: nothing of the stream's uses it any more)
-            _check(driver.cuMemFree(verdict.pointer))
+            checked(driver.cuMemFree(verdict.pointer))
         size = 0 if also is None else also.nbytes
         return value, found[VERDICT_ALSO_AT : VERDICT_ALSO_AT + size]
 

@@ -20,13 +20,17 @@ Callers outside use the names below.
 
 from __future__ import annotations
 
-from .arrays import OpenclArrayBlocks, OpenclArrayChunks, OpenclArrayGhash, is_opencl_array
+from .arrays import OpenclArrayBlocks, OpenclArrayChunks, OpenclArrayGhash
 from .engine import OpenclEngine
 from .gcm import GcmCipher
-from .kernels import aes_options, kernel_cache_dir, runtime, time_builds
+from .kernels import aes_options, runtime, time_builds
 from .pipeline import pin_host_memory, pinned_empty
 from .workers import ChunkCipher, OpenclBlocks
 
-__all__ = ["ChunkCipher", "GcmCipher", "OpenclArrayBlocks", "OpenclArrayChunks",
-           "OpenclArrayGhash", "OpenclBlocks", "OpenclEngine", "aes_options", "is_opencl_array",
-           "kernel_cache_dir", "pin_host_memory", "pinned_empty", "runtime", "time_builds"]
+# The classes every engine that takes device arrays exports (engines/device_arrays.py).
+ArrayBlocks, ArrayGhash, ArrayChunks = OpenclArrayBlocks, OpenclArrayGhash, OpenclArrayChunks
+
+__all__ = ["ArrayBlocks", "ArrayChunks", "ArrayGhash", "ChunkCipher", "GcmCipher",
+           "OpenclArrayBlocks", "OpenclArrayChunks", "OpenclArrayGhash", "OpenclBlocks",
+           "OpenclEngine", "aes_options",
+           "pin_host_memory", "pinned_empty", "runtime", "time_builds"]

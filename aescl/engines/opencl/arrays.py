@@ -13,7 +13,6 @@ enqueued. No data byte passes through host memory.
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any, NamedTuple
 
@@ -25,17 +24,12 @@ from ..._arrays import check_in_place_or_apart
 from ...chunkformat import base_j0
 from ...devices import Device, opencl_devices
 from .. import device_chunks
+from ..device_arrays import on_opencl
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .gcm import GcmEngine
 from .kernels import kernel, runtime
 from .workers import OpenclBlocks
-
-
-def is_opencl_array(obj: Any) -> bool:
-    """Whether ``obj`` is a pyopencl array (told without importing pyopencl.array)."""
-    module = sys.modules.get("pyopencl.array")
-    return module is not None and isinstance(obj, module.Array)
 
 
 class BufferSpan(NamedTuple):
@@ -189,8 +183,8 @@ class OpenclArrayGhash:
     """GHASH partial sums of ciphertext in pyopencl arrays (GCM on device arrays), for
     one key: a GCM engine per (context, device), made when an array there first comes."""
 
-    def __init__(self, key: bytes) -> None:
-        self._key = key
+    def __init__(self, key: bytes, multipliers: Any = None) -> None:
+        self._key = key  # (the device expands H's tables from it: multipliers unused)
         self._engines: dict[tuple[int, str], GcmEngine] = {}
 
     def _engine(self, array: Any) -> GcmEngine:
@@ -457,7 +451,7 @@ def _let_go_of_parked() -> None:
 def _output_span(output: Any, data: Any) -> BufferSpan:
     """The span of a caller's ``output=``, which must be a pyopencl array in the input's
     context and on its device (checked before any work)."""
-    if not is_opencl_array(output):
+    if not on_opencl(output):
         raise TypeError("output= must be a pyopencl array like the input (host memory "
                         "takes a host input)")
     target = _span(output, "output")  # (first: it refuses an array without a queue)

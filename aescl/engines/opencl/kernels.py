@@ -38,6 +38,7 @@ from ..._cache import (  # noqa: F401  (cache_entry, binary_of_entry: its tests)
     cache_entry,
     cache_root,
     disk_cache_enabled,
+    kernel_cache_dir,
     read_cache_file,
     write_cache_file,
 )
@@ -396,10 +397,6 @@ def cache_key(device: Device, source: str, options: str) -> str:
         "pyopencl": cl.VERSION_TEXT,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-
-
-def kernel_cache_dir() -> Path:
-    return cache_root() / "kernels"
 
 
 def _load_cached_binary(rt: DeviceRuntime, path: Path, options: str) -> Any | None:

@@ -1,0 +1,199 @@
+"""The CUDA engine's runtime: the one module that holds the driver's state for the
+engine. A GPU as the engine uses it (:class:`Gpu`: its primary context, SM count,
+round tables, kernels looked up once, the stream-ordered memory pool, GHASH's sums
+buffer), a driver call's result checked (:func:`checked`), and kernel launches through
+cuLaunchKernel (:func:`launch_kernel`). The kernels' sources and builds are
+``kernels.py``'s; what runs over them, ``workers.py``'s.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .kernels import TABLE_KERNELS, cuda_defines, module, round_tables_for, table_bytes
+
+if TYPE_CHECKING:
+    from ...devices import Device
+
+
+def ordinal_of(device: Device) -> int:
+    """The CUDA ordinal of a ``cuda:N`` device."""
+    return int(device.id.partition(":")[2])
+
+
+def checked(result: Any) -> Any:
+    """The values of a cuda.bindings call; raises on an error code."""
+    error, *values = result if isinstance(result, tuple) else (result,)
+    if error:  # (CUDA_SUCCESS is 0; the import stays off the path of a call that worked)
+        from cuda.bindings import driver
+
+        _, name = driver.cuGetErrorName(error)
+        raise RuntimeError(f"CUDA: {name.decode() if name else error}")
+    return values[0] if len(values) == 1 else values
+
+
+def launch_function(kernel: Any, name: str, shared_bytes: int) -> Any:
+    """The driver's function of a cuda.core kernel, for cuLaunchKernel: a library's
+    kernel is looked up as its function in the current context. A kernel that stages
+    the round tables may then use ``shared_bytes`` of dynamic shared memory (beyond the
+    48 KiB a launch gets without asking)."""
+    from cuda.bindings import driver
+
+    handle = kernel.handle
+    function = handle if isinstance(handle, driver.CUfunction) else \
+        checked(driver.cuKernelGetFunction(handle))
+    if name in TABLE_KERNELS:
+        checked(driver.cuFuncSetAttribute(
+            function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared_bytes))
+    return function
+
+
+def launch_kernel(function: Any, grid: int, threads: int, shared_bytes: int, stream: int,
+                  *arguments: Any) -> None:
+    """Enqueue a kernel through cuLaunchKernel on the stream with handle ``stream``, with
+    ``shared_bytes`` of dynamic shared memory. Each argument is passed as its bytes:
+    an int as 64 bits (a pointer, or a 64-bit value), a numpy scalar or array as it is
+    (a 32-bit value; a vector or the key argument by value)."""
+    storage, pointers = kernel_parameters(arguments)
+    from cuda.bindings import driver
+
+    checked(driver.cuLaunchKernel(function, max(1, grid), 1, 1, threads, 1, 1, shared_bytes,
+                                 driver.CUstream(stream), pointers.buffer_info()[0], 0))
+    del storage  # (held until here: the launch copies the values from it)
+
+
+def kernel_parameters(arguments: Any) -> tuple[array.array, array.array]:
+    """cuLaunchKernel's kernelParams for ``arguments`` (as :func:`launch_kernel` takes
+    them): their bytes side by side in one buffer, each at a multiple of 16 bytes, and
+    the address of each, as a void** array. Keep both until the launch has returned.
+
+    Asking numpy for each argument's address (.ctypes) cost 3-4 µs apiece, 70 µs for
+    gcm_crypt_hash's 27 (H100 host, 2026-11-25); numpy arithmetic on the offsets and
+    each scalar through ascontiguousarray were half of the 48 µs left (the CI kind's
+    host, 2026-11-26)."""
+    parts, offsets, at = [], [], 0
+    for argument in arguments:
+        data = argument.to_bytes(8, "little") if isinstance(argument, int) \
+            else argument.tobytes()
+        size = -(-len(data) // 16) * 16
+        parts.append(data.ljust(size, b"\0"))
+        offsets.append(at)
+        at += size
+    storage = array.array("B", b"".join(parts))
+    base = storage.buffer_info()[0]
+    return storage, array.array("Q", [base + offset for offset in offsets])
+
+
+@dataclass(frozen=True)
+class CudaBytes:
+    """The bytes of a CUDA device array: where they are and the stream to order on."""
+
+    pointer: int
+    nbytes: int
+    device: int  # CUDA device ordinal
+    stream: int  # handle of the stream the array's producer works on (0: legacy default)
+    readonly: bool
+
+    def at(self, offset: int, nbytes: int) -> CudaBytes:
+        return CudaBytes(self.pointer + offset, nbytes, self.device, self.stream, self.readonly)
+
+
+class Gpu:
+    """One GPU as the engine uses it: its primary context, SM count, architecture, and
+    the round tables its blocks hold (kernels.round_tables_for)."""
+
+    def __init__(self, ordinal: int) -> None:
+        from cuda.core import Device
+
+        self.core = Device(ordinal)
+        self.core.set_current()
+        self.arch = self.core.arch
+        properties = self.core.properties
+        self.sms = properties.multiprocessor_count
+        self.shared_optin = properties.max_shared_memory_per_block_optin
+        self.round_tables = round_tables_for(self.shared_optin)
+        self.table_bytes = table_bytes(self.round_tables)
+        self.lock = threading.RLock()
+        self._sums: Any = None  # (sums_buffer)
+        self._sums_bytes = 0
+        self._kernels: dict[tuple[str, str, int | None], tuple[Any, Any]] = {}
+        self._pool: Any = None  # (memory_pool)
+        # Openings' verdicts as the kernels left them after every tag matched, ready for
+        # later ones (CudaChunkKernels.verdict): device pointers.
+        self.verdicts: list[int] = []
+
+    def kernel(self, filename: str, name: str, rounds: int | None) -> tuple[Any, Any]:
+        """A kernel of the engine's build for ``rounds`` here (None: a file with no AES,
+        built without the core's defines), and its driver function (launch_function), looked
+        up once: a GCM message makes a new CTR worker, and a chunked call new chunk
+        kernels, for which the lookups cost about 0.1 ms."""
+        key = (filename, name, rounds)
+        with self.lock:
+            if key not in self._kernels:
+                defines = {} if rounds is None else self.defines(rounds)
+                kernel = module(filename, defines, self.arch).get_kernel(name)
+                self._kernels[key] = kernel, launch_function(kernel, name, self.shared_bytes(name))
+            return self._kernels[key]
+
+    def memory_pool(self) -> Any:
+        """aescl's stream-ordered memory pool on this GPU, which keeps up to POOL_KEEPS
+        bytes of freed memory mapped. The device's default pool keeps none: it gives
+        freed memory back to the driver at the next synchronization, so every call that
+        waits (opening, which waits for its tags) mapped its scratch anew, 15-25 µs an
+        allocation on the H100 host."""
+        from cuda.bindings import driver
+
+        with self.lock:
+            if self._pool is None:
+                properties = driver.CUmemPoolProps()
+                properties.allocType = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+                properties.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+                properties.location.id = self.core.device_id
+                pool = checked(driver.cuMemPoolCreate(properties))
+                checked(driver.cuMemPoolSetAttribute(
+                    pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    driver.cuuint64_t(POOL_KEEPS)))
+                self._pool = pool
+            return self._pool
+
+    def sums_buffer(self, nbytes: int) -> int:
+        """Device memory for GHASH's partial sums, kept from call to call: allocating it
+        in a stream's order each time cost 0.1-0.2 ms a call on the H100 host. The
+        caller holds the lock, and has synchronized its stream before letting go."""
+        from cuda.bindings import driver
+
+        if nbytes > self._sums_bytes:
+            if self._sums is not None:
+                checked(driver.cuMemFree(self._sums))
+            self._sums = checked(driver.cuMemAlloc(nbytes))
+            self._sums_bytes = nbytes
+        return int(self._sums)
+
+    def table_grid(self, items: int, shape: Any) -> int:
+        """Blocks of a table kernel's launch over ``items`` work-items."""
+        return max(1, min(-(-items // shape.threads), self.sms * shape.blocks_per_sm))
+
+    def defines(self, rounds: int) -> dict[str, int]:
+        return cuda_defines(rounds, self.round_tables)
+
+    def shared_bytes(self, kernel_name: str) -> int:
+        """Dynamic shared memory of a launch of the kernel: the tables', or none."""
+        return self.table_bytes if kernel_name in TABLE_KERNELS else 0
+
+
+# Freed scratch memory a GPU's pool keeps (Gpu.memory_pool): a chunked call on 1 GiB
+# takes about 4 MiB of it, one through staging (arrays at odd offsets) up to 128 MiB.
+POOL_KEEPS = 64 << 20
+_devices: dict[int, Gpu] = {}
+_devices_lock = threading.Lock()
+
+
+def cuda_device(ordinal: int) -> Gpu:
+    with _devices_lock:
+        if ordinal not in _devices:
+            _devices[ordinal] = Gpu(ordinal)
+        return _devices[ordinal]

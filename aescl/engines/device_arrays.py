@@ -1,0 +1,153 @@
+"""Device arrays: which engine takes an array that lies in a device's memory.
+
+Each kind of device array is one line of :data:`KINDS`: the test that recognises it
+without importing anything (no one holds a torch tensor before importing torch), how
+its bytes are counted, and the engine package that works on it, imported only when
+such an array first comes. The modes and the chunked format classify an array once
+per call (:func:`kind_of`) and go through its :class:`ArrayKind`; they name no engine.
+
+An engine package that takes device arrays exports, from its root, three classes:
+
+* ``ArrayBlocks(transform, rule)``: ECB or CTR (a ``BlockTransform``) over arrays of its
+  kind, called as ``job(data, output, first_block=0, skip=0)``: a new array like
+  ``data``, or None into ``output``;
+* ``ArrayGhash(key, multipliers)``: GHASH partial sums of whole blocks of such arrays
+  (``partial_sum``, ``read``, ``host_partial_sum`` for long AAD): GCM on device arrays;
+* ``ArrayChunks(chunk_key, base_nonce, rule)``: the chunked format's chunks between
+  such arrays (``seal``, ``open``), and ``ArrayChunks.read(array, offset, nbytes)``.
+
+``rule`` is where a cipher's devices let the arrays run (``teams.array_device_rule``).
+An engine for another kind of device memory adds one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+# DLPack's device types of memory that kernels on a CUDA GPU work on: kDLCUDA and
+# kDLCUDAManaged.
+_DLPACK_CUDA_TYPES = (2, 13)
+
+
+def is_torch_tensor(data: Any) -> bool:
+    """Whether ``data`` is a torch tensor, told without importing torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(data, torch.Tensor)
+
+
+def on_cuda(data: Any) -> bool:
+    """Whether ``data`` is a CUDA device array (the CUDA engine's): a torch tensor on a
+    GPU, an object with a CUDA array interface, or one that exports DLPack from CUDA
+    memory and nothing else (cuda.core's Buffer). Host arrays and CPU tensors are none
+    of these."""
+    if is_torch_tensor(data):  # (torch builds the interface's dict in Python at each look)
+        return bool(data.is_cuda)
+    try:
+        if isinstance(getattr(data, "__cuda_array_interface__", None), dict):
+            return True
+    except (AttributeError, RuntimeError, TypeError):  # (a CPU torch tensor raises)
+        return False
+    return dlpack_on_cuda(data)
+
+
+def dlpack_on_cuda(data: Any) -> bool:
+    """Whether ``data`` says, through DLPack's ``__dlpack_device__``, that it lies in
+    CUDA memory (a NumPy array says it lies on the CPU)."""
+    where = getattr(data, "__dlpack_device__", None)
+    if where is None:
+        return False
+    try:
+        return int(where()[0]) in _DLPACK_CUDA_TYPES
+    except (BufferError, RuntimeError, TypeError, ValueError):
+        return False
+
+
+def cuda_nbytes(data: Any) -> int:
+    """The bytes of a CUDA device array (:func:`on_cuda`): its elements times their size."""
+    if is_torch_tensor(data):
+        return int(data.nbytes)
+    interface = getattr(data, "__cuda_array_interface__", None)
+    if interface is None:  # described by DLPack alone: read through cuda.core (aescl[cuda])
+        from cuda.core.utils import StridedMemoryView
+
+        view = StridedMemoryView.from_dlpack(data, -1)  # (-1: only its size is read)
+        return int(view.size) * view.dtype.itemsize
+    count = 1
+    for extent in interface["shape"]:
+        count *= extent
+    return count * int(interface["typestr"][2:])
+
+
+def on_opencl(data: Any) -> bool:
+    """Whether ``data`` is a pyopencl array (the OpenCL engine's device arrays), told
+    without importing pyopencl. A bare ``cl.Buffer`` is refused here: it has no queue
+    to order the work on."""
+    module = sys.modules.get("pyopencl.array")
+    if module is not None and isinstance(data, module.Array):
+        return True
+    opencl = sys.modules.get("pyopencl")
+    if opencl is not None and isinstance(data, opencl.MemoryObject):
+        raise TypeError("a cl.Buffer has no queue to run on: pass it as a pyopencl array, "
+                        "pyopencl.array.Array(queue, size, numpy.uint8, data=buffer, "
+                        "offset=offset)")
+    return False
+
+
+def _opencl_nbytes(data: Any) -> int:
+    return int(data.nbytes)
+
+
+@dataclass(frozen=True)
+class ArrayKind:
+    """One kind of device array and the engine that takes it."""
+
+    name: str  # the engine's name, as Device.engine says it ("cuda", "opencl")
+    arrays: str  # what the arrays are, for messages
+    install: str  # what brings the engine, where its import fails
+    holds: Callable[[Any], bool]  # whether an object is an array of this kind
+    nbytes: Callable[[Any], int]  # the bytes of such an array
+
+    def engine(self) -> ModuleType:
+        """The engine package (``aescl.engines.<name>``), imported on first use."""
+        try:
+            return importlib.import_module(f"{__package__}.{self.name}")
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise ImportError(f"{self.arrays} need the {self.name} engine: {self.install}"
+                              ) from exc
+
+    def blocks(self, transform: Any, rule: Any) -> Any:
+        """The engine's ECB or CTR job over arrays of this kind."""
+        return self.engine().ArrayBlocks(transform, rule)
+
+    def ghash(self, key: bytes, multipliers: Any) -> Any:
+        """The engine's GHASH partial sums over arrays of this kind, for one key."""
+        return self.engine().ArrayGhash(key, multipliers)
+
+    def chunks(self, chunk_key: bytes, base_nonce: bytes, rule: Any) -> Any:
+        """The engine's sealer and opener of one message's chunks in such arrays."""
+        return self.engine().ArrayChunks(chunk_key, base_nonce, rule)
+
+    def read(self, array: Any, offset: int, nbytes: int) -> bytes:
+        """Bytes ``offset .. offset + nbytes`` of an array (a header), after the work
+        before them."""
+        return self.engine().ArrayChunks.read(array, offset, nbytes)  # type: ignore[no-any-return]
+
+
+# In the order they are asked: CUDA first, since a torch tensor is told at once.
+KINDS = (
+    ArrayKind("cuda", "CUDA arrays", "pip install 'aescl[cuda]'", on_cuda, cuda_nbytes),
+    ArrayKind("opencl", "pyopencl arrays", "pip install pyopencl", on_opencl, _opencl_nbytes),
+)
+
+
+def kind_of(data: Any) -> ArrayKind | None:
+    """The kind of device array ``data`` is; None for host memory."""
+    for kind in KINDS:
+        if kind.holds(data):
+            return kind
+    return None
