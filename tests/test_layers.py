@@ -14,6 +14,8 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 def test_the_import_contracts_hold(capsys):
     cli = pytest.importorskip("importlinter.cli", reason="import-linter is in the test extra")
+    if not PYPROJECT.is_file():
+        pytest.skip("the source tree is not beside tests/ here (tests/ copied alone)")
     status = cli.lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True)
     report = capsys.readouterr().out
     assert status == 0, report
