@@ -42,16 +42,19 @@ def an_opencl_device() -> aescl.Device:
 
 def engine_targets() -> list[aescl.Device | list[str]]:
     """What the public-API tests run on: each selected OpenCL device, the host engine,
-    and one job split between the host engine and an OpenCL device (aescl.scheduler)."""
+    the first CUDA GPU where there is one (``cuda:0``, the CUDA engine on host data), and
+    one job split between the host engine and an OpenCL device (aescl.scheduler)."""
     opencl = selected_devices()
+    cuda = [d for d in aescl.devices() if d.is_cuda][:1]
     split = [["host", opencl[0].id]] if opencl else []  # (none: no OpenCL device here)
-    return [*opencl, host_device(), *split]
+    return [*opencl, host_device(), *cuda, *split]
 
 
 def _target_id(target: aescl.Device | list[str]) -> str:
     if isinstance(target, list):
         return "split-" + "+".join(target)
-    return target.id if target.type == "host" else f"{target.vendor}-{target.id}"
+    return target.id if target.type == "host" or target.is_cuda \
+        else f"{target.vendor}-{target.id}"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -90,3 +93,17 @@ def gpu_device() -> aescl.Device:
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     # One kernel cache for the whole session, away from the user's own.
     monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "aescl-cache"))
+
+
+@pytest.fixture
+def jax_gpu():
+    """JAX on a CUDA GPU, with CuPy beside it (skipped, visibly, without them). JAX is
+    told not to take most of the GPU's memory up front, as it does by default."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    pytest.importorskip("cupy", reason="CuPy is not installed (results for JAX go through it)")
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX has no GPU here")
+    return jax, gpu

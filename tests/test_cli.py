@@ -38,7 +38,7 @@ def test_devices_json_has_every_field():
                  "local_mem_bytes", "max_alloc_bytes", "opencl_c_version", "driver_version"):
         assert name in first
     assert "registered_by_aescl" in listing["icd"]
-    # The CUDA engine's GPUs (none here without a driver: tests/test_engine_cuda.py
+    # The CUDA engine's GPUs (none here without a driver: tests/test_engine_cuda_engine.py
     # checks them against torch on a GPU).
     gpus = [d for d in listing["devices"] if d["engine"] == "cuda"]
     assert all(g["id"] == f"cuda:{n}" for n, g in enumerate(gpus))

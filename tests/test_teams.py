@@ -1,7 +1,7 @@
 """aescl/teams.py and the CUDA engine's devices in aescl/devices.py: the specs ``cuda`` and
 ``cuda:N``, ``all`` taking a GPU that two engines see once, and the refusal where no
 CUDA GPU exists. No GPU is needed here; host data and arrays on a CUDA GPU:
-tests/test_engine_cuda.py; pyopencl arrays: tests/test_engine_opencl_arrays.py."""
+tests/test_engine_cuda_*.py; pyopencl arrays: tests/test_engine_opencl_arrays.py."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _host_calls(device: str) -> dict[str, object]:
 
 
 @pytest.mark.skipif(not NO_CUDA_GPU, reason="a CUDA GPU is here: the calls run on it "
-                                            "(tests/test_engine_cuda.py)")
+                                            "(tests/test_engine_cuda_engine.py)")
 @pytest.mark.parametrize("call", list(_host_calls("cuda")))
 def test_without_a_cuda_gpu_a_cuda_spec_is_refused_in_one_clear_line(call):
     for spec in ("cuda", "cuda:1"):

@@ -1,0 +1,213 @@
+"""aescl/engines/cuda/engine.py, pipeline.py and gcm.py: host data on ``cuda:N``, a device
+like any other (staged through pinned memory), in every call, the CLI and ``all``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from Crypto.Cipher import AES as Reference
+from cuda_arrays import (
+    CHUNK_SIZES,
+    KEY_BITS,
+    needs_gpu,
+)
+
+import aescl
+
+
+@needs_gpu
+def test_aescl_devices_lists_the_gpus_torch_sees():
+    torch = pytest.importorskip("torch")
+    gpus = aescl.devices.cuda_devices()
+    assert [g.name for g in gpus] == [torch.cuda.get_device_name(n)
+                                      for n in range(torch.cuda.device_count())]
+    major, minor = torch.cuda.get_device_capability(0)
+    assert gpus[0].platform_version == f"sm_{major}{minor}"
+    assert gpus[0].compute_units == torch.cuda.get_device_properties(0).multi_processor_count
+    assert gpus[0].is_cuda and not gpus[0].is_opencl and gpus[0].type == "gpu"
+    listed = subprocess.run([sys.executable, "-m", "aescl", "devices"], capture_output=True,
+                            text=True, timeout=120)
+    assert any(line.startswith("cuda:0 ") and gpus[0].name in line
+               for line in listed.stdout.splitlines()), listed.stdout
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Pieces of 64 KiB, so that a few MiB cross every feeding thread many times."""
+    from aescl.engines.cuda import pipeline
+
+    monkeypatch.setattr(pipeline, "PIECE_BYTES", 64 << 10)
+
+
+@needs_gpu
+@pytest.mark.parametrize("bits", KEY_BITS)
+@pytest.mark.parametrize("size", [16, 4096, (3 << 20) + 48])
+def test_host_data_ecb_and_ctr_on_cuda_match_pycryptodome(bits, size, small_pieces):
+    key, nonce, data = os.urandom(bits // 8), os.urandom(8), os.urandom(size)
+    ecb = Reference.new(key, Reference.MODE_ECB)
+    assert aescl.new(key, aescl.MODE_ECB, device="cuda").encrypt(data) == ecb.encrypt(data)
+    assert aescl.new(key, aescl.MODE_ECB, device="cuda:0").decrypt(data) == ecb.decrypt(data)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data + b"tail")
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda")
+    # Calls of any length continue the stream (partial blocks at either end).
+    assert cipher.encrypt(data[:5]) + cipher.encrypt(data[5:] + b"tail") == expected
+
+
+@needs_gpu
+def test_host_data_on_cuda_into_pinned_memory_and_in_place(small_pieces):
+    key, nonce = os.urandom(32), os.urandom(8)
+    data = os.urandom(5 << 20)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    source = aescl.pinned_empty(len(data), "cuda")
+    target = aescl.pinned_empty(len(data), "cuda")
+    source[:] = memoryview(data)
+    engine = aescl.engines.engine_for(aescl.get_device("cuda"))
+    assert not engine.stages(source, target) and engine.stages(bytearray(16))
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda").encrypt(source, output=target)
+    assert target.tobytes() == expected
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda").encrypt(source, output=source)
+    assert source.tobytes() == expected
+
+
+@needs_gpu
+@pytest.mark.parametrize("bits", KEY_BITS)
+@pytest.mark.parametrize("nonce_bytes", [12, 16])
+def test_host_data_gcm_on_cuda_matches_pycryptodome(bits, nonce_bytes, monkeypatch):
+    from aescl.engines.cuda import gcm
+
+    monkeypatch.setattr(gcm, "_PIECE_BYTES", 1 << 20)  # (a message of several pieces)
+    key, nonce = os.urandom(bits // 8), os.urandom(nonce_bytes)
+    data, aad = os.urandom((3 << 20) + 21), os.urandom(37)
+    reference = Reference.new(key, Reference.MODE_GCM, nonce=nonce)
+    reference.update(aad)
+    expected, tag = reference.encrypt_and_digest(data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    cipher.update(aad)
+    sealed = cipher.encrypt(data[:7]) + cipher.encrypt(data[7:])
+    assert (sealed, cipher.digest()) == (expected, tag)
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    opener.update(aad)
+    assert opener.decrypt(sealed[:100]) + opener.decrypt_and_verify(sealed[100:], tag) == data
+    output = bytearray(len(sealed))
+    refused = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    refused.update(aad)
+    with pytest.raises(aescl.AuthenticationError):
+        refused.decrypt_and_verify(sealed, bytes(16), output=output)
+    assert output == bytearray(len(sealed))  # no plaintext released
+
+
+@needs_gpu
+@pytest.mark.parametrize("pieces", [[16], [7, 9, 250], [256], [257], [100, 300]])
+def test_host_data_gcm_on_cuda_hashes_short_texts_on_the_host(pieces, monkeypatch):
+    """A call's text of up to ghash.HOST_RUN_BLOCKS blocks is hashed on the host (a call
+    longer than that, on the GPU); either way, in pieces that split blocks, in place
+    and through decrypt_and_verify, the bytes and tags are pycryptodome's."""
+    from aescl import ghash
+    from aescl.engines.cuda.gcm import CudaHostGcm
+
+    hashed_on_the_gpu = []
+    gpu_sum = CudaHostGcm.partial_sum
+    monkeypatch.setattr(CudaHostGcm, "partial_sum", lambda self, *args: (
+        hashed_on_the_gpu.append(args[-1]), gpu_sum(self, *args))[1])
+    key, nonce, aad = os.urandom(32), os.urandom(12), os.urandom(20)
+    data = os.urandom(sum(pieces))
+    reference = Reference.new(key, Reference.MODE_GCM, nonce=nonce)
+    reference.update(aad)
+    expected, tag = reference.encrypt_and_digest(data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    cipher.update(aad)
+    sealed, at = b"", 0
+    for size in pieces:
+        sealed, at = sealed + cipher.encrypt(data[at : at + size]), at + size
+    assert (sealed, cipher.digest()) == (expected, tag)
+    short = all(ghash.hashed_on_the_host(size) for size in pieces)
+    assert (hashed_on_the_gpu == []) == short
+    hashed_on_the_gpu.clear()
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    opener.update(aad)
+    in_place, at = bytearray(sealed), 0
+    for size in pieces:
+        view = memoryview(in_place)[at : at + size]
+        opener.decrypt(view, output=view)
+        at += size
+    assert bytes(in_place) == data
+    opener.verify(tag)
+    checked = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    checked.update(aad)
+    assert checked.decrypt_and_verify(sealed, tag) == data
+    assert (hashed_on_the_gpu == []) == (short and ghash.hashed_on_the_host(len(sealed)))
+    refused = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    refused.update(aad)
+    output = bytearray(len(sealed))
+    with pytest.raises(aescl.AuthenticationError):
+        refused.decrypt_and_verify(sealed, bytes(16), output=output)
+    assert output == bytearray(len(sealed))
+
+
+@needs_gpu
+def test_host_data_chunked_on_cuda_is_byte_identical_to_the_host_engine(small_pieces):
+    key, salt = os.urandom(32), os.urandom(24)
+    for size in [*CHUNK_SIZES, (2 << 20) + 9]:
+        data = os.urandom(size)
+        sealed = aescl.chunked.encrypt(key, data, b"ctx", salt=salt, device="cuda")
+        assert sealed == aescl.chunked.encrypt(key, data, b"ctx", salt=salt, device="host")
+        assert aescl.chunked.decrypt(key, sealed, b"ctx", device="cuda") == data
+    tampered = bytearray(sealed)
+    tampered[56 + 70 * 16400 + 5] ^= 1  # chunk 70: in a later piece than the first
+    with pytest.raises(aescl.AuthenticationError, match="chunk 70") as caught:
+        aescl.chunked.decrypt(key, bytes(tampered), b"ctx", device="cuda")
+    assert caught.value.chunk == 70
+    with pytest.raises(aescl.TruncatedError):
+        aescl.chunked.decrypt(key, sealed[: 56 + 4 * 16400], b"ctx", device="cuda")
+
+
+@needs_gpu
+def test_threads_sharing_the_cuda_engine_each_get_their_own_bytes(small_pieces):
+    """Eight threads, each its own key and data, on one GPU at once: every result is the
+    one pycryptodome gives for that thread's key."""
+
+    def job(n: int) -> bool:
+        key, nonce, data = os.urandom(16), os.urandom(8), os.urandom((1 << 20) + n)
+        sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda").encrypt(data)
+        chunked_key = os.urandom(32)
+        message = aescl.chunked.encrypt(chunked_key, data, device="cuda")
+        return (sealed == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+                and aescl.chunked.decrypt(chunked_key, message, device="host") == data)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(job, range(16)))
+
+
+@needs_gpu
+def test_a_file_through_the_cli_on_cuda(tmp_path):
+    source = tmp_path / "plain.bin"
+    source.write_bytes(os.urandom((3 << 20) + 77))
+    key = tmp_path / "k.key"
+    key.write_bytes(os.urandom(32))
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "aescl", *args], capture_output=True,
+                              text=True, timeout=300)
+
+    done = cli("encrypt", "--key-file", str(key), "--device", "cuda", "-o",
+               str(tmp_path / "sealed"), str(source))
+    assert done.returncode == 0, done.stderr
+    done = cli("decrypt", "--key-file", str(key), "--device", "host", "-o",
+               str(tmp_path / "opened"), str(tmp_path / "sealed"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "opened").read_bytes() == source.read_bytes()
+
+
+@needs_gpu
+def test_all_takes_each_gpu_once_and_splits_a_job_byte_identically():
+    found = aescl.teams.resolve_devices("all")
+    addresses = [d.pci_address for d in found if d.type == "gpu" and d.pci_address]
+    assert len(addresses) == len(set(addresses))
+    key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(8 << 20)
+    both = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=["cuda", "host"]).encrypt(data)
+    assert both == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
