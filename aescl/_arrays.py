@@ -13,6 +13,7 @@ memoryviews, so that a job on the host engine never imports numpy (it took
 from __future__ import annotations
 
 import mmap
+import sys
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .keyschedule import BLOCK_SIZE
@@ -116,6 +117,50 @@ def new_buffer(length: int) -> memoryview:
     if length >= _MAPPED_BYTES:
         return memoryview(mmap.mmap(-1, length))
     return memoryview(bytearray(length))
+
+
+class BytesResult:
+    """A result the caller gets as ``bytes`` (pycryptodome's type), written in place:
+    ``view`` is writable memory that becomes the returned object, with no copy out of a
+    second buffer. Every byte of ``view`` must be written before :meth:`done`.
+
+    From ``_MAPPED_BYTES`` on, in CPython, the memory is a new bytes object's own: made
+    with ``PyBytes_FromStringAndSize(NULL, n)`` (contents undefined until written), seen
+    through a view of its address, and handed out by ``done`` only. It is unshared and
+    unhashed until then, so writing it breaks no promise of immutability that anyone
+    could observe. Its pages are first touched by whatever writes them (the engine's
+    threads), not by one thread up front. Elsewhere, and for small results, a
+    bytearray is copied into bytes once at the end. (256 MiB sealed on the 2-core CI
+    kind: the final copy was 0.32 of 0.72 s.)"""
+
+    def __init__(self, length: int) -> None:
+        self._bytes: bytes | None = None
+        if length >= _MAPPED_BYTES and sys.implementation.name == "cpython":
+            import ctypes
+
+            self._bytes = _bytes_of_size(length)
+            at = id(self._bytes) + bytes.__basicsize__ - 1  # (ob_sval: the first byte)
+            self.view = memoryview((ctypes.c_char * length).from_address(at)).cast("B")
+        else:
+            self.view = memoryview(bytearray(length))
+
+    def done(self) -> bytes:
+        """The result, once every byte of ``view`` is written."""
+        result = self._bytes if self._bytes is not None else bytes(self.view)
+        self._bytes = None
+        self.view.release()
+        return result
+
+
+def _bytes_of_size(length: int) -> bytes:
+    """A new bytes object of ``length`` bytes whose contents are not yet written."""
+    import ctypes
+
+    make = ctypes.pythonapi.PyBytes_FromStringAndSize
+    make.restype = ctypes.py_object
+    make.argtypes = (ctypes.c_char_p, ctypes.c_ssize_t)
+    made: bytes = make(None, length)
+    return made
 
 
 def wipe(view: memoryview) -> None:

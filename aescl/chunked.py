@@ -34,9 +34,9 @@ from typing import Any, BinaryIO
 
 from ._arrays import (
     BytesLike,
+    BytesResult,
     byte_view,
     check_apart,
-    finish,
     new_buffer,
     output_view,
     wipe,
@@ -123,11 +123,12 @@ def encrypt_raw(
     """
     source = byte_view(message)
     size = sealed_size(len(source), raw=True)
-    sealed = new_buffer(size) if output is None else output_view(output, size)
-    if output is not None:
+    result = BytesResult(size) if output is None else None
+    sealed = result.view if result is not None else output_view(output, size)
+    if result is None:
         check_apart(source, sealed)
     _seal_all(_chunks(key, base_nonce, device, batch_chunks), source, sealed)
-    return finish(sealed, output)
+    return result.done() if result is not None else None
 
 
 def decrypt_raw(
@@ -139,11 +140,12 @@ def decrypt_raw(
     nothing is returned, and an ``output`` buffer is left zeroed."""
     body = byte_view(ciphertext)
     size = _opened_size(len(body))
-    plaintext = new_buffer(size) if output is None else output_view(output, size)
-    if output is not None:
+    result = BytesResult(size) if output is None else None
+    plaintext = result.view if result is not None else output_view(output, size)
+    if result is None:
         check_apart(body, plaintext)
-    _open_all(_chunks(key, base_nonce, device, batch_chunks), body, plaintext)
-    return finish(plaintext, output)
+    _open_all(_chunks(key, base_nonce, device, batch_chunks), body, plaintext)  # (wipes)
+    return result.done() if result is not None else None
 
 
 def encrypt(
@@ -172,12 +174,13 @@ def encrypt(
     if kind is not None:  # a device array: sealed on its device
         return _array_chunks(kind, chunk_key, base_nonce, device).seal(
             message, salt + commitment, sealed_size(kind.nbytes(message)), output)
-    if output is None:
-        body = encrypt_raw(chunk_key, base_nonce, message, device=device,
-                           batch_chunks=batch_chunks)
-        assert body is not None
-        return salt + commitment + body
     source = byte_view(message)
+    if output is None:  # (header and chunks written once, into the bytes returned)
+        result = BytesResult(sealed_size(len(source)))
+        result.view[:HEADER_SIZE] = salt + commitment
+        _seal_all(_chunks(chunk_key, base_nonce, device, batch_chunks), source,
+                  result.view[HEADER_SIZE:])
+        return result.done()
     target = output_view(output, sealed_size(len(source)))
     check_apart(source, target)  # (before the header is written)
     target[:HEADER_SIZE] = salt + commitment

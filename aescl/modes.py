@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 from . import ghash, keyschedule
 from ._arrays import (
     BytesLike,
+    BytesResult,
     byte_view,
     check_host_in_place_or_apart,
-    finish,
-    new_buffer,
     output_view,
 )
 from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce, host_memory
@@ -71,10 +70,11 @@ class EcbCipher:
         source = byte_view(data)
         if len(source) % BLOCK_SIZE:
             raise ValueError("Data must be aligned to block boundary in ECB mode")
-        target = new_buffer(len(source)) if output is None else _host_output(source, output)
+        result = BytesResult(len(source)) if output is None else None
+        target = result.view if result is not None else _host_output(source, output)
         if len(source):
             self._jobs[decrypt].run(source, target)
-        return finish(target, output)
+        return result.done() if result is not None else None
 
     def encrypt(self, plaintext: BytesLike, output: Any = None) -> bytes | None:
         """Encrypt whole blocks. Returns bytes, or None when ``output`` receives the result."""
@@ -195,10 +195,11 @@ class CtrCipher:
                 data, output, start // BLOCK_SIZE, start % BLOCK_SIZE))
         else:
             assert source is not None
-            target = new_buffer(length) if output is None else _host_output(source, output)
+            written = BytesResult(length) if output is None else None
+            target = written.view if written is not None else _host_output(source, output)
             self._spending(direction, start, length,
                            lambda: self._host_crypt(source, target, start, length))
-            result = finish(target, output)
+            result = written.done() if written is not None else None
         self._position = start + length
         return result
 

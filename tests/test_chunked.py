@@ -402,3 +402,23 @@ def test_decrypt_range_checks_its_numbers(offset, length):
     sealed = chunked.encrypt(key, b"x" * 100, device="host")
     with pytest.raises((ValueError, TypeError), match="offset|length"):
         chunked.decrypt_range(key, sealed, offset, length, device="host")
+
+
+@pytest.mark.parametrize("size", [100, (2 << 20) + 7])
+@pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "numpy"])
+def test_a_plain_call_returns_new_bytes_for_every_kind_of_input(device, kind, size):
+    """Bytes in, bytes out: the type pycryptodome returns, the reference's bytes, and a
+    new object apart from the input (the result is written in place, BytesResult)."""
+    key, salt, message = os.urandom(32), os.urandom(24), os.urandom(size)
+    given = {"bytes": message, "bytearray": bytearray(message),
+             "memoryview": memoryview(bytearray(message)),
+             "numpy": np.frombuffer(message, np.uint8).copy()}[kind]
+    sealed = chunked.encrypt(key, given, b"ctx", salt=salt, device=device)
+    assert type(sealed) is bytes
+    assert sealed == reference.encrypt(key, message, b"ctx", salt)
+    opened = chunked.decrypt(key, sealed, b"ctx", device=device)
+    assert type(opened) is bytes and opened == message and opened is not message
+    raw = chunked.encrypt_raw(key, salt[:12], given, device=device)
+    assert type(raw) is bytes and chunked.decrypt_raw(key, salt[:12], raw, device=device) \
+        == message
+

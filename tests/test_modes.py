@@ -270,3 +270,21 @@ def test_a_ctr_encrypt_that_failed_partway_spends_its_keystream(device, monkeypa
         cipher.encrypt(bytes(4096))
     cipher.seek(4096)
     assert len(cipher.encrypt(bytes(32))) == 32
+
+
+@pytest.mark.parametrize("size", [96, (2 << 20) + 16])
+@pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "numpy"])
+def test_a_plain_call_returns_new_bytes_for_every_kind_of_input(device, kind, size):
+    """ECB and CTR, bytes in and bytes out: pycryptodome's type and bytes, and a new
+    object apart from the input (the result is written in place, BytesResult)."""
+    key, nonce, message = os.urandom(16), os.urandom(8), os.urandom(size)
+    given = {"bytes": message, "bytearray": bytearray(message),
+             "memoryview": memoryview(bytearray(message)),
+             "numpy": np.frombuffer(message, np.uint8).copy()}[kind]
+    ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=device).encrypt(given)
+    ecb = aescl.new(key, aescl.MODE_ECB, device=device).encrypt(given)
+    assert type(ctr) is bytes and type(ecb) is bytes
+    assert ctr == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(message)
+    assert ecb == AES.new(key, AES.MODE_ECB).encrypt(message)
+    assert bytes(given) == message  # (the input is not written)
+
