@@ -12,6 +12,7 @@ memoryviews, so that a job on the host engine never imports numpy (it took
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import sys
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -140,7 +141,11 @@ class BytesResult:
 
             self._bytes = _bytes_of_size(length)
             at = id(self._bytes) + bytes.__basicsize__ - 1  # (ob_sval: the first byte)
-            self.view = memoryview((ctypes.c_char * length).from_address(at)).cast("B")
+            memory = (ctypes.c_char * length).from_address(at)
+            # Any view of the memory keeps the object alive: an engine that held one past
+            # the call would otherwise be left pointing at freed memory.
+            memory.owner = self._bytes
+            self.view = memoryview(memory).cast("B")
         else:
             self.view = memoryview(bytearray(length))
 
@@ -148,7 +153,8 @@ class BytesResult:
         """The result, once every byte of ``view`` is written."""
         result = self._bytes if self._bytes is not None else bytes(self.view)
         self._bytes = None
-        self.view.release()
+        with contextlib.suppress(BufferError):  # (a view an engine still holds keeps it)
+            self.view.release()
         return result
 
 

@@ -33,3 +33,18 @@ def test_a_result_outlives_its_writer_and_many_are_made_and_dropped():
         del result
         gc.collect()
     assert all(k == bytes([n]) * (_MAPPED_BYTES + n) for n, k in enumerate(kept))
+
+
+def test_a_view_held_past_done_keeps_the_result_alive():
+    """An engine that kept a NumPy view of the memory (a pipeline slot, say) neither
+    makes done() fail nor is left pointing at freed memory once the caller drops the
+    result."""
+    import numpy as np
+
+    result = BytesResult(_MAPPED_BYTES)
+    held = np.frombuffer(result.view, np.uint8)
+    held[:] = 7
+    done = result.done()
+    del done, result
+    gc.collect()
+    assert int(held.sum()) == 7 * _MAPPED_BYTES  # (the memory is still the result's)
