@@ -1,7 +1,9 @@
 """Issue 55's five plain calls (bytes in, bytes out, no device named) against pyca
-`cryptography`'s one-shot calls, in one process, best of 4. Prints one JSON object.
+`cryptography`'s one-shot calls, in one process, best of 4; or, with ``doors``, what each
+door of a call costs (README, "Fast paths"). Prints one JSON object.
 
-    python3 docs/benchmarks/2026-11-27-plain-calls.py [MiB]   # default 256
+    python3 docs/benchmarks/2026-11-27-plain-calls.py [MiB]         # default 256
+    python3 docs/benchmarks/2026-11-27-plain-calls.py doors [MiB]
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import sys
 import time
 
+import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -51,5 +54,37 @@ def main(mib: int) -> None:
     print(json.dumps(figures))
 
 
+
+def doors(mib: int) -> None:
+    """The doors of one call on host data, default device: bytes in and bytes out;
+    ``output=`` into ordinary memory (a NumPy array, reused); input and output in
+    ``aescl.pinned_empty(n)`` (no device named: the default team's memory)."""
+    n = mib << 20
+    key, nonce = os.urandom(32), os.urandom(12)
+    plain = os.urandom(n)
+    ordinary = np.frombuffer(plain, np.uint8).copy()
+    pinned = aescl.pinned_empty(n)
+    pinned[:] = ordinary
+    sealed_n = aescl.chunked.sealed_size(n)
+    outputs = {"ordinary": (np.empty(n, np.uint8), np.empty(sealed_n, np.uint8)),
+               "pinned": (aescl.pinned_empty(n), aescl.pinned_empty(sealed_n))}
+    figures = {}
+    for door, data in (("bytes", plain), ("ordinary", ordinary), ("pinned", pinned)):
+        out, sealed = outputs.get(door, (None, None))
+        figures[f"chunked.encrypt {door}"] = best(
+            lambda d=data, o=sealed: aescl.chunked.encrypt(key, d, output=o), n)
+        figures[f"CTR {door}"] = best(
+            lambda d=data, o=out: aescl.new(key[:16], aescl.MODE_CTR, nonce=nonce[:8]).encrypt(
+                d, output=o), n)
+        figures[f"GCM encrypt_and_digest {door}"] = best(
+            lambda d=data, o=out: aescl.new(key, aescl.MODE_GCM, nonce=nonce)
+            .encrypt_and_digest(d, output=o), n)
+    print(json.dumps(figures))
+
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 256)
+    arguments = sys.argv[1:]
+    run = doors if arguments[:1] == ["doors"] else main
+    arguments = arguments[1:] if run is doors else arguments
+    run(int(arguments[0]) if arguments else 256)
