@@ -13,6 +13,7 @@ memoryviews, so that a job on the host engine never imports numpy (it took
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import sys
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -160,13 +161,18 @@ class BytesResult:
 
 def _bytes_of_size(length: int) -> bytes:
     """A new bytes object of ``length`` bytes whose contents are not yet written."""
+    made: bytes = _bytes_from_size()(None, length)
+    return made
+
+
+@functools.cache
+def _bytes_from_size() -> Any:
+    """CPython's ``PyBytes_FromStringAndSize``, as a prototype of aescl's own (setting
+    argtypes on ``ctypes.pythonapi``'s shared one would change it for everyone)."""
     import ctypes
 
-    make = ctypes.pythonapi.PyBytes_FromStringAndSize
-    make.restype = ctypes.py_object
-    make.argtypes = (ctypes.c_char_p, ctypes.c_ssize_t)
-    made: bytes = make(None, length)
-    return made
+    prototype = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_char_p, ctypes.c_ssize_t)
+    return prototype(("PyBytes_FromStringAndSize", ctypes.pythonapi))
 
 
 def wipe(view: memoryview) -> None:
