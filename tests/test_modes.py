@@ -287,4 +287,10 @@ def test_a_plain_call_returns_new_bytes_for_every_kind_of_input(device, kind, si
     assert ctr == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(message)
     assert ecb == AES.new(key, AES.MODE_ECB).encrypt(message)
     assert bytes(given) == message  # (the input is not written)
+    # A stream continued inside a block, in results of a megabyte and more: every byte of
+    # each is written (a result written in place starts with whatever memory held).
+    cipher = aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=device)
+    odd = (1 << 20) + 5
+    joined = cipher.encrypt(message[:3]) + cipher.encrypt(given[3 : 3 + odd])
+    assert joined == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(message[: 3 + odd])
 
