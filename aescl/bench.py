@@ -36,6 +36,7 @@ import os
 import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -183,16 +184,29 @@ def device_limit(device: Device) -> int:
     return min(device.max_alloc_bytes, device.global_mem_bytes // 4, host_memory // 8)
 
 
-def library_call(job: _Job, device: DevicesSpec, data: np.ndarray, out: np.ndarray) -> None:
-    """One library call of the job on ``device`` (a device, or a list: a split job)."""
+def library_call(job: _Job, device: DevicesSpec, data: Any, out: np.ndarray | None
+                 ) -> bytes | None:
+    """One library call of the job on ``device`` (a device, or a list: a split job), into
+    ``out``; or with ``out`` None, the plain call: its new bytes result."""
     if job.mode == "gcm-chunked":
-        chunked.encrypt_raw(job.key, job.iv, data, device=device, output=out)
-    elif job.mode == "ctr":
-        new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv, device=device).encrypt(
+        return chunked.encrypt_raw(job.key, job.iv, data, device=device, output=out)
+    if job.mode == "ctr":
+        return new(job.key, MODE_CTR, nonce=b"", initial_value=job.iv, device=device).encrypt(
             data, output=out)
-    else:
-        cipher = new(job.key, MODE_ECB, device=device)
-        (cipher.decrypt if job.mode == "ecb-decrypt" else cipher.encrypt)(data, output=out)
+    cipher = new(job.key, MODE_ECB, device=device)
+    return (cipher.decrypt if job.mode == "ecb-decrypt" else cipher.encrypt)(data, output=out)
+
+
+def _plain_calls(job: _Job, device: DevicesSpec, data: np.ndarray, min_seconds: float
+                 ) -> tuple[float, np.ndarray]:
+    """The seconds of the plain call (bytes in, bytes out) and its last result."""
+    plain, last = data.tobytes(), []
+
+    def call() -> None:
+        last[:] = [library_call(job, device, plain, None)]
+
+    seconds = repeat(lambda: wall(call), min_seconds)
+    return seconds, np.frombuffer(last[0], np.uint8)
 
 
 def _measure_engines(devices: list[Device], spec: DevicesSpec, job: _Job, data: np.ndarray,
@@ -214,12 +228,14 @@ def _measure_engines(devices: list[Device], spec: DevicesSpec, job: _Job, data: 
             lambda: wall(lambda: library_call(job, spec, pinned_in, pinned_out)), min_seconds)
     shares = teams.team(spec).shares
     units = sum(share.units for share in shares)
+    plain_seconds, plain_out = _plain_calls(job, spec, data, min_seconds)
+    outputs.append(plain_out)
     verified = None if reference is None else all(
         np.array_equal(out, reference) for out in outputs)
     return Result(job.mode, 8 * len(job.key), size, None, None, gb_s(size, host), verified,
                   None if pinned_seconds is None else gb_s(size, pinned_seconds),
                   {share.device.id: round(share.units / units, 3) for share in shares}
-                  if len(devices) > 1 and units else None)
+                  if len(devices) > 1 and units else None, gb_s(size, plain_seconds))
 
 
 def _measure_device(device: Device, job: _Job, data: np.ndarray,
@@ -238,11 +254,13 @@ def _measure_device(device: Device, job: _Job, data: np.ndarray,
     outputs.append(pinned_out)
     pinned_seconds = repeat(lambda: wall(lambda: library_call(job, device, pinned_in,
                                                               pinned_out)), min_seconds)
+    plain_seconds, plain_out = _plain_calls(job, device, data, min_seconds)
+    outputs.append(plain_out)
     verified = None if reference is None else all(
         np.array_equal(out, reference) for out in outputs)
     return Result(job.mode, 8 * len(job.key), size, gb_s(size, kernel),
                   gb_s(size, resident), gb_s(size, host), verified,
-                  gb_s(size, pinned_seconds))
+                  gb_s(size, pinned_seconds), bytes_gb_s=gb_s(size, plain_seconds))
 
 
 # ---- the run ---------------------------------------------------------------------------

@@ -12,9 +12,9 @@ KEY_BITS = (128, 192, 256)
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 DEFAULT_SIZES = (16 * KiB, 256 * KiB, 4 * MiB, 64 * MiB, 1 * GiB)
 QUICK_SIZES = (16 * KiB, 1 * MiB, 16 * MiB)
-MEASURES = ("kernel", "resident", "host", "pinned")
+MEASURES = ("kernel", "resident", "host", "pinned", "bytes")
 MEASURE_LABELS = {"kernel": "kernel", "resident": "resident", "host": "host->host",
-                  "pinned": "pinned->pinned"}
+                  "pinned": "pinned->pinned", "bytes": "bytes->bytes"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,9 @@ class Result:
     pinned_gb_s: float | None = None  # host->host with input and output in pinned memory
     # A job split over several devices: each device's fraction of the work (last run).
     shares: dict[str, float] | None = None
+    # The plain call: bytes in, a new bytes result out (no output=), as a user first
+    # writes it. (Absent from reports saved before it was measured.)
+    bytes_gb_s: float | None = None
 
     def figure(self, measure: str) -> float | None:
         return getattr(self, f"{measure}_gb_s")
@@ -173,8 +176,9 @@ def table(report: Report) -> str:
             lines.append(f"  pinned transfers of {format_size(t['bytes'])}: host->device "
                          f"{t['pinned_h2d_gb_s']:.1f} GB/s, device->host "
                          f"{t['pinned_d2h_gb_s']:.1f} GB/s")
-        measures = {"opencl": MEASURES, "cuda": MEASURES, "scheduler": ("host", "pinned"),
-                    "host-engine": ("host", "pinned")}.get(
+        measures = {"opencl": MEASURES, "cuda": MEASURES,
+                    "scheduler": ("host", "pinned", "bytes"),
+                    "host-engine": ("host", "pinned", "bytes")}.get(
             target.backend, ("host",))
         rows = [("GB/s", "", "", *[format_size(s) for s in sizes])]
         for mode, bits in sorted({(r.mode, r.key_bits) for r in target.results},
@@ -258,7 +262,8 @@ def fastest(report: Report) -> list[str]:
 
 
 # How each measure is drawn in the plot; "resident" stays in the table (it tracks kernel).
-_PLOT_STYLES = {"kernel": ("-", "o"), "host": ("--", "s"), "pinned": (":", "^")}
+_PLOT_STYLES = {"kernel": ("-", "o"), "host": ("--", "s"), "pinned": (":", "^"),
+                "bytes": ("-.", "x")}
 
 
 def save_plot(report: Report, path: str) -> None:

@@ -79,3 +79,24 @@ def test_a_slow_rate_is_never_printed_as_zero():
     assert figures["kernel"] == "0.0009" and figures["host->host"] == "0.00412"
     assert figures["pinned->pinned"] == "0.50"
     assert fastest(report)[-1].split()[2:] == ["0:0", "0.00412", "0:0", "0.0009"]
+
+
+def test_the_plain_call_has_its_row_and_old_reports_still_load():
+    """bytes->bytes (a plain call: bytes in, a new bytes result) beside host->host (which
+    passes output=); a report saved before that figure existed loads and prints a dash."""
+    gpu = Target("0:0", "A GPU", "opencl", "gpu", results=[
+        Result("ctr", 128, MiB, 100.0, 50.0, 9.0, True, 30.0, None, 2.5)])
+    host = Target("host", "the CPU", "host-engine", "host", results=[
+        Result("ctr", 128, MiB, None, None, 6.0, True, 7.0, None, 1.5)])
+    report = Report("0", "2026-11-27T00:00:00", {}, {"sizes": [MiB]}, [gpu, host])
+    text = table(report)
+    rows = [line.split() for line in text[: text.index("fastest")].splitlines()]
+    assert [row[-1] for row in rows if row[-2:-1] == ["bytes->bytes"]] == ["2.50", "1.50"]
+    saved = report.to_dict()
+    for target in saved["targets"]:
+        for result in target["results"]:
+            del result["bytes_gb_s"]
+    again = Report.from_dict(saved)
+    assert again.targets[0].results[0].bytes_gb_s is None
+    old = table(again)
+    assert [line.split()[-1] for line in old.splitlines() if "bytes->bytes" in line] == ["-", "-"]
