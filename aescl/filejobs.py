@@ -53,7 +53,7 @@ Devices = str | list[str] | None  # specs, resolved by each worker on its own ma
 Stamp = tuple[int, int | None]  # (size, modification time in ns, local files only)
 
 # One task at a time per process: a task already uses every chosen device (and an
-# OpenCL device takes one job at a time anyway: DeviceRuntime in engines/opencl/kernels.py),
+# OpenCL device takes one job at a time anyway: DeviceRuntime in engines/opencl/runtime.py),
 # so a Dask worker's second thread would only hold a second file open and more buffers.
 _one_task_at_a_time = threading.Lock()
 

@@ -18,6 +18,7 @@ from Crypto.Cipher import AES
 
 import aescl
 from aescl.engines.opencl import kernels, tuning
+from aescl.engines.opencl import runtime as opencl_runtime
 
 device = aescl.get_device("oclgrind")
 
@@ -30,7 +31,7 @@ if sys.argv[1:] == ["control"]:
         out[get_global_id(0) + 1] = shared[(get_local_id(0) + 1) % 8];
     }"""
     program = kernels.build_source(device, bad, "", "control.cl")
-    rt = kernels.runtime(device)
+    rt = opencl_runtime.device_runtime(device)
     out = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 4 * 8)
     cl.Kernel(program, "bad")(rt.queue, (8,), (8,), out)
     rt.queue.finish()

@@ -23,6 +23,7 @@ from Crypto.Cipher import AES
 import aescl
 from aescl import engines, keyschedule
 from aescl.engines.opencl import kernels, tuning
+from aescl.engines.opencl import runtime as opencl_runtime
 from vectors import load
 
 
@@ -132,7 +133,7 @@ def test_every_round_table_layout_agrees_with_pycryptodome(device, tables, lanes
     counter = (1 << 64) - 300  # (block 300 carries into the high half)
     config = kernels.LaunchConfig(64, 4, True, lanes, tables)
     options = kernels.aes_options(keyschedule.rounds_for_key(key), "host", config)
-    rt = kernels.runtime(device)
+    rt = opencl_runtime.device_runtime(device)
     flags = cl.mem_flags
 
     def run(filename: str, name: str, decrypt: bool, *counter_args: int) -> bytes:

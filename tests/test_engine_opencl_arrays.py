@@ -267,10 +267,10 @@ def test_ghash_tables_are_kept_for_the_keys_used_last(queue):
     for the whole device), from which the next tables may take them."""
     from aescl import ghash
     from aescl.engines.opencl.arrays import device_of
-    from aescl.engines.opencl.kernels import runtime
+    from aescl.engines.opencl.runtime import device_runtime
 
     array = cl_array.to_device(queue, _random(4096, seed=3))
-    here = runtime(device_of(array), queue.context)
+    here = device_runtime(device_of(array), queue.context)
     keys = [bytes([k]) * 16 for k in range(9)]
     first = None
     for key in keys:
@@ -378,7 +378,7 @@ def test_an_opening_from_arrays_a_kernel_takes_launches_only_the_fused_kernel(
     command before the launch is host time in which the device idles; after it, device
     time). A failed opening does not give its verdict back."""
     from aescl.engines import device_chunks
-    from aescl.engines.opencl import kernels
+    from aescl.engines.opencl import runtime as opencl_runtime
 
     # Batches of as few chunks as leave the next batch where a kernel takes it (else it
     # is copied through scratch), three of them.
@@ -407,7 +407,7 @@ def test_an_opening_from_arrays_a_kernel_takes_launches_only_the_fused_kernel(
     # (the header's read first; the result's read by .get() last)
     assert commands == ["enqueue_copy"] + ["gcm_crypt_hash"] * 3 + ["enqueue_copy"] * 3
     device = next(d for d in aescl.devices() if d.is_opencl and d.cl_device == queue.device)
-    verdicts = kernels.runtime(device, queue.context).verdicts
+    verdicts = opencl_runtime.device_runtime(device, queue.context).verdicts
     kept = len(verdicts)
     for at, chunk, left in ((-1, 2 * per_batch + 1, kept), (56 + 2 * 16400 + 5, 2, kept - 1)):
         damaged = sealed.get()
@@ -506,7 +506,7 @@ def test_chunked_calls_in_a_row_reuse_scratch_only_once_its_work_is_done(queue):
     later call finds that work complete (arrays._park): the scratch then serves later
     calls (kernels.DeviceRuntime.take_scratch). Eight messages sealed back to back under
     different salts, none waited for, each come out as the host seals it."""
-    from aescl.engines.opencl import kernels
+    from aescl.engines.opencl import runtime as opencl_runtime
 
     key = bytes(range(32))
     messages = [cl_array.to_device(queue, _random(2 * 16384 + 5 * n, seed=n)) for n in range(8)]
@@ -518,7 +518,7 @@ def test_chunked_calls_in_a_row_reuse_scratch_only_once_its_work_is_done(queue):
     # Their work is done now (read back above): the next call lets go of what it held,
     # however busy the machine was while they ran.
     aescl.chunked.encrypt(key, messages[0], salt=salts[0]).finish()
-    runtime = kernels.runtime(next(d for d in aescl.devices()
+    runtime = opencl_runtime.device_runtime(next(d for d in aescl.devices()
                                    if d.is_opencl and d.cl_device == queue.device),
                               queue.context)
     assert runtime.spare  # (sizes of scratch given back; a later call may hold it again)
@@ -529,14 +529,15 @@ def test_opening_returns_with_its_work_done_and_leaves_nothing_to_wait_for(queue
     scratch is given back at once, and neither array gets an event of it (a marker,
     events and parking cost host time before the next call's first launch, in which
     the device idles: docs/benchmarks, 2026-11-26). A later call reuses the scratch."""
-    from aescl.engines.opencl import arrays, kernels
+    from aescl.engines.opencl import arrays
+    from aescl.engines.opencl import runtime as opencl_runtime
 
     key = bytes(range(32))
     message = cl_array.to_device(queue, _random(3 * 16384 + 9))
     sealed = aescl.chunked.encrypt(key, message)
     sealed.finish()
     before = list(sealed.events)
-    runtime = kernels.runtime(next(d for d in aescl.devices()
+    runtime = opencl_runtime.device_runtime(next(d for d in aescl.devices()
                                    if d.is_opencl and d.cl_device == queue.device),
                               queue.context)
     for _ in range(2):
@@ -551,10 +552,10 @@ def test_scratch_an_earlier_call_wrote_leaves_no_trace_in_a_later_one(queue):
     (device_chunks.ChunkKernels.scratch): here every spare buffer of a final chunk's
     slot size is all ones when a call takes it. GHASH reads the slot's padding as zeros,
     so sealed and opened, each message is still byte-identical to the host's."""
-    from aescl.engines.opencl import kernels
+    from aescl.engines.opencl import runtime as opencl_runtime
 
     device = next(d for d in aescl.devices() if d.is_opencl and d.cl_device == queue.device)
-    runtime = kernels.runtime(device, queue.context)
+    runtime = opencl_runtime.device_runtime(device, queue.context)
 
     def leave_ones_in_spare_slots() -> None:
         taken = [runtime.take_scratch(16384) for _ in range(8)]

@@ -18,7 +18,7 @@ from Crypto.Cipher import AES
 
 import aescl
 from aescl import ghash
-from aescl.engines.opencl import kernels
+from aescl.engines.opencl import runtime as opencl_runtime
 from aescl.engines.opencl.gcm import GcmCipher, GcmEngine
 from vectors import load
 
@@ -221,9 +221,9 @@ def test_an_engine_made_after_its_devices_runtime_was_made_anew_is_in_the_new_on
     # for the device (a new context, queue and lock) must not meet the old one's.
     key = os.urandom(16)
     GcmEngine(key, device, "host")
-    kernels._runtimes.pop(device.id, None)
+    opencl_runtime._runtimes.pop(device.id, None)
     engine = GcmEngine(key, device, "host")
-    assert engine.runtime is kernels.runtime(device)
+    assert engine.runtime is opencl_runtime.device_runtime(device)
     data = os.urandom(4096)
     nonce = os.urandom(12)
     cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=device)

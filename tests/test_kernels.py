@@ -11,6 +11,7 @@ import pytest
 
 import aescl
 from aescl.engines.opencl import kernels
+from aescl.engines.opencl import runtime as opencl_runtime
 from test_devices import fake
 
 
@@ -40,7 +41,7 @@ def test_every_kernels_scalar_arguments_are_read_as_the_compiler_reports_them(de
     from aescl.engines.opencl.tuning import launch_config
     from aescl.engines.sources import scalar_arguments
 
-    context = kernels.runtime(device).context
+    context = opencl_runtime.device_runtime(device).context
     options = kernels.aes_options(14, "host", launch_config(device)) + " -cl-kernel-arg-info"
     scalars = {"uint": "uint32", "ulong": "uint64", "int": "int32", "long": "int64",
                "uchar": "uint8", "ushort": "uint16", "char": "int8", "short": "int16",
@@ -70,8 +71,8 @@ def test_every_kernels_scalar_arguments_are_read_as_the_compiler_reports_them(de
 
 def _fresh_runtime(device):
     # Drop the in-memory programs so the next build must come from disk or source.
-    kernels._runtimes.pop(device.id, None)
-    return kernels.runtime(device)
+    opencl_runtime._runtimes.pop(device.id, None)
+    return opencl_runtime.device_runtime(device)
 
 
 OPTIONS = "-DAES_ROUNDS=10 -DAES_KEY_SCHEDULE_DEVICE=0 -DAES_TABLES_IN_LOCAL=0 -DAES_TABLE_LANES=1"

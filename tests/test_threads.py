@@ -1,5 +1,5 @@
 """Every public call from many threads at once: the same bytes as pycryptodome, on every
-engine (the OpenCL devices hold a lock per device: aescl/kernels.py, DeviceRuntime).
+engine (the OpenCL devices hold a lock per device: aescl/engines/opencl/runtime.py, DeviceRuntime).
 
 Each target gets one pool of threads that run a shuffled mix of ECB, CTR, GCM and the
 chunked format's seal and open, at sizes from 0 to 24 MiB, on aligned and unaligned

@@ -18,11 +18,11 @@ import pyopencl.tools as cl_tools
 import aescl
 from aescl import ghash
 from aescl.engines.opencl import arrays, gcm
-from aescl.engines.opencl.kernels import runtime
+from aescl.engines.opencl.runtime import device_runtime
 
 SIZE = 1 << 30
 device = next(d for d in aescl.devices() if d.is_opencl and d.vendor == "nvidia")
-queue = cl.CommandQueue(runtime(device).context)
+queue = cl.CommandQueue(device_runtime(device).context)
 pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
 message = cl_array.to_device(queue, np.frombuffer(os.urandom(SIZE), np.uint8), allocator=pool)
 key = os.urandom(32)

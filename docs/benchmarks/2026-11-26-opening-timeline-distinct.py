@@ -24,14 +24,15 @@ import pyopencl.tools as cl_tools
 import aescl
 from aescl import chunkformat, ghash
 from aescl.engines import device_chunks
-from aescl.engines.opencl import arrays, gcm, kernels
+from aescl.engines.opencl import arrays, gcm
+from aescl.engines.opencl import runtime as opencl_runtime
 
 SIZE = int(os.environ.get("SIZE", 1 << 30))
 DISTINCT = int(os.environ.get("DISTINCT", 12))
 CALLS = int(os.environ.get("CALLS", 28))
 device = next(d for d in aescl.devices()
               if d.is_opencl and d.vendor == os.environ.get("VENDOR", "nvidia"))
-runtime = kernels.runtime(device)
+runtime = opencl_runtime.device_runtime(device)
 queue = cl.CommandQueue(runtime.context)
 pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
 message = cl_array.to_device(queue, np.frombuffer(os.urandom(SIZE), np.uint8), allocator=pool)

@@ -9,13 +9,13 @@ import os, sys, time
 import numpy as np
 import pyopencl as cl, pyopencl.array as cla, pyopencl.tools as clt
 import aescl
-from aescl.engines.opencl import kernels
+from aescl.engines.opencl import runtime as opencl_runtime
 if os.environ.get("WITH_TORCH"):
     import torch
     torch.zeros(1, device="cuda")
 SIZE = int(os.environ.get("SIZE", 1 << 30))
 nvidia = next(d for d in aescl.devices() if d.is_opencl and d.vendor == os.environ.get("VENDOR", "nvidia"))
-rt = kernels.runtime(nvidia)
+rt = opencl_runtime.device_runtime(nvidia)
 queue = cl.CommandQueue(rt.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
 pool = clt.MemoryPool(clt.ImmediateAllocator(queue))
 message = cla.to_device(queue, np.frombuffer(os.urandom(SIZE), np.uint8), allocator=pool)

@@ -6,8 +6,10 @@
 * ``measure.py``: its own figures for ``aescl bench`` (builds, transfers, kernels);
 * ``pipeline.py``: host data streamed through the device in overlapped pieces, and
   pinned host memory;
-* ``kernels.py``: kernel sources, program builds and their disk cache, the device's
-  context and queue (and the lock that gives one job at a time a device);
+* ``runtime.py``: the one module holding the driver's state: a device's context and
+  queue, its programs and kernels, scratch, and the lock that gives one job at a time a
+  device (as ``cuda/runtime.py`` is the CUDA engine's);
+* ``kernels.py``: launch settings, kernel sources, program builds and their disk cache;
 * ``tuning.py``: launch settings per device, tuned on first use;
 * ``gcm.py``: GCM's device half, and the streaming GCM cipher.
 
@@ -23,8 +25,9 @@ from __future__ import annotations
 from .arrays import OpenclArrayBlocks, OpenclArrayChunks, OpenclArrayGhash
 from .engine import OpenclEngine
 from .gcm import GcmCipher
-from .kernels import aes_options, runtime, time_builds
+from .kernels import aes_options, time_builds
 from .pipeline import pin_host_memory, pinned_empty
+from .runtime import device_runtime
 from .workers import ChunkCipher, OpenclBlocks
 
 # The classes every engine that takes device arrays exports (engines/device_arrays.py).
@@ -33,4 +36,4 @@ ArrayBlocks, ArrayGhash, ArrayChunks = OpenclArrayBlocks, OpenclArrayGhash, Open
 __all__ = ["ArrayBlocks", "ArrayChunks", "ArrayGhash", "ChunkCipher", "GcmCipher",
            "OpenclArrayBlocks", "OpenclArrayChunks", "OpenclArrayGhash", "OpenclBlocks",
            "OpenclEngine", "aes_options",
-           "pin_host_memory", "pinned_empty", "runtime", "time_builds"]
+           "device_runtime", "pin_host_memory", "pinned_empty", "time_builds"]

@@ -28,7 +28,8 @@ from ..device_arrays import on_opencl
 from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
 from .gcm import GcmEngine
-from .kernels import kernel, runtime
+from .kernels import kernel
+from .runtime import device_runtime
 from .workers import OpenclBlocks
 
 
@@ -171,7 +172,7 @@ class OpenclArrayBlocks:
         if source.nbytes:
             worker = self._worker(device, data.context)
             memory = _QueueMemory(worker, data.queue, [*data.events, *output.events])
-            with runtime(device, data.context).lock:  # (the kernel object's arguments)
+            with device_runtime(device, data.context).lock:  # (the kernel object's arguments)
                 run_blocks(memory, source, target, first_block, skip)
             for array in (data, output) if output is not data else (data,):
                 for event in memory.events:

@@ -34,9 +34,8 @@ from .kernels import (
     carryless_ghash,
     kernel,
     key_argument,
-    one_job_per_device,
-    runtime,
 )
+from .runtime import device_runtime, one_job_per_device
 from .tuning import launch_config
 
 BLOCK_SIZE = 16
@@ -95,7 +94,7 @@ _launches: dict[tuple[Any, str, Any], _Launches] = {}
 
 
 def _build_launches(device: Device, options: str, context: Any, config: Any) -> _Launches:
-    rt = runtime(device, context)
+    rt = device_runtime(device, context)
     key = (rt, options, config)
     found = _launches.get(key)
     if found is not None:
@@ -149,7 +148,7 @@ _shapes: dict[tuple[Any, int, str, Any], _Shape] = {}  # by (runtime, rounds, sc
 
 
 def _shape(device: Device, context: Any, rounds: int, key_schedule: str, config: Any) -> _Shape:
-    rt = runtime(device, context)  # (asked each time: see _launches)
+    rt = device_runtime(device, context)  # (asked each time: see _launches)
     key = (rt, rounds, key_schedule, config)
     found = _shapes.get(key)
     if found is None:

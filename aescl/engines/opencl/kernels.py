@@ -19,14 +19,13 @@ import hashlib
 import json
 import os
 import platform
-import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import cache, wraps
+from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -46,6 +45,7 @@ from ...devices import Device
 from ...errors import KernelBuildError
 from ..interface import check_key_schedule
 from ..sources import kernel_dir, load_source, scalar_arguments  # noqa: F401  (kernel_dir: its tests)
+from .runtime import BuildRecord, DeviceRuntime, device_runtime
 
 # Room the AES tables and round keys take in __local memory, with margin.
 _LOCAL_BYTES_NEEDED = 4096
@@ -269,7 +269,7 @@ CORE_VARIANTS = {0: "t-tables", 1: "x86-aes-ni", 2: "x86-vaes-256", 3: "x86-vaes
 def core_variant(device: Device, options: str) -> str:
     """Which rounds aes_core.cl compiles to on a device with these options
     (CORE_VARIANTS): AES_HARDWARE_ROUNDS is a request the compiler may not grant."""
-    rt = runtime(device)
+    rt = device_runtime(device)
     found = cl.Buffer(rt.context, cl.mem_flags.WRITE_ONLY, 4)
     value = bytearray(4)
     with rt.lock:
@@ -277,112 +277,6 @@ def core_variant(device: Device, options: str) -> str:
                                                                       found)
         cl.enqueue_copy(rt.queue, value, found)
     return CORE_VARIANTS[int.from_bytes(value, "little")]
-
-
-@dataclass(frozen=True)
-class BuildRecord:
-    """One program build: how long it took and whether the disk cache served it."""
-
-    label: str
-    options: str
-    seconds: float
-    from_disk_cache: bool
-    compiler_log: str = ""  # what a successful build said, if anything
-
-
-@dataclass(eq=False)  # (each runtime is itself: compared and hashed by identity)
-class DeviceRuntime:
-    """The OpenCL context and queue aescl uses for one device, and its built programs.
-
-    ``lock`` is held by every job on the device, so that jobs from several threads run
-    one after another: they share the kernel objects (whose arguments are set just
-    before each launch), the pipeline's staging and device buffers, and the in-order
-    queue. Measured against a pipeline per caller in docs/benchmarks (2026-11-24): one
-    job at a time already keeps the device busy.
-    """
-
-    device: Device
-    context: Any
-    queue: Any
-    programs: dict[str, Any] = field(default_factory=dict)  # by cache key
-    kernels: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (file, options, name)
-    build_log: list[BuildRecord] = field(default_factory=list)
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    spare: dict[int, list[Any]] = field(default_factory=dict)  # scratch let go, by size
-    # GHASH's tables of the bases used last (H, or a power of H that folds sums), for
-    # every GCM engine here (gcm.py, GcmEngine._power_tables_of), the most recent last.
-    ghash_tables: dict[int, dict[str, Any]] = field(default_factory=dict)
-    # Small buffers whose first word is an opening's verdict as a kernel left it after
-    # every tag matched: its value before the kernels (arrays.py, _QueueChunkKernels).
-    verdicts: list[Any] = field(default_factory=list)
-
-    def take_scratch(self, nbytes: int) -> Any:
-        """A buffer of at least ``nbytes`` (a power of two) in this context, one given
-        back earlier where there is one: freeing a buffer waits, in NVIDIA's OpenCL,
-        for all the work on the device, which calls that let go of scratch often (the
-        chunked format's, arrays.py) would otherwise wait for."""
-        size = 1 << max(4, (nbytes - 1).bit_length())
-        with self.lock:
-            if self.spare.get(size):
-                return self.spare[size].pop()
-        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
-
-    def give_back_scratch(self, buffers: list[Any]) -> None:
-        """Buffers of take_scratch whose work is done, for later calls (a few of each
-        size; the rest are freed)."""
-        with self.lock:
-            for buffer in buffers:
-                kept = self.spare.setdefault(buffer.size, [])
-                if len(kept) < _SPARE_SCRATCH_PER_SIZE:
-                    kept.append(buffer)
-
-
-_SPARE_SCRATCH_PER_SIZE = 8
-_runtimes: dict[str, DeviceRuntime] = {}
-_runtimes_lock = threading.Lock()  # two threads' first jobs must not make two contexts
-# Runtimes in contexts that callers made (their pyopencl arrays'), by (context, device):
-# programs are built per context. Each keeps its context for the process, as aescl's
-# own runtimes do, so that a handle is never reused by another context.
-_caller_runtimes: dict[tuple[int, str], DeviceRuntime] = {}
-
-
-def runtime(device: Device, context: Any = None) -> DeviceRuntime:
-    """The shared context and in-order queue for a device (created once per process);
-    or, given a caller's ``context`` other than that one, a runtime in that context
-    (its programs and kernels; its ``queue`` is aescl's own in that context, for
-    setup work; callers' arrays run on their own queues)."""
-    rt = _runtimes.get(device.id)
-    if rt is None:
-        with _runtimes_lock:
-            rt = _runtimes.get(device.id)
-            if rt is None:
-                context_of_aescl = cl.Context([device.cl_device])
-                # Profiling lets aescl.bench time kernels by their events; its cost is
-                # negligible.
-                queue = cl.CommandQueue(context_of_aescl, device.cl_device,
-                                        properties=cl.command_queue_properties.PROFILING_ENABLE)
-                rt = _runtimes[device.id] = DeviceRuntime(device, context_of_aescl, queue)
-    if context is None or context == rt.context:
-        return rt
-    key = (context.int_ptr, device.id)
-    with _runtimes_lock:
-        if key not in _caller_runtimes:
-            _caller_runtimes[key] = DeviceRuntime(device, context,
-                                                  cl.CommandQueue(context, device.cl_device))
-        return _caller_runtimes[key]
-
-
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def one_job_per_device(method: _Method) -> _Method:
-    """Run ``method`` holding the device's lock (:class:`DeviceRuntime`); its object
-    names the device's runtime as ``self.runtime``."""
-    @wraps(method)
-    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self.runtime.lock:
-            return method(self, *args, **kwargs)
-    return locked  # type: ignore[return-value]
 
 
 def cache_key(device: Device, source: str, options: str) -> str:
@@ -429,7 +323,7 @@ def build_source(device: Device, source: str, options: str, label: str,
     ``label`` names the program in error messages. Raises :class:`KernelBuildError`
     with the compiler's log when the build fails.
     """
-    rt = runtime(device, context)
+    rt = device_runtime(device, context)
     key = cache_key(device, source, options)
     with rt.lock:
         program = rt.programs.get(key)
@@ -462,7 +356,7 @@ def _compile(device: Device, source: str, options: str, label: str,
     into a CompilerWarning, and NVIDIA's compiler remarks on every aescl kernel
     that kernels are not inlined, which tells a user nothing.
     """
-    rt = runtime(device, context)
+    rt = device_runtime(device, context)
     with warnings.catch_warnings(record=True) as remarks:
         warnings.simplefilter("always", cl.CompilerWarning)
         try:
@@ -492,7 +386,7 @@ def time_builds(
     the build new to every cache, the driver's own included. The warm figure is
     None when the runtime gives no binary.
     """
-    rt = runtime(device)
+    rt = device_runtime(device)
     source = load_source(filename)
     # PoCL's cache hashes the compiled code, which a source comment would not change.
     options += f" -DAESCL_COLD_BUILD_PROBE=0x{os.urandom(8).hex()}"
@@ -525,7 +419,7 @@ def kernel(device: Device, filename: str, options: str, name: str, context: Any 
     each numpy scalar took 7 µs to set (82 µs for gcm_crypt_hash's eleven, measured on
     this project's CI kind), and each vector or key struct 9 µs.
     """
-    rt = runtime(device, context)
+    rt = device_runtime(device, context)
     key = (filename, options, name)  # load_source is fixed for the process
     with rt.lock:
         if key not in rt.kernels:

@@ -14,7 +14,8 @@ import pyopencl as cl
 from ...devices import Device
 from ...timing import gb_s, repeat, wall
 from ..interface import BlockTransform
-from .kernels import aes_options, key_argument, runtime, time_builds
+from .kernels import aes_options, key_argument, time_builds
+from .runtime import device_runtime
 from .tuning import launch_config
 from .workers import ChunkCipher, OpenclBlocks
 
@@ -30,7 +31,7 @@ def _event_seconds(events: Iterable[Any]) -> float:
 
 def build_times(device: Device) -> dict[str, Any]:
     """Build plus one launch of the AES-128 CTR kernel, cold and from the cached binary."""
-    rt = runtime(device)
+    rt = device_runtime(device)
     config = launch_config(device)
     options = aes_options(10, "host", config)
     block = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 16)
@@ -49,7 +50,7 @@ def build_times(device: Device) -> dict[str, Any]:
 
 def transfer_rates(device: Device, nbytes: int, min_seconds: float) -> dict[str, Any]:
     """Copies between a pinned (host-allocated, mapped) buffer and device memory."""
-    rt = runtime(device)
+    rt = device_runtime(device)
     flags = cl.mem_flags
     device_buffer = cl.Buffer(rt.context, flags.READ_WRITE, nbytes)
     pinned = cl.Buffer(rt.context, flags.READ_WRITE | flags.ALLOC_HOST_PTR, nbytes)
@@ -73,7 +74,7 @@ class _DeviceJob:
 
     def __init__(self, device: Device, mode: str, key: bytes, iv: bytes) -> None:
         self.device, self.mode, self.key, self.iv = device, mode, key, iv
-        self.queue = runtime(device).queue
+        self.queue = device_runtime(device).queue
 
     @cached_property
     def chunk_cipher(self) -> ChunkCipher:
@@ -109,7 +110,7 @@ def _measure_resident(work: _DeviceJob, data: np.ndarray, output_bytes: int,
                       min_seconds: float) -> tuple[float, float]:
     """Seconds of the kernel-only and the device-resident figures."""
     size = data.nbytes
-    context = runtime(work.device).context
+    context = device_runtime(work.device).context
     flags = cl.mem_flags
     source = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=data)
     target = cl.Buffer(context, flags.READ_WRITE, max(size, output_bytes))

@@ -39,7 +39,7 @@ except ImportError:  # not POSIX: files are written with positional writes
     fcntl = None  # type: ignore[assignment]
 
 from ...devices import Device
-from .kernels import DeviceRuntime, one_job_per_device, runtime
+from .runtime import DeviceRuntime, device_runtime, one_job_per_device
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
@@ -71,7 +71,7 @@ def _address(array: np.ndarray) -> int:
 def pinned_empty(nbytes: int, device: Device) -> np.ndarray:
     """A uint8 array of ``nbytes`` in page-locked host memory that ``device``'s DMA
     engines read and write directly. Data in it moves at the full PCIe rate."""
-    rt = runtime(device)
+    rt = device_runtime(device)
     buffer = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
                        max(1, nbytes))
     mapped, _ = cl.enqueue_map_buffer(
@@ -101,7 +101,7 @@ def pin_host_memory(memory: Any, device: Device) -> np.ndarray:
     The buffer itself is never used; the kernels' copies go from the host address.
     """
     array = np.frombuffer(memory, np.uint8)
-    rt = runtime(device)
+    rt = device_runtime(device)
     keeper = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                        hostbuf=array)
     _remember_pinned(memory, array, device)
@@ -245,7 +245,7 @@ class Pipeline:
 
     def __init__(self, device: Device) -> None:
         self._device = device
-        self.runtime: DeviceRuntime = runtime(device)
+        self.runtime: DeviceRuntime = device_runtime(device)
         # Kernels go on the runtime's queue, which the modes (GCM's constants among
         # them) enqueue on. In one in-order queue with the kernels, each upload
         # would wait for the kernel before it, leaving the bus idle meanwhile.
@@ -379,6 +379,6 @@ _pipelines: dict[str, Pipeline] = {}
 def pipeline(device: Device) -> Pipeline:
     """The device's pipeline, created once per runtime (its buffers are reused)."""
     existing = _pipelines.get(device.id)
-    if existing is None or existing.runtime is not runtime(device):
+    if existing is None or existing.runtime is not device_runtime(device):
         existing = _pipelines[device.id] = Pipeline(device)
     return existing

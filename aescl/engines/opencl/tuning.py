@@ -54,11 +54,11 @@ from .kernels import (
     kernel,
     key_argument,
     load_source,
-    runtime,
     table_lanes,
     without_hardware_rounds,
     without_wide_rounds,
 )
+from .runtime import device_runtime
 
 TUNING_VERSION = 1  # bump when the candidates or the measurement change
 _TUNE_BYTES = 256 << 20  # long enough for a GPU launch to dwarf its overhead
@@ -163,7 +163,7 @@ class _CtrBench:
 
     def __init__(self, device: Device, data_bytes: int) -> None:
         self._device = device
-        self._runtime = runtime(device)
+        self._runtime = device_runtime(device)
         self._blocks = data_bytes // 16
         context = self._runtime.context
         self._key = os.urandom(16)
@@ -335,7 +335,7 @@ def launch_config(device: Device) -> LaunchConfig:
     if tuning_enabled() and device.type != "simulator":
         tuning = stored(device)
         if tuning is None and device.type == "gpu":
-            with runtime(device).lock:  # one tuning, timed with the device to itself
+            with device_runtime(device).lock:  # one tuning, timed with the device to itself
                 tuning = stored(device)
                 if tuning is None:
                     tuning = tune(device)

@@ -33,7 +33,7 @@ from ...devices import Device, resolve
 from ...errors import AuthenticationError
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from .gcm import GcmEngine
-from .kernels import aes_options, carryless_ghash, kernel, key_argument, runtime
+from .kernels import aes_options, carryless_ghash, kernel, key_argument
 from .pipeline import (
     PIECE_BYTES,
     Launch,
@@ -41,6 +41,7 @@ from .pipeline import (
     copy_parts,
     pipeline,
 )
+from .runtime import device_runtime
 from .tuning import launch_config
 
 # (queue, source buffer, target buffer, blocks) -> event: a mode's kernel over device-resident
@@ -63,7 +64,7 @@ class KernelLauncher:
     ) -> None:
         config = launch_config(device)
         options = aes_options(rounds, key_schedule, config)
-        self._runtime = runtime(device, context)
+        self._runtime = device_runtime(device, context)
         self._kernel = kernel(device, filename, options, kernel_name, context)
         kernel_limit = self._kernel.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, device.cl_device
@@ -155,7 +156,7 @@ class ChunkCipher:
     def device_seal(self, slots: Any, sealed: Any, message_bytes: int) -> Any:
         """Enqueue the one-pass sealing of the full chunks of a message in one device
         buffer into another: the format's device work, for aescl.bench."""
-        return self._enqueue_one_pass(runtime(self._device).queue, "chunks_seal", slots,
+        return self._enqueue_one_pass(device_runtime(self._device).queue, "chunks_seal", slots,
                                       sealed, 0, message_bytes // CHUNK_SIZE)
 
     def device_batch(self, buffer: Any, message_bytes: int) -> Any:
@@ -196,7 +197,7 @@ class ChunkCipher:
         except cl.LogicError:  # the compiler did not grant the instructions: none built
             return None
         tables = self._engine.h_tables(config.blocks_per_item)
-        runtime(self._device).queue.finish()  # built before another queue reads them
+        device_runtime(self._device).queue.finish()  # built before another queue reads them
         return {"kernels": found, "args": (tables, self._engine.key)}
 
     def _enqueue_one_pass(self, queue: Any, name: str, source: Any, target: Any,
