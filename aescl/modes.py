@@ -23,7 +23,7 @@ from ._arrays import (
 )
 from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce, host_memory
 from .engines.device_arrays import ArrayKind, kind_of
-from .engines.device_gcm import DeviceGcm
+from .engines.programs.device_gcm import DeviceGcm
 from .errors import (
     AuthenticationError,
     CounterOverflowError,
@@ -471,7 +471,7 @@ class GcmCipher:
 
 class ArrayGcmCipher(DeviceGcm):
     """One GCM message whose text is in device arrays of one kind (pyopencl or CUDA
-    arrays: engines/device_arrays.py), on the arrays' devices (engines/device_gcm.py):
+    arrays: engines/device_arrays.py), on the arrays' devices (engines/programs/device_gcm.py):
     the CTR kernel over the arrays, the GHASH kernel's partial sums of their whole
     blocks.
 

@@ -255,7 +255,7 @@ def test_chunked_on_cuda_arrays_is_byte_identical_to_the_host_path(library, batc
                                                                    monkeypatch):
     """Aligned arrays are sealed and opened straight between the layouts; an array at an
     offset no allocation starts at goes through scratch memory (device_chunks._Staging)."""
-    from aescl.engines import device_chunks
+    from aescl.engines.programs import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", batch)
     monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", batch)
@@ -301,7 +301,7 @@ def test_chunked_on_cuda_arrays_over_more_chunks_than_the_grid_takes_at_once(lib
 @needs_gpu
 @pytest.mark.parametrize("library", libraries())
 def test_chunked_on_cuda_arrays_rejects_what_the_host_path_rejects(library, monkeypatch):
-    from aescl.engines import device_chunks
+    from aescl.engines.programs import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
     monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)

@@ -1,4 +1,4 @@
-"""aescl/engines/opencl/arrays.py (and engines/device_runs.py): ECB and CTR calls on
+"""aescl/engines/opencl/arrays.py (and engines/programs/device_runs.py): ECB and CTR calls on
 pyopencl arrays in a context and queue the test makes, on every selected OpenCL device.
 """
 
@@ -200,7 +200,7 @@ def test_one_gcm_message_is_all_host_data_or_all_device_arrays(queue):
         cipher.encrypt(b"more on the host")
 
 
-# ---- the chunked format on arrays (aescl/engines/device_chunks.py) -------------------
+# ---- the chunked format on arrays (aescl/engines/programs/device_chunks.py) -------------------
 
 SIZES = [0, 5, 16384, 3 * 16384 + 100, 5 * 16384]
 
@@ -211,7 +211,7 @@ def test_chunked_on_arrays_is_byte_identical_to_the_host_path(queue, monkeypatch
                                                               offset):
     """Aligned arrays are sealed and opened straight between the layouts; an array at an
     offset no buffer starts at goes through scratch memory (device_chunks._Staging)."""
-    from aescl.engines import device_chunks
+    from aescl.engines.programs import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", batch)
     monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", batch)
@@ -295,8 +295,8 @@ def test_chunked_on_arrays_with_ghash_by_tables_fused_or_not(queue, monkeypatch,
     the tags of a batch in one launch (aes_gcm.cl's gcm_crypt_hash, several messages
     to a work-group where they fit) or in three, byte-identical to the host both ways,
     between the layouts and through scratch; a damaged chunk or tag names its chunk."""
-    from aescl.engines import device_chunks
-    from aescl.engines.opencl.gcm import GcmEngine
+    from aescl.engines.opencl.gcm_kernels import GcmKernels
+    from aescl.engines.programs import device_chunks
 
     monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
     monkeypatch.setenv("AESCL_GCM_FUSED", fused)
@@ -304,7 +304,7 @@ def test_chunked_on_arrays_with_ghash_by_tables_fused_or_not(queue, monkeypatch,
     monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)
     key, salt = bytes(range(32)), bytes(range(24))
     device = next(d for d in aescl.devices() if d.is_opencl and d.cl_device == queue.device)
-    assert GcmEngine(key, device, "host").fused  # (the kernel is there either way)
+    assert GcmKernels(key, device, "host").fused  # (the kernel is there either way)
     for size in SIZES:
         for offset in (0, 3):
             data = _random(size + offset, seed=size + offset)
@@ -336,7 +336,7 @@ def test_an_opening_names_the_first_damaged_chunk_wherever_its_tag_is_compared(
     on the host against the received one. The first damaged chunk is named wherever
     the damage is: two batches, the ciphertext where a kernel takes it (offset 0) or
     staged (offset 3), the empty final chunk's tag, or a whole chunk cut off."""
-    from aescl.engines import device_chunks
+    from aescl.engines.programs import device_chunks
 
     monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
     monkeypatch.setenv("AESCL_GCM_FUSED", fused)
@@ -377,8 +377,8 @@ def test_an_opening_from_arrays_a_kernel_takes_launches_only_the_fused_kernel(
     chunk's received tag copied beside the verdict and both read back at once (each
     command before the launch is host time in which the device idles; after it, device
     time). A failed opening does not give its verdict back."""
-    from aescl.engines import device_chunks
     from aescl.engines.opencl import runtime as opencl_runtime
+    from aescl.engines.programs import device_chunks
 
     # Batches of as few chunks as leave the next batch where a kernel takes it (else it
     # is copied through scratch), three of them.
@@ -452,7 +452,7 @@ def test_threads_opening_arrays_in_one_context_each_get_their_own_verdict(queue)
 
 
 def test_the_fused_gcm_setting_is_0_or_1(monkeypatch):
-    from aescl.engines.device_chunks import fused_gcm
+    from aescl.engines.programs.device_chunks import fused_gcm
 
     for value, fused in (("", True), ("1", True), (" 0 ", False)):
         monkeypatch.setenv("AESCL_GCM_FUSED", value)
@@ -606,7 +606,7 @@ def test_decrypt_range_on_arrays_opens_only_the_range_and_matches_the_host(queue
 
 
 def test_chunked_on_arrays_rejects_what_the_host_path_rejects(queue, monkeypatch):
-    from aescl.engines import device_chunks
+    from aescl.engines.programs import device_chunks
 
     monkeypatch.setattr(device_chunks, "BATCH_CHUNKS", 2)
     monkeypatch.setattr(device_chunks, "DIRECT_BATCH_CHUNKS", 2)

@@ -1,7 +1,8 @@
 """cl/chunk_seal.cl: the chunked format's one-pass sealing and opening on CPU devices.
 
 Which route a device takes, and that the one-pass route and the portable one
-(chunk_layout.cl with the GCM batch kernels) seal and open byte for byte alike,
+(the chunked format's device program,
+device_chunks.py, over the GCM kernels) seal and open byte for byte alike,
 against the reference built from the spec.
 """
 
@@ -14,7 +15,7 @@ import pytest
 import aescl
 import chunked_reference as reference
 from aescl import chunked
-from aescl.engines.opencl import ChunkCipher, kernels, tuning
+from aescl.engines.opencl import OpenclHostChunks, kernels, tuning
 
 CHUNK = chunked.CHUNK_SIZE
 SEALED = chunked.SEALED_CHUNK_SIZE
@@ -42,7 +43,7 @@ def test_cpu_devices_with_the_instructions_seal_in_one_pass(device, monkeypatch)
         with monkeypatch.context() as patch:
             for name, value in environment.items():
                 patch.setenv(name, value)
-            cipher = ChunkCipher(os.urandom(32), os.urandom(12), device=device)
+            cipher = OpenclHostChunks(os.urandom(32), os.urandom(12), device=device)
             assert cipher.seals_in_one_pass is (route in ONE_PASS
                                                 and _one_pass_expected(device)), route
 

@@ -19,7 +19,8 @@ from Crypto.Cipher import AES
 import aescl
 from aescl import ghash
 from aescl.engines.opencl import runtime as opencl_runtime
-from aescl.engines.opencl.gcm import GcmCipher, GcmEngine
+from aescl.engines.opencl.gcm import OpenclHostGcm
+from aescl.engines.opencl.gcm_kernels import GcmKernels
 from vectors import load
 
 SIZES = ["128", "192", "256"]
@@ -141,56 +142,30 @@ def test_a_gcm_cipher_hashes_short_runs_on_the_host_and_longer_ones_on_the_devic
         assert "gcm_ghash" in hashed_on_the_device
 
 
-def _slots(messages: list[bytes], slot_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-    slots = np.zeros((len(messages), slot_bytes), dtype=np.uint8)
-    for row, message in zip(slots, messages, strict=True):
-        row[: len(message)] = np.frombuffer(message, np.uint8)
-    return slots, np.array([len(m) for m in messages], dtype=np.uint64)
-
-
-@pytest.mark.parametrize("last_length", [0, 1, 15, 16, 17, 1000, 1024])
-def test_batch_of_messages_matches_pycryptodome(device, last_length):
-    key = os.urandom(32)
-    slot_bytes = 1024
-    messages = [os.urandom(slot_bytes) for _ in range(6)] + [os.urandom(last_length)]
-    nonces = [os.urandom(12) for _ in messages]
-    engine = GcmEngine(key, device, "host")
-    slots, lengths = _slots(messages, slot_bytes)
-    j0s = np.frombuffer(b"".join(n + b"\0\0\0\1" for n in nonces), np.uint8).reshape(-1, 16)
-    tags = engine.seal_messages(slots, lengths, j0s)
-    for index, (message, nonce) in enumerate(zip(messages, nonces, strict=True)):
-        expected, expected_tag = AES.new(key, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(
-            message
-        )
-        assert slots[index, : len(message)].tobytes() == expected, index
-        assert tags[index].tobytes() == expected_tag, index
-        assert not slots[index, len(message) :].any()  # padding stays zero for GHASH
-
-    sealed = slots.copy()
-    assert engine.open_messages(slots, lengths, j0s, tags) is None
-    for index, message in enumerate(messages):
-        assert slots[index, : len(message)].tobytes() == message
-
-    # One flipped bit in message 3: reported, and nothing of the batch decrypted.
-    sealed[3, 5] ^= 0x10
-    tampered = sealed.copy()
-    assert engine.open_messages(sealed, lengths, j0s, tags) == 3
-    assert np.array_equal(sealed, tampered)
-
-
-def test_ghash_of_long_messages_split_across_work_groups_and_slices(device):
-    # A long message is hashed in segments of (items x 64) blocks, and in slices
-    # when it exceeds one allocation; both splits must be invisible.
-    key, nonce = os.urandom(16), os.urandom(12)
+def test_ghash_of_long_messages_split_across_work_groups_and_pieces(device):
+    # A long message is hashed in segments of (items x 64) blocks, and in the pipeline's
+    # pieces; both splits, and calls that end inside a block, must be invisible.
+    key, nonce, aad = os.urandom(16), os.urandom(12), os.urandom(16 * 300 + 5)
     data = os.urandom(16 * 5000 + 7)
-    expected = AES.new(key, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(data)
-    cipher = GcmCipher(key, nonce, 16, device, "host")  # (the engine's own stream)
-    cipher._engine.slice_bytes = 16 * 777
-    assert cipher.encrypt_and_digest(data) == expected
+    expected, tag = AES.new(key, AES.MODE_GCM, nonce=nonce).update(aad).encrypt_and_digest(data)
+
+    def small_pieces() -> OpenclHostGcm:
+        cipher = OpenclHostGcm(key, nonce, 16, device, "host")  # (the engine's own stream)
+        cipher._piece_bytes = 16 * 777  # pieces of the pipeline
+        return cipher.update(aad)
+
+    assert small_pieces().encrypt_and_digest(data) == (expected, tag)
+    # Decrypted in place, in calls that begin and end inside blocks, then the rest verified.
+    text = np.frombuffer(bytearray(expected), np.uint8)
+    cipher = small_pieces()
+    for lo, hi in ((0, 5), (5, 16 * 1000 + 3), (16 * 1000 + 3, 16 * 3000)):
+        assert cipher.decrypt(text[lo:hi], output=text[lo:hi]) is None
+    assert cipher.decrypt_and_verify(text[16 * 3000 :], tag, output=text[16 * 3000 :]) is None
+    assert text.tobytes() == data
 
 
 def test_the_power_tables_built_on_the_device_match_the_host_definition(device):
-    engine = GcmEngine(os.urandom(32), device, "host")
+    engine = GcmKernels(os.urandom(32), device, "host")
     count = 37
     tables = np.empty((count * 16, 2), dtype=np.uint64)
     cl.enqueue_copy(engine.runtime.queue, tables, engine.h_tables(count), is_blocking=True)
@@ -203,9 +178,9 @@ def test_the_power_tables_built_on_the_device_match_the_host_definition(device):
 def test_the_position_tables_built_on_the_device_match_the_host_definition(device):
     # Entry k·16 + n of table j: nibble entry n of H^(2^j) times x^(4(31 - k)); each
     # table holds its entries' high words, then their low words (cl/aes_gcm.cl).
-    engine = GcmEngine(os.urandom(32), device, "host")
+    engine = GcmKernels(os.urandom(32), device, "host")
     words = np.empty((9, 2, 512), dtype=np.uint64)
-    cl.enqueue_copy(engine.runtime.queue, words, engine._positions_of(engine.h),
+    cl.enqueue_copy(engine.runtime.queue, words, engine.positions_of(engine.h),
                     is_blocking=True)
     for j in range(9):
         entries = ghash.nibble_table(ghash.power(engine.h, 2**j))
@@ -220,9 +195,9 @@ def test_an_engine_made_after_its_devices_runtime_was_made_anew_is_in_the_new_on
     # Engines share what does not depend on the key (gcm._shape): a runtime made anew
     # for the device (a new context, queue and lock) must not meet the old one's.
     key = os.urandom(16)
-    GcmEngine(key, device, "host")
+    GcmKernels(key, device, "host")
     opencl_runtime._runtimes.pop(device.id, None)
-    engine = GcmEngine(key, device, "host")
+    engine = GcmKernels(key, device, "host")
     assert engine.runtime is opencl_runtime.device_runtime(device)
     data = os.urandom(4096)
     nonce = os.urandom(12)

@@ -9,7 +9,7 @@ from Crypto.Cipher import AES
 
 import aescl
 from aescl.engines import BlockTransform
-from aescl.engines.opencl import ChunkCipher, OpenclBlocks
+from aescl.engines.opencl import OpenclBlocks, OpenclHostChunks
 from aescl.engines.opencl import pipeline as streaming
 from aescl.engines.opencl.pipeline import SLOTS, Piece, is_pinned, pinned_empty, pipeline
 
@@ -194,9 +194,12 @@ def test_inputs_larger_than_the_devices_largest_allocation_stream_through_it(dev
 
     assert every_mode(small) == every_mode("host")
     # The chunked format's batches too (asked for 16 MiB at once), each way:
-    chunks = ChunkCipher(key, nonce, small, batch_chunks=1024)
+    chunks = OpenclHostChunks(key, nonce, small, batch_chunks=1024)
+    plaintext = np.zeros(300 * chunked.CHUNK_SIZE, np.uint8)
+    sealed = np.zeros(300 * chunked.SEALED_CHUNK_SIZE, np.uint8)
     for opening in (False, True):
-        pieces = [piece for _, _, piece in chunks._runs(0, [(0, 300)], None, opening)]
+        source, target = (sealed, plaintext) if opening else (plaintext, sealed)
+        pieces = list(chunks._pieces(source, target, 0, [(0, 300)], None, opening))
         assert len(pieces) > 1
         assert max(max(p.in_bytes, p.out_bytes) for p in pieces) <= 1 << 20
 

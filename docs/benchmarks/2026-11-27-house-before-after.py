@@ -5,7 +5,9 @@ after, alternately, on one machine, and compare.
 Device arrays (the route the registry now serves): torch tensors on the CUDA engine and
 pyopencl arrays on the first non-CPU OpenCL device; large calls in GB/s (best of 5) and a
 4 KiB call in µs (median of 300). Host data in pinned memory (aescl.pinned_empty, output=)
-on each device named. Prints one JSON object.
+on each device named: CTR, the chunked format both ways and MODE_GCM both ways; and 64 MiB
+of bytes (host->host), chunked and MODE_GCM. Prints one JSON object. HOUSE_TORCH=0 skips
+the torch tensors; HOUSE_LARGE sets the large size in bytes.
 
     python3 2026-11-27-house-before-after.py [DEVICE ...]   # e.g. cuda:0 0:0, or pocl
 """
@@ -85,9 +87,24 @@ def pinned_figures(spec: str, figures: dict) -> None:
                 data, output=out), LARGE, _done, 3)
     figures[f"{spec} pinned chunked GB/s"] = best_rate(
         lambda: aescl.chunked.encrypt(key32, data, device=spec, output=sealed), LARGE, _done, 3)
+    figures[f"{spec} pinned chunked decrypt GB/s"] = best_rate(
+        lambda: aescl.chunked.decrypt(key32, sealed, device=spec, output=out), LARGE, _done, 3)
+    gcm_nonce = os.urandom(12)
+
+    def gcm(name: str, *args: object, **kwargs: object) -> object:
+        cipher = aescl.new(key32, aescl.MODE_GCM, nonce=gcm_nonce, device=spec)
+        return getattr(cipher, name)(*args, **kwargs)
+
+    _, tag = gcm("encrypt_and_digest", data, output=sealed[:LARGE])
+    figures[f"{spec} pinned gcm GB/s"] = best_rate(
+        lambda: gcm("encrypt_and_digest", data, output=sealed[:LARGE]), LARGE, _done, 3)
+    figures[f"{spec} pinned gcm decrypt_and_verify GB/s"] = best_rate(
+        lambda: gcm("decrypt_and_verify", sealed[:LARGE], tag, output=out), LARGE, _done, 3)
     plain = bytes(data[: 1 << 26])
     figures[f"{spec} host->host chunked GB/s"] = best_rate(
         lambda: aescl.chunked.encrypt(key32, plain, device=spec), 1 << 26, _done, 3)
+    figures[f"{spec} host->host gcm GB/s"] = best_rate(
+        lambda: gcm("encrypt_and_digest", plain), 1 << 26, _done, 3)
 
 
 def _done(result: object) -> None:
@@ -99,7 +116,7 @@ def main(devices: list[str]) -> None:
     try:
         import torch
 
-        if torch.cuda.is_available():
+        if torch.cuda.is_available() and os.environ.get("HOUSE_TORCH") != "0":
             calls_on(lambda n: torch.empty(n, dtype=torch.uint8, device="cuda").random_(),
                      lambda result: torch.cuda.synchronize(), "torch", figures)
     except ImportError:

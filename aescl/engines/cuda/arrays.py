@@ -20,9 +20,9 @@ from typing import Any
 
 from ... import ghash
 from ..._arrays import check_in_place_or_apart
-from .. import device_chunks
 from ..device_arrays import cuda_nbytes, is_torch_tensor, on_cuda
 from ..interface import BlockTransform
+from ..programs import device_chunks
 from .runtime import CudaBytes, checked, cuda_device
 from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
 

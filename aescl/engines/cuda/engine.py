@@ -25,8 +25,8 @@ from ...chunkformat import (
     sealed_run,
 )
 from ...devices import Device
-from .. import device_chunks
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
+from ..programs import device_chunks
 from .pipeline import PIECE_BYTES, Piece, Slot, is_pinned, pieces_of, pinned_empty, pipeline
 from .runtime import CudaBytes, ordinal_of
 from .workers import CudaBlocks, CudaChunkKernels

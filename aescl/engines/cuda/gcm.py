@@ -1,5 +1,5 @@
 """The CUDA engine's GCM stream on host data: each call's text staged on the GPU in
-pieces, where the device-array GCM (engines/device_gcm.py) runs on it.
+pieces, where the device-array GCM (engines/programs/device_gcm.py) runs on it.
 
 One message is one sequential stream: its pieces go through the GPU one after
 another, on one stream, each uploaded, run and downloaded before the next.
@@ -18,8 +18,8 @@ import numpy as np
 
 from ... import ghash
 from ..._arrays import finish, input_array, output_array
-from ..device_gcm import DeviceGcm
 from ..interface import BlockTransform, gcm_nonce
+from ..programs.device_gcm import DeviceGcm
 from .arrays import CudaArrayGhash
 from .pipeline import Piece, Slot
 from .runtime import CudaBytes

@@ -20,8 +20,8 @@ from ..._cache import (
 )
 from ...devices import Device
 from ...timing import gb_s, repeat, wall
-from .. import device_chunks
 from ..interface import BlockTransform, tuning_enabled
+from ..programs import device_chunks
 from ..start_up import start_seconds
 from .kernels import TABLE_LANES, cache_key, compile_cubin, module
 from .pipeline import pinned_empty

@@ -5,7 +5,7 @@ Memory is the caller's: a torch tensor, a CuPy array or any object with
 ``__cuda_array_interface__``; no byte of it passes through host memory. What
 crosses to the device is the key's round keys (once per worker). Partial blocks
 and misaligned arrays go through scratch memory on the device
-(aescl/engines/device_runs.py), allocated in the stream's order.
+(aescl/engines/programs/device_runs.py), allocated in the stream's order.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import numpy as np
 
 from ... import ghash, keyschedule
 from ...chunkformat import base_j0
-from ..device_chunks import (
+from ..interface import BLOCK_SIZE, BlockTransform
+from ..programs.device_chunks import (
     NO_MISMATCH,
     SLOT_BLOCKS,
     VERDICT_ALSO_AT,
@@ -26,8 +27,7 @@ from ..device_chunks import (
     TagCheck,
     fused_gcm,
 )
-from ..device_runs import run_blocks
-from ..interface import BLOCK_SIZE, BlockTransform
+from ..programs.device_runs import run_blocks
 from .kernels import crypt_hash_defines, crypt_hash_tables, module, table_bytes
 from .runtime import CudaBytes, Gpu, checked, cuda_device, launch_function, launch_kernel
 from .tuning import launch_shape

@@ -11,7 +11,9 @@
   device (as ``cuda/runtime.py`` is the CUDA engine's);
 * ``kernels.py``: launch settings, kernel sources, program builds and their disk cache;
 * ``tuning.py``: launch settings per device, tuned on first use;
-* ``gcm.py``: GCM's device half, and the streaming GCM cipher.
+* ``gcm_kernels.py``: GCM's kernel set for one key (CTR with inc32, GHASH, tags, the
+  fused kernel, GHASH's tables), over device buffers;
+* ``gcm.py``: the GCM stream on host data (the device-array GCM's calls, staged).
 
 The separate-process check of a CPU's AES instructions runs the public API, so it sits
 above the engines, as ``aescl/_rounds_check.py`` (started by name from ``tuning.py``).
@@ -24,16 +26,15 @@ from __future__ import annotations
 
 from .arrays import OpenclArrayBlocks, OpenclArrayChunks, OpenclArrayGhash
 from .engine import OpenclEngine
-from .gcm import GcmCipher
 from .kernels import aes_options, time_builds
 from .pipeline import pin_host_memory, pinned_empty
 from .runtime import device_runtime
-from .workers import ChunkCipher, OpenclBlocks
+from .workers import OpenclBlocks, OpenclHostChunks
 
 # The classes every engine that takes device arrays exports (engines/device_arrays.py).
 ArrayBlocks, ArrayGhash, ArrayChunks = OpenclArrayBlocks, OpenclArrayGhash, OpenclArrayChunks
 
-__all__ = ["ArrayBlocks", "ArrayChunks", "ArrayGhash", "ChunkCipher", "GcmCipher",
+__all__ = ["ArrayBlocks", "ArrayChunks", "ArrayGhash", "OpenclHostChunks",
            "OpenclArrayBlocks", "OpenclArrayChunks", "OpenclArrayGhash", "OpenclBlocks",
            "OpenclEngine", "aes_options",
            "device_runtime", "pin_host_memory", "pinned_empty", "time_builds"]

@@ -14,36 +14,21 @@ enqueued. No data byte passes through host memory.
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
 from ... import ghash
 from ..._arrays import check_in_place_or_apart
-from ...chunkformat import base_j0
 from ...devices import Device, opencl_devices
-from .. import device_chunks
 from ..device_arrays import on_opencl
-from ..device_runs import run_blocks
 from ..interface import BLOCK_SIZE, BlockTransform
-from .gcm import GcmEngine
-from .kernels import kernel
+from ..programs import device_chunks
+from ..programs.device_runs import run_blocks
+from .gcm_kernels import GcmKernels
 from .runtime import device_runtime
-from .workers import OpenclBlocks
-
-
-class BufferSpan(NamedTuple):
-    """Bytes ``offset .. offset + nbytes`` of an OpenCL buffer. (A named tuple: a
-    chunked call makes a dozen before its first launch, at a third of a frozen
-    dataclass's cost.)"""
-
-    buffer: Any
-    offset: int
-    nbytes: int
-
-    def at(self, offset: int, nbytes: int) -> BufferSpan:
-        return BufferSpan(self.buffer, self.offset + offset, nbytes)
+from .workers import BufferSpan, OpenclBlocks, OpenclChunkKernels
 
 
 def _span(array: Any, what: str) -> BufferSpan:
@@ -186,13 +171,13 @@ class OpenclArrayGhash:
 
     def __init__(self, key: bytes, multipliers: Any = None) -> None:
         self._key = key  # (the device expands H's tables from it: multipliers unused)
-        self._engines: dict[tuple[int, str], GcmEngine] = {}
+        self._engines: dict[tuple[int, str], GcmKernels] = {}
 
-    def _engine(self, array: Any) -> GcmEngine:
+    def _engine(self, array: Any) -> GcmKernels:
         device = device_of(array)
         key = (array.context.int_ptr, device.id)
         if key not in self._engines:
-            self._engines[key] = GcmEngine(self._key, device, "host", array.context)
+            self._engines[key] = GcmKernels(self._key, device, "host", array.context)
         return self._engines[key]
 
     def partial_sum(self, data: Any, offset: int, nbytes: int) -> int:
@@ -221,196 +206,13 @@ class OpenclArrayGhash:
 
     def host_partial_sum(self, like: Any, blocks: memoryview) -> int:
         """The partial sum of whole blocks in host memory (AAD), hashed on the device of
-        ``like`` (a pyopencl array) through its GCM engine's pipeline."""
-        return self._engine(like).stream(np.frombuffer(blocks, np.uint8), None, bytes(16), 0,
-                                         decrypt=True, crypt=False)
+        ``like`` (a pyopencl array), in its context."""
+        return self._engine(like).host_partial_sum(np.frombuffer(blocks, np.uint8))
 
     def read(self, data: Any, offset: int, nbytes: int) -> bytes:
         """Bytes ``offset .. offset + nbytes`` of an array (a few bytes of ciphertext),
         after the work before them on its queue."""
         return read_array(data, offset, nbytes)
-
-
-class _QueueChunkKernels:
-    """The chunked format's device operations (device_chunks.ChunkKernels) in a caller's
-    context, on the GCM engine's queue there."""
-
-    def __init__(self, engine: GcmEngine, device: Device, context: Any, key: bytes) -> None:
-        self._engine, self._device, self._context = engine, device, context
-        self._key = key
-        self._queue = engine.runtime.queue
-        self._scratch: list[Any] = []  # (runtime.take_scratch: given back by release)
-        self._align = device.cl_device.mem_base_addr_align // 8
-        config = engine.launch  # (the device's launch_config, read once a call)
-        self._group, self._groups = config.work_group_size, config.max_work_groups
-        # Read once a call ($AESCL_GCM_FUSED): the format's code asks at every batch.
-        self.fused = engine.fused and device_chunks.fused_gcm()
-        # Every buffer and sub-buffer the call's work uses, let go once that work is done
-        # (see _park).
-        self.held: list[Any] = []
-
-    def _layout_kernel(self, name: str) -> Any:
-        """A kernel of chunk_layout.cl (the fused kernel's calls use none of them)."""
-        return kernel(self._device, "chunk_layout.cl", "", name, self._context)
-
-    def aligned(self, span: BufferSpan) -> bool:
-        return span.offset % self._align == 0
-
-    def _buffer(self, span: BufferSpan) -> Any:
-        if span.offset == 0:
-            return span.buffer
-        buffer = span.buffer.get_sub_region(span.offset, span.nbytes)
-        self.held.append(buffer)
-        return buffer
-
-    def _at_block(self, span: BufferSpan) -> tuple[Any, int]:
-        """A span as its buffer and first block, for a kernel that takes offsets (no
-        sub-buffer to let go of later: see aes_gcm.cl's gcm_crypt_hash); a sub-buffer
-        from block 0 where the span starts inside a block."""
-        if span.offset % BLOCK_SIZE:
-            return self._buffer(span), 0
-        return span.buffer, span.offset // BLOCK_SIZE
-
-    def scratch(self, nbytes: int) -> BufferSpan:
-        return BufferSpan(self._take(nbytes), 0, nbytes)
-
-    def _take(self, nbytes: int) -> Any:
-        buffer = self._engine.runtime.take_scratch(nbytes)
-        self._scratch.append(buffer)
-        return buffer
-
-    def release(self) -> None:
-        """Once the call's work is done: its scratch to later calls (see _park)."""
-        self._engine.runtime.give_back_scratch(self._scratch)
-        self._scratch.clear()
-
-    def copy(self, target: BufferSpan, source: BufferSpan) -> None:
-        if source.nbytes:
-            cl.enqueue_copy(self._queue, target.buffer, source.buffer, byte_count=source.nbytes,
-                            src_offset=source.offset, dst_offset=target.offset)
-
-    def zero(self, span: BufferSpan) -> None:
-        if span.nbytes:
-            cl.enqueue_fill_buffer(self._queue, span.buffer, np.uint8(0), span.offset,
-                                   span.nbytes)
-
-    def upload(self, target: BufferSpan, data: bytes) -> None:
-        # As fill patterns (up to 128 bytes each, as the offsets allow), which the enqueue
-        # copies: a write from ordinary memory waits (on NVIDIA's OpenCL) for all the work
-        # queued before it, a call that returns before its work is done must hold no
-        # host memory, and a buffer staged for it would be freed later, which waits
-        # there for all the work on the device.
-        at = 0
-        while at < len(data):
-            size = 1
-            while size < 128 and (target.offset + at) % (2 * size) == 0 \
-                    and at + 2 * size <= len(data):
-                size *= 2
-            cl.enqueue_fill_buffer(self._queue, target.buffer,
-                                   np.frombuffer(data[at : at + size], np.uint8).copy(),
-                                   target.offset + at, size)
-            at += size
-
-    def empty_message_tag(self, j0: bytes) -> bytes:
-        return ghash.encrypt_block(self._key, j0)
-
-    def first_mismatch(self, computed: BufferSpan, received: BufferSpan, count: int) -> int:
-        found = np.array([count], np.uint32)
-        index = self._take(found.nbytes)  # (scratch: nothing freed once the call is done)
-        cl.enqueue_fill_buffer(self._queue, index, found, 0, found.nbytes)
-        buffers = self._buffer(computed), self._buffer(received)
-        first_mismatch = self._layout_kernel("chunks_first_mismatch")
-        first_mismatch.set_args(*buffers, np.uint32(count), index)
-        groups = min(self._groups, -(-count // self._group))
-        cl.enqueue_nd_range_kernel(self._queue, first_mismatch, (groups * self._group,),
-                                   (self._group,))
-        cl.enqueue_copy(self._queue, found, index, is_blocking=True)
-        return int(found[0])
-
-    def crypt(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
-              j0s: BufferSpan, lengths: BufferSpan, strides: tuple[int, int]) -> None:
-        if blocks:
-            self._engine._enqueue_ctr(self._buffer(source), blocks, device_chunks.SLOT_BLOCKS, 1,
-                                      j0s.buffer, lengths.buffer, self._buffer(target),
-                                      strides)
-            self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
-
-    def tags(self, text: BufferSpan, stride: int, count: int, blocks: int, j0s: BufferSpan,
-             lengths: BufferSpan, tags: BufferSpan, tag_stride: int) -> None:
-        partials = self._take(16 * count)
-        self._engine._enqueue_ghash(self._buffer(text), blocks, device_chunks.SLOT_BLOCKS,
-                                    count, partials, stride=stride)
-        self._engine._enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
-                                   self._buffer(tags), tag_stride)
-        self._queue.flush()  # (opening hashes first: the GPU starts while CTR is enqueued)
-
-    def crypt_and_tags(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
-                       run: device_chunks.ChunkRun, strides: tuple[int, int],
-                       tags: BufferSpan | None, tag_stride: int, sealing: bool,
-                       check: device_chunks.TagCheck | None) -> None:
-        spans = [self._at_block(span) for span in (source, target)]
-        tags_at = (None, 0) if tags is None else self._at_block(tags)
-        verdict_check = None
-        if check is not None:
-            received, received_first = self._at_block(check.received)
-            verdict_check = (received, received_first, check.stride, check.verdict.buffer,
-                             check.first)
-        self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks,
-                                        device_chunks.SLOT_BLOCKS, count, strides, None, None,
-                                        tags_at[0], tag_stride, sealing,
-                                        (spans[0][1], spans[1][1], tags_at[1]), run,
-                                        verdict_check)
-        self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
-
-    def verdict(self) -> BufferSpan:
-        # From the runtime's, which hold NO_MISMATCH already: filling one here cost the
-        # GPU's host a command (20-25 µs on NVIDIA's OpenCL) before the first launch, in
-        # which the device idles. 32 bytes: the word, then room for a tag (read_verdict).
-        runtime = self._engine.runtime
-        with runtime.lock:
-            word = runtime.verdicts.pop() if runtime.verdicts else None
-        if word is None:
-            preset = np.zeros(8, np.uint32)
-            preset[0] = device_chunks.NO_MISMATCH
-            word = cl.Buffer(self._context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                             hostbuf=preset)
-        return BufferSpan(word, 0, device_chunks.VERDICT_BYTES)
-
-    def read_verdict(self, verdict: BufferSpan, also: BufferSpan | None) -> tuple[int, bytes]:
-        # ``also`` copied beside the word and read with it, in one blocking read: a
-        # read of its own into host memory, not waited for, held the verdict's read
-        # back 0.19 ms on NVIDIA's OpenCL (H200, 2026-11-26).
-        found = np.empty(device_chunks.VERDICT_BYTES, np.uint8)
-        beside = device_chunks.VERDICT_ALSO_AT
-        if also is not None:
-            cl.enqueue_copy(self._queue, verdict.buffer, also.buffer, byte_count=also.nbytes,
-                            src_offset=also.offset, dst_offset=beside)
-        cl.enqueue_copy(self._queue, found, verdict.buffer, is_blocking=True)
-        value = int(found[:4].view(np.uint32)[0])
-        if value == device_chunks.NO_MISMATCH:  # (as it was taken: a later call's)
-            runtime = self._engine.runtime
-            with runtime.lock:
-                runtime.verdicts.append(verdict.buffer)
-        return value, found[beside : beside + (0 if also is None else also.nbytes)].tobytes()
-
-    def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
-                 j0s: BufferSpan, lengths: BufferSpan) -> None:
-        first_j0 = np.frombuffer(base_j0(base_nonce), cl.cltypes.uint4)
-        counters = self._layout_kernel("chunks_counters")
-        counters.set_args(first_j0[0], np.uint64(first), np.uint32(count),
-                          np.uint64(last_bytes), j0s.buffer, lengths.buffer)
-        groups = min(self._groups, -(-count // self._group))
-        cl.enqueue_nd_range_kernel(self._queue, counters, (groups * self._group,),
-                                   (self._group,))
-
-    def gather_tags(self, sealed: BufferSpan, tags: BufferSpan, count: int) -> None:
-        gather = self._layout_kernel("chunks_tags")
-        groups = min(self._groups, -(-count // self._group))
-        # (held by self.held: a sub-buffer released between set_args and the launch is
-        # an argument NVIDIA's driver refuses, INVALID_KERNEL_ARGS)
-        buffers = self._buffer(sealed), self._buffer(tags)
-        gather.set_args(*buffers, np.uint32(count))
-        cl.enqueue_nd_range_kernel(self._queue, gather, (groups * self._group,), (self._group,))
 
 
 # Calls that returned before their work was done, with what that work uses: (the
@@ -487,10 +289,10 @@ class OpenclArrayChunks:
         self._key, self._base_nonce = key, base_nonce
         self._devices = devices  # the only devices an array may be on (None: any)
 
-    def _kernels(self, array: Any, device: Device) -> tuple[_QueueChunkKernels, Any]:
-        engine = GcmEngine(self._key, device, "host", array.context,
+    def _kernels(self, array: Any, device: Device) -> tuple[OpenclChunkKernels, Any]:
+        engine = GcmKernels(self._key, device, "host", array.context,
                            ghash.hash_subkey(self._key))
-        return _QueueChunkKernels(engine, device, array.context, self._key), engine.runtime
+        return OpenclChunkKernels(engine, device, array.context, self._key), engine.runtime
 
     def _run(self, data: Any, header_bytes: int, out_bytes: int, work: Any,
              output: Any = None, work_waits: bool = False) -> Any:
@@ -549,7 +351,7 @@ class OpenclArrayChunks:
     def seal(self, message: Any, header: bytes, sealed_bytes: int, output: Any = None) -> Any:
         """A new uint8 array, or ``output`` (then None is returned): ``header`` and then
         the sealed chunks of ``message``."""
-        def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
+        def work(kernels: OpenclChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
             kernels.upload(target.at(0, len(header)), header)
             device_chunks.seal(kernels, self._base_nonce, source,
                                target.at(len(header), sealed_bytes - len(header)))
@@ -561,7 +363,7 @@ class OpenclArrayChunks:
         plaintext of the sealed chunks in bytes ``at .. at + nbytes`` of ``sealed``,
         chunks ``first, ...`` of the message (the last of them the final one where
         ``final`` says so)."""
-        def work(kernels: _QueueChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
+        def work(kernels: OpenclChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
             device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
                                       target, first, final)
         return self._run(sealed, 0, out_bytes, work, output, work_waits=True)

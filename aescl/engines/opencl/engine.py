@@ -12,9 +12,9 @@ from ...devices import Device
 from ..interface import BlockTransform
 from ..start_up import start_seconds
 from . import measure, tuning
-from .gcm import GcmCipher
+from .gcm import OpenclHostGcm
 from .pipeline import PIECE_BYTES, is_pinned, pinned_empty, shares_host_memory
-from .workers import ChunkCipher, OpenclBlocks
+from .workers import OpenclBlocks, OpenclHostChunks
 
 
 class OpenclEngine:
@@ -46,12 +46,12 @@ class OpenclEngine:
     def blocks(self, transform: BlockTransform) -> OpenclBlocks:
         return OpenclBlocks(self.device, transform)
 
-    def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> ChunkCipher:
-        return ChunkCipher(key, base_nonce, self.device, batch_chunks)
+    def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> OpenclHostChunks:
+        return OpenclHostChunks(key, base_nonce, self.device, batch_chunks)
 
     def gcm(self, key: bytes, nonce: bytes | None, mac_len: int, key_schedule: str,
-            threads: int | None = None) -> GcmCipher:  # (a device has no host threads)
-        return GcmCipher(key, nonce, mac_len, self.device, key_schedule)
+            threads: int | None = None) -> OpenclHostGcm:  # (no host threads)
+        return OpenclHostGcm(key, nonce, mac_len, self.device, key_schedule)
 
     def retune(self, progress: Any) -> None:
         if not self.device.is_simulator:  # (its settings are for coverage, not speed)

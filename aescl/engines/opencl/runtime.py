@@ -50,10 +50,10 @@ class DeviceRuntime:
     lock: threading.RLock = field(default_factory=threading.RLock)
     spare: dict[int, list[Any]] = field(default_factory=dict)  # scratch let go, by size
     # GHASH's tables of the bases used last (H, or a power of H that folds sums), for
-    # every GCM engine here (gcm.py, GcmEngine._power_tables_of), the most recent last.
+    # every GCM kernel set here (gcm_kernels.py, GcmKernels._power_tables_of), the most recent last.
     ghash_tables: dict[int, dict[str, Any]] = field(default_factory=dict)
     # Small buffers whose first word is an opening's verdict as a kernel left it after
-    # every tag matched: its value before the kernels (arrays.py, _QueueChunkKernels).
+    # every tag matched: its value before the kernels (workers.py, OpenclChunkKernels).
     verdicts: list[Any] = field(default_factory=list)
 
     def take_scratch(self, nbytes: int) -> Any:

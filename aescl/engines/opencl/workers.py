@@ -1,7 +1,8 @@
 """The OpenCL engine's workers: a device's kernels over the ranges of a job.
 
 Block jobs (ECB, CTR) go through :class:`KernelLauncher`, chunked-format jobs
-through :class:`ChunkCipher`; both stream host data through the device's pinned,
+through :class:`OpenclHostChunks` (the chunked format's device program, device_chunks.py,
+over :class:`OpenclChunkKernels`); both stream host data through the device's pinned,
 overlapped pipeline (pipeline.py), one pipeline run for all the ranges an
 engine pulls, so pieces keep overlapping from one range to the next.
 """
@@ -10,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyopencl as cl
 
-from ... import keyschedule
+from ... import ghash, keyschedule
 from ..._arrays import BytesLike, default_slice_bytes, input_array
 from ...chunkformat import (
     CHUNK_SIZE,
@@ -25,14 +26,14 @@ from ...chunkformat import (
     check_base_nonce,
     check_chunk_range,
     check_key,
-    chunk_j0s,
     plaintext_run,
     sealed_run,
+    sealed_size,
 )
 from ...devices import Device, resolve
-from ...errors import AuthenticationError
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
-from .gcm import GcmEngine
+from ..programs import device_chunks
+from .gcm_kernels import GcmKernels
 from .kernels import aes_options, carryless_ghash, kernel, key_argument
 from .pipeline import (
     PIECE_BYTES,
@@ -47,6 +48,8 @@ from .tuning import launch_config
 # (queue, source buffer, target buffer, blocks) -> event: a mode's kernel over device-resident
 # data, for measuring it (aescl.bench) without host transfers.
 DeviceLaunch = Callable[[Any, Any, Any, int], Any]
+# Chunks a piece of host data holds unless the scheduler says (its batch_chunks).
+DEFAULT_BATCH_CHUNKS = PIECE_BYTES // CHUNK_SIZE
 
 
 class KernelLauncher:
@@ -125,12 +128,217 @@ class KernelLauncher:
         pipeline(self._device).run(pieces())
 
 
-class ChunkCipher:
-    """Seals and opens runs of consecutive chunks under one (key, base nonce): raw mode.
+class BufferSpan(NamedTuple):
+    """Bytes ``offset .. offset + nbytes`` of an OpenCL buffer. (A named tuple: a
+    chunked call makes a dozen before its first launch, at a third of a frozen
+    dataclass's cost.)"""
 
-    A run is some full chunks, optionally followed by the final short chunk;
-    it goes to the device in one launch.
-    """
+    buffer: Any
+    offset: int
+    nbytes: int
+
+    def at(self, offset: int, nbytes: int) -> BufferSpan:
+        return BufferSpan(self.buffer, self.offset + offset, nbytes)
+
+
+
+class OpenclChunkKernels:
+    """The chunked format's device operations (device_chunks.ChunkKernels) over spans of
+    OpenCL buffers, on the queue of the GCM kernels' runtime: in a caller's context for
+    pyopencl arrays (arrays.py), in aescl's own for a piece of host data
+    (:class:`OpenclHostChunks`)."""
+
+    def __init__(self, engine: GcmKernels, device: Device, context: Any, key: bytes) -> None:
+        self._engine, self._device, self._context = engine, device, context
+        self._key = key
+        self._queue = engine.runtime.queue
+        self._scratch: list[Any] = []  # (runtime.take_scratch: given back by release)
+        self._align = device.cl_device.mem_base_addr_align // 8
+        config = engine.launch  # (the device's launch_config, read once a call)
+        self._group, self._groups = config.work_group_size, config.max_work_groups
+        # Read once a call ($AESCL_GCM_FUSED): the format's code asks at every batch.
+        self.fused = engine.fused and device_chunks.fused_gcm()
+        # Every buffer and sub-buffer the call's work uses, let go once that work is done
+        # (see _park).
+        self.held: list[Any] = []
+
+    def _layout_kernel(self, name: str) -> Any:
+        """A kernel of chunk_layout.cl (the fused kernel's calls use none of them)."""
+        return kernel(self._device, "chunk_layout.cl", "", name, self._context)
+
+    def aligned(self, span: BufferSpan) -> bool:
+        return span.offset % self._align == 0
+
+    def _buffer(self, span: BufferSpan) -> Any:
+        if span.offset == 0:
+            return span.buffer
+        buffer = span.buffer.get_sub_region(span.offset, span.nbytes)
+        self.held.append(buffer)
+        return buffer
+
+    def _at_block(self, span: BufferSpan) -> tuple[Any, int]:
+        """A span as its buffer and first block, for a kernel that takes offsets (no
+        sub-buffer to let go of later: see aes_gcm.cl's gcm_crypt_hash); a sub-buffer
+        from block 0 where the span starts inside a block."""
+        if span.offset % BLOCK_SIZE:
+            return self._buffer(span), 0
+        return span.buffer, span.offset // BLOCK_SIZE
+
+    def scratch(self, nbytes: int) -> BufferSpan:
+        return BufferSpan(self._take(nbytes), 0, nbytes)
+
+    def _take(self, nbytes: int) -> Any:
+        buffer = self._engine.runtime.take_scratch(nbytes)
+        self._scratch.append(buffer)
+        return buffer
+
+    def release(self) -> None:
+        """Once the call's work is done: its scratch to later calls (see _park)."""
+        self._engine.runtime.give_back_scratch(self._scratch)
+        self._scratch.clear()
+
+    def copy(self, target: BufferSpan, source: BufferSpan) -> None:
+        if source.nbytes:
+            cl.enqueue_copy(self._queue, target.buffer, source.buffer, byte_count=source.nbytes,
+                            src_offset=source.offset, dst_offset=target.offset)
+
+    def zero(self, span: BufferSpan) -> None:
+        if span.nbytes:
+            cl.enqueue_fill_buffer(self._queue, span.buffer, np.uint8(0), span.offset,
+                                   span.nbytes)
+
+    def upload(self, target: BufferSpan, data: bytes) -> None:
+        # As fill patterns (up to 128 bytes each, as the offsets allow), which the enqueue
+        # copies: a write from ordinary memory waits (on NVIDIA's OpenCL) for all the work
+        # queued before it, a call that returns before its work is done must hold no
+        # host memory, and a buffer staged for it would be freed later, which waits
+        # there for all the work on the device.
+        at = 0
+        while at < len(data):
+            size = 1
+            while size < 128 and (target.offset + at) % (2 * size) == 0 \
+                    and at + 2 * size <= len(data):
+                size *= 2
+            cl.enqueue_fill_buffer(self._queue, target.buffer,
+                                   np.frombuffer(data[at : at + size], np.uint8).copy(),
+                                   target.offset + at, size)
+            at += size
+
+    def empty_message_tag(self, j0: bytes) -> bytes:
+        return ghash.encrypt_block(self._key, j0)
+
+    def first_mismatch(self, computed: BufferSpan, received: BufferSpan, count: int) -> int:
+        found = np.array([count], np.uint32)
+        index = self._take(found.nbytes)  # (scratch: nothing freed once the call is done)
+        cl.enqueue_fill_buffer(self._queue, index, found, 0, found.nbytes)
+        buffers = self._buffer(computed), self._buffer(received)
+        first_mismatch = self._layout_kernel("chunks_first_mismatch")
+        first_mismatch.set_args(*buffers, np.uint32(count), index)
+        groups = min(self._groups, -(-count // self._group))
+        cl.enqueue_nd_range_kernel(self._queue, first_mismatch, (groups * self._group,),
+                                   (self._group,))
+        cl.enqueue_copy(self._queue, found, index, is_blocking=True)
+        return int(found[0])
+
+    def crypt(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
+              j0s: BufferSpan, lengths: BufferSpan, strides: tuple[int, int]) -> None:
+        if blocks:
+            self._engine.enqueue_ctr(self._buffer(source), blocks, device_chunks.SLOT_BLOCKS, 1,
+                                      j0s.buffer, lengths.buffer, self._buffer(target),
+                                      strides)
+            self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
+
+    def tags(self, text: BufferSpan, stride: int, count: int, blocks: int, j0s: BufferSpan,
+             lengths: BufferSpan, tags: BufferSpan, tag_stride: int) -> None:
+        partials = self._take(16 * count)
+        self._engine.enqueue_ghash(self._buffer(text), blocks, device_chunks.SLOT_BLOCKS,
+                                    count, partials, stride=stride)
+        self._engine.enqueue_tags(partials, count, j0s.buffer, lengths.buffer,
+                                   self._buffer(tags), tag_stride)
+        self._queue.flush()  # (opening hashes first: the GPU starts while CTR is enqueued)
+
+    def crypt_and_tags(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
+                       run: device_chunks.ChunkRun, strides: tuple[int, int],
+                       tags: BufferSpan | None, tag_stride: int, sealing: bool,
+                       check: device_chunks.TagCheck | None) -> None:
+        spans = [self._at_block(span) for span in (source, target)]
+        tags_at = (None, 0) if tags is None else self._at_block(tags)
+        verdict_check = None
+        if check is not None:
+            received, received_first = self._at_block(check.received)
+            verdict_check = (received, received_first, check.stride, check.verdict.buffer,
+                             check.first)
+        self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks,
+                                        device_chunks.SLOT_BLOCKS, count, strides, None, None,
+                                        tags_at[0], tag_stride, sealing,
+                                        (spans[0][1], spans[1][1], tags_at[1]), run,
+                                        verdict_check)
+        self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
+
+    def verdict(self) -> BufferSpan:
+        # From the runtime's, which hold NO_MISMATCH already: filling one here cost the
+        # GPU's host a command (20-25 µs on NVIDIA's OpenCL) before the first launch, in
+        # which the device idles. 32 bytes: the word, then room for a tag (read_verdict).
+        runtime = self._engine.runtime
+        with runtime.lock:
+            word = runtime.verdicts.pop() if runtime.verdicts else None
+        if word is None:
+            preset = np.zeros(8, np.uint32)
+            preset[0] = device_chunks.NO_MISMATCH
+            word = cl.Buffer(self._context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                             hostbuf=preset)
+        return BufferSpan(word, 0, device_chunks.VERDICT_BYTES)
+
+    def read_verdict(self, verdict: BufferSpan, also: BufferSpan | None) -> tuple[int, bytes]:
+        # ``also`` copied beside the word and read with it, in one blocking read: a
+        # read of its own into host memory, not waited for, held the verdict's read
+        # back 0.19 ms on NVIDIA's OpenCL (H200, 2026-11-26).
+        found = np.empty(device_chunks.VERDICT_BYTES, np.uint8)
+        beside = device_chunks.VERDICT_ALSO_AT
+        if also is not None:
+            cl.enqueue_copy(self._queue, verdict.buffer, also.buffer, byte_count=also.nbytes,
+                            src_offset=also.offset, dst_offset=beside)
+        cl.enqueue_copy(self._queue, found, verdict.buffer, is_blocking=True)
+        value = int(found[:4].view(np.uint32)[0])
+        if value == device_chunks.NO_MISMATCH:  # (as it was taken: a later call's)
+            runtime = self._engine.runtime
+            with runtime.lock:
+                runtime.verdicts.append(verdict.buffer)
+        return value, found[beside : beside + (0 if also is None else also.nbytes)].tobytes()
+
+    def counters(self, base_nonce: bytes, first: int, count: int, last_bytes: int,
+                 j0s: BufferSpan, lengths: BufferSpan) -> None:
+        first_j0 = np.frombuffer(base_j0(base_nonce), cl.cltypes.uint4)
+        counters = self._layout_kernel("chunks_counters")
+        counters.set_args(first_j0[0], np.uint64(first), np.uint32(count),
+                          np.uint64(last_bytes), j0s.buffer, lengths.buffer)
+        groups = min(self._groups, -(-count // self._group))
+        cl.enqueue_nd_range_kernel(self._queue, counters, (groups * self._group,),
+                                   (self._group,))
+
+    def gather_tags(self, sealed: BufferSpan, tags: BufferSpan, count: int) -> None:
+        gather = self._layout_kernel("chunks_tags")
+        groups = min(self._groups, -(-count // self._group))
+        # (held by self.held: a sub-buffer released between set_args and the launch is
+        # an argument NVIDIA's driver refuses, INVALID_KERNEL_ARGS)
+        buffers = self._buffer(sealed), self._buffer(tags)
+        gather.set_args(*buffers, np.uint32(count))
+        cl.enqueue_nd_range_kernel(self._queue, gather, (groups * self._group,), (self._group,))
+
+
+
+class OpenclHostChunks:
+    """The chunked format's chunks on host arrays (one chunk key and base nonce), through
+    one device's pipeline (pipeline.py): each piece of chunks is sealed or opened by the
+    chunked format's device program (device_chunks.py), on the piece's device buffers,
+    as device arrays' chunks are. An opened piece's tags come back with its plaintext
+    and are compared on the host before any of the plaintext is copied out, so that no
+    launch waits for a verdict (the pipeline enqueues every piece from one thread): a
+    piece that fails releases none.
+
+    One route of its own, an optional operation: CPU devices whose GHASH is carry-less
+    seal and open full chunks in one pass over memory (``cl/chunk_seal.cl``), which the
+    program's extra trips through memory slow down there (docs/benchmarks)."""
 
     def __init__(self, key: bytes, base_nonce: bytes, device: Device | str | None = None,
                  batch_chunks: int | None = None) -> None:
@@ -138,41 +346,38 @@ class ChunkCipher:
         check_key(key)
         check_base_nonce(base_nonce)
         self._device = resolve(device)
-        self._engine = GcmEngine(bytes(key), self._device, "host")
-        self._base_nonce = np.frombuffer(bytes(base_nonce), dtype=np.uint8)
-        # J0 of chunk 0 as the AES core's four columns (cl/chunk_layout.cl).
-        self._base_j0 = np.frombuffer(base_j0(bytes(base_nonce)),
+        self._key, self._base_nonce = bytes(key), bytes(base_nonce)
+        # H = E(0^128) on the host: the kernels' tables are made from it on the device.
+        self._kernels = GcmKernels(self._key, self._device, "host", h=ghash.hash_subkey(self._key))
+        # J0 of chunk 0 as the AES core's four columns (cl/chunk_seal.cl).
+        self._base_j0 = np.frombuffer(base_j0(self._base_nonce),
                                       dtype="<u4").view(cl.cltypes.uint4)[0]
-
-    def _j0s(self, first: int, count: int) -> np.ndarray:
-        return chunk_j0s(self._base_nonce.tobytes(), first, count)
 
     @property
     def seals_in_one_pass(self) -> bool:
-        """Whether full chunks are sealed in one pass from their slots into the sealed
-        layout (cl/chunk_seal.cl), rather than in place in the slots (device_batch)."""
+        """Whether full chunks are sealed and opened in one pass (cl/chunk_seal.cl)."""
         return self._one_pass is not None
 
-    def device_seal(self, slots: Any, sealed: Any, message_bytes: int) -> Any:
-        """Enqueue the one-pass sealing of the full chunks of a message in one device
-        buffer into another: the format's device work, for aescl.bench."""
-        return self._enqueue_one_pass(device_runtime(self._device).queue, "chunks_seal", slots,
-                                      sealed, 0, message_bytes // CHUNK_SIZE)
+    def device_seal(self, plaintext: Any, sealed: Any, message_bytes: int) -> list[Any]:
+        """Enqueue the sealing of a message of ``message_bytes`` in one device buffer into
+        another (the format's whole device work, for aescl.bench); returns the events
+        of its first and last commands (one event where it is one launch)."""
+        queue = device_runtime(self._device).queue
+        if self._one_pass is not None and not message_bytes % CHUNK_SIZE:
+            return [self._enqueue_one_pass(queue, "chunks_seal", plaintext, sealed, 0,
+                                           message_bytes // CHUNK_SIZE)]
+        kernels = self.chunk_kernels()
+        before = cl.enqueue_marker(queue)
+        device_chunks.seal(kernels, self._base_nonce, BufferSpan(plaintext, 0, message_bytes),
+                           BufferSpan(sealed, 0, sealed_size(message_bytes, raw=True)))
+        kernels.release()  # (scratch given back: later work on this in-order queue)
+        return [before, cl.enqueue_marker(queue)]
 
-    def device_batch(self, buffer: Any, message_bytes: int) -> Any:
-        """Chunks 0, 1, ... of a message already in a device buffer, as a GCM batch
-        (``crypt()`` seals in place, ``hash()`` computes the tags): the format's device
-        work without host transfers, for aescl.bench. The last chunk is the final one."""
-        full, rest = divmod(message_bytes, CHUNK_SIZE)
-        lengths = self._lengths(full, rest)
-        return self._engine.resident_batch(buffer, CHUNK_SIZE, lengths, self._j0s(0, len(lengths)))
+    def chunk_kernels(self) -> OpenclChunkKernels:
+        """The program's operations on aescl's queue for this device."""
+        return OpenclChunkKernels(self._kernels, self._device, None, self._key)
 
-    @staticmethod
-    def _lengths(full: int, final_bytes: int | None) -> np.ndarray:
-        lengths = [CHUNK_SIZE] * full + ([] if final_bytes is None else [final_bytes])
-        return np.array(lengths, dtype=np.uint64)
-
-    # ---- runs of full chunks through the pipeline -------------------------------------
+    # ---- the one-pass route of CPU devices -----------------------------------------
 
     @cached_property
     def _launch_config(self) -> Any:
@@ -184,21 +389,21 @@ class ChunkCipher:
         """The kernels that seal and open full chunks in one pass over memory
         (cl/chunk_seal.cl), by name, with their arguments after the data buffers; or
         None where the device lacks them. They serve CPU devices on AES-NI with
-        carry-less GHASH, which the portable route's extra trips through memory
-        slow down (docs/benchmarks). Elsewhere: chunk_layout.cl and the GCM batch."""
+        carry-less GHASH, which the program's extra trips through memory slow down
+        (docs/benchmarks)."""
         config = self._launch_config
         if (self._device.type != "cpu" or not carryless_ghash(config)
                 or (CHUNK_SIZE // BLOCK_SIZE) % config.blocks_per_item):
             return None
-        options = self._engine.options
+        options = self._kernels.options
         try:
             found = {name: kernel(self._device, "chunk_seal.cl", options, name)
                      for name in ("chunks_seal", "chunks_open")}
         except cl.LogicError:  # the compiler did not grant the instructions: none built
             return None
-        tables = self._engine.h_tables(config.blocks_per_item)
+        tables = self._kernels.h_tables(config.blocks_per_item)
         device_runtime(self._device).queue.finish()  # built before another queue reads them
-        return {"kernels": found, "args": (tables, self._engine.key)}
+        return {"kernels": found, "args": (tables, self._kernels.key)}
 
     def _enqueue_one_pass(self, queue: Any, name: str, source: Any, target: Any,
                           first: int, count: int) -> Any:
@@ -211,92 +416,87 @@ class ChunkCipher:
                         *one_pass["args"])
         return cl.enqueue_nd_range_kernel(queue, launch, (count,), (1,))
 
-    def _enqueue_layout(self, queue: Any, name: str, args: tuple[Any, ...], count: int) -> Any:
-        layout = kernel(self._device, "chunk_layout.cl", "", name)
-        config = self._launch_config
-        group = config.work_group_size
-        groups = min(config.max_work_groups, -(-count * (SEALED_CHUNK_SIZE // 16) // group))
-        layout.set_args(*args, np.uint32(count))
-        return cl.enqueue_nd_range_kernel(queue, layout, (groups * group,), (group,))
+    # ---- pieces through the pipeline -------------------------------------------------
 
-    def _full_chunks_batch(self, queue: Any, buffer: Any, first: int, count: int,
-                           scratch: dict[str, Any]) -> Any:
-        """A GCM batch over ``count`` full chunks from chunk ``first`` in ``buffer`` (slot
-        layout), its J0s and lengths made on the device (chunks_counters)."""
-        counters = self._engine.scratch_buffer(scratch, "j0s", 16 * count)
-        lengths = self._engine.scratch_buffer(scratch, "lengths", 8 * count)
-        make = kernel(self._device, "chunk_layout.cl", "", "chunks_counters")
-        make.set_args(self._base_j0, np.uint64(first), np.uint32(count),
-                      np.uint64(CHUNK_SIZE), counters, lengths)
-        group = self._launch_config.work_group_size
-        cl.enqueue_nd_range_kernel(queue, make, (-(-count // group) * group,), (group,))
-        return self._engine.full_slots_batch(buffer, CHUNK_SIZE, count, counters, lengths,
-                                             scratch)
+    def _program(self, scratch: dict[str, Any]) -> OpenclChunkKernels:
+        """The program's operations for a piece: the slot's earlier piece's given back
+        first (its commands are before this piece's on the in-order queue, so whatever
+        takes its scratch next runs after them)."""
+        earlier = scratch.pop("chunk_kernels", None)
+        if earlier is not None:
+            earlier.release()
+        scratch["chunk_kernels"] = kernels = self.chunk_kernels()
+        return kernels
 
-    def _seal_launch(self, first: int, count: int) -> Launch:
-        """Device work of sealing full chunks: plaintext slots in, sealed layout out."""
-        if self._one_pass:
-            return lambda queue, slots, sealed, _: self._enqueue_one_pass(
-                queue, "chunks_seal", slots, sealed, first, count)
+    def _seal_launch(self, first: int, count: int, in_bytes: int, out_bytes: int,
+                     final: bool) -> Launch:
+        """Device work of sealing a piece: its plaintext in, its sealed chunks out."""
+        if self._one_pass is not None and not final:
+            return lambda queue, plaintext, sealed, _: self._enqueue_one_pass(
+                queue, "chunks_seal", plaintext, sealed, first, count)
 
-        def launch(queue: Any, slots: Any, sealed: Any, scratch: dict[str, Any]) -> Any:
-            batch = self._full_chunks_batch(queue, slots, first, count, scratch)
-            batch.seal()
-            return self._enqueue_layout(queue, "chunks_pack",
-                                        (slots, batch.tags_buffer, sealed), count)
+        def launch(queue: Any, plaintext: Any, sealed: Any, scratch: dict[str, Any]) -> Any:
+            device_chunks.seal(self._program(scratch), self._base_nonce,
+                               BufferSpan(plaintext, 0, in_bytes),
+                               BufferSpan(sealed, 0, out_bytes), first, final)
+            return cl.enqueue_marker(queue)
         return launch
 
-    def _open_launch(self, first: int, count: int) -> Launch:
-        """Device work of opening full chunks: sealed layout in; out, the plaintext slots,
-        then the computed tags, then the received tags (see :meth:`_checked`)."""
-        if self._one_pass:
+    def _open_launch(self, first: int, count: int, in_bytes: int, text_room: int,
+                     final: bool) -> Launch:
+        """Device work of opening a piece: its sealed chunks in; out, the plaintext (in
+        ``text_room`` bytes), then the computed tags, then the received ones (16 bytes a
+        chunk each, compared by :func:`_checked`)."""
+        if self._one_pass is not None and not final:
             return lambda queue, sealed, out, _: self._enqueue_one_pass(
                 queue, "chunks_open", sealed, out, first, count)
 
         def launch(queue: Any, sealed: Any, out: Any, scratch: dict[str, Any]) -> Any:
-            text_blocks = count * (CHUNK_SIZE // 16)
-            self._enqueue_layout(queue, "chunks_unpack",
-                                 (sealed, out, np.uint32(text_blocks + count)), count)
-            batch = self._full_chunks_batch(queue, out, first, count, scratch)
-            batch.open()  # (hashed before it is decrypted in place)
-            return cl.enqueue_copy(queue, out, batch.tags_buffer, byte_count=TAG_SIZE * count,
-                                   dst_offset=16 * text_blocks)
+            tags = BufferSpan(out, text_room, 2 * TAG_SIZE * count)
+            device_chunks.open_unchecked(
+                self._program(scratch), self._base_nonce, BufferSpan(sealed, 0, in_bytes),
+                BufferSpan(out, 0, text_room), tags.at(0, TAG_SIZE * count),
+                tags.at(TAG_SIZE * count, TAG_SIZE * count), first, final)
+            return cl.enqueue_marker(queue)
         return launch
 
-    @staticmethod
-    def _checked(result: np.ndarray, first: int, count: int) -> np.ndarray:
-        """The plaintext of an opened run, after every tag in it matched; else raises."""
-        text = count * CHUNK_SIZE
-        tags = result[text:].reshape(2, count, TAG_SIZE)
-        matches = np.all(tags[0] == tags[1], axis=1)  # every byte compared, no early exit
-        if not matches.all():
-            index = first + int(np.argmin(matches))
-            raise AuthenticationError(
-                f"chunk {index} failed authentication: the data was modified", chunk=index)
-        return result[:text]
+    def _seal_piece(self, source: np.ndarray, target: np.ndarray, first: int,
+                    final: bool) -> Piece:
+        full, _ = plaintext_run(source.nbytes, final)
+        return Piece.through(self._device, source, target, self._seal_launch(
+            first, full + int(final), source.nbytes, target.nbytes, final))
 
-    def _runs(self, first: int, ranges: Iterable[tuple[int, int]], batch_chunks: int | None,
-              opening: bool) -> Iterator[tuple[int, int, Piece]]:
-        """Runs of at most ``batch_chunks`` full chunks of each chunk range pulled from
-        ``ranges`` (relative to the arrays, whose chunk 0 is message chunk ``first``), as
-        (chunks before the run, chunks in it, a pipeline piece with its launch and
-        sizes); the caller attaches the piece's input and output. An opening piece's
-        output is the plaintext, then the computed and the received tags."""
-        # A batch is one allocation each way on the device: never more than it can hold.
-        batch_chunks = max(1, min(batch_chunks or self._batch_chunks,
+    def _open_piece(self, source: np.ndarray, target: np.ndarray, first: int,
+                    final: bool) -> Piece:
+        """A piece whose plaintext goes into ``target`` once every tag in it matched."""
+        full, _ = sealed_run(source.nbytes, first, final)
+        count = full + int(final)
+        # (the tags where a kernel can write them: after the plaintext, rounded up)
+        room = -(-target.nbytes // CHUNK_SIZE) * CHUNK_SIZE
+        piece = Piece(source.nbytes, room + 2 * TAG_SIZE * count,
+                      self._open_launch(first, count, source.nbytes, room, final))
+        piece.read_from(self._device, source)
+        piece.store = lambda result: copy_parts(
+            target, _checked(result, target.nbytes, room, first, count, final))
+        return piece
+
+    def _pieces(self, source: np.ndarray, target: np.ndarray, first: int,
+                ranges: Iterable[tuple[int, int]], batch_chunks: int | None,
+                opening: bool) -> Iterator[Piece]:
+        """Pieces of at most ``batch_chunks`` full chunks of each chunk range pulled from
+        ``ranges`` (relative to the arrays, whose chunk 0 is message chunk ``first``)."""
+        # A piece is one allocation each way on the device: never more than it can hold.
+        batch_chunks = max(1, min(batch_chunks or self._batch_chunks or DEFAULT_BATCH_CHUNKS,
                                   default_slice_bytes(self._device) // SEALED_CHUNK_SIZE))
+        size_in, size_out = ((SEALED_CHUNK_SIZE, CHUNK_SIZE) if opening
+                             else (CHUNK_SIZE, SEALED_CHUNK_SIZE))
+        make = self._open_piece if opening else self._seal_piece
         for lo, hi in ranges:
             check_chunk_range(first + lo, hi - lo)
             for start in range(lo, hi, batch_chunks):
-                chunks = min(batch_chunks, hi - start)
-                if opening:
-                    piece = Piece(chunks * SEALED_CHUNK_SIZE,
-                                  chunks * (CHUNK_SIZE + 2 * TAG_SIZE),
-                                  self._open_launch(first + start, chunks))
-                else:
-                    piece = Piece(chunks * CHUNK_SIZE, chunks * SEALED_CHUNK_SIZE,
-                                  self._seal_launch(first + start, chunks))
-                yield start, chunks, piece
+                stop = min(hi, start + batch_chunks)
+                yield make(source[start * size_in : stop * size_in],
+                           target[start * size_out : stop * size_out], first + start, False)
 
     def seal_ranges(self, plaintext: np.ndarray, sealed: np.ndarray, first: int,
                     ranges: Iterable[tuple[int, int]],
@@ -304,37 +504,18 @@ class ChunkCipher:
         """Seal the whole chunks of each range pulled from ``ranges`` from ``plaintext``
         into ``sealed`` (16400 bytes each), in one pipeline run. Either array may be
         pinned memory (aescl.pinned_empty)."""
-        plaintext, sealed = input_array(plaintext), input_array(sealed)
-
-        def piece(done: int, chunks: int, piece: Piece) -> Piece:
-            return Piece.through(
-                self._device, plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE],
-                sealed[done * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE], piece.launch,
-                # The portable route encrypts the chunks in place in their slots.
-                writes_input=not self._one_pass)
-
-        pipeline(self._device).run(
-            piece(*run) for run in self._runs(first, ranges, batch_chunks, opening=False))
+        pipeline(self._device).run(self._pieces(input_array(plaintext), input_array(sealed),
+                                                first, ranges, batch_chunks, opening=False))
 
     def open_ranges(self, sealed: np.ndarray, plaintext: np.ndarray, first: int,
                     ranges: Iterable[tuple[int, int]],
                     batch_chunks: int | None = None) -> None:
         """Open the whole sealed chunks of each range pulled from ``ranges`` into
-        ``plaintext``. Each run's plaintext is copied out only after all of its tags
-        matched; a failure raises AuthenticationError, and the runs before it have
+        ``plaintext``. Each piece's plaintext is copied out only after all of its tags
+        matched; a failure raises AuthenticationError, and the pieces before it have
         been written."""
-        sealed, plaintext = input_array(sealed), input_array(plaintext)
-
-        def piece(done: int, chunks: int, piece: Piece) -> Piece:
-            target = plaintext[done * CHUNK_SIZE :][: chunks * CHUNK_SIZE]
-            piece.read_from(
-                self._device, sealed[done * SEALED_CHUNK_SIZE :][: chunks * SEALED_CHUNK_SIZE])
-            piece.store = lambda result: copy_parts(
-                target, self._checked(result, first + done, chunks))
-            return piece
-
-        pipeline(self._device).run(
-            piece(*run) for run in self._runs(first, ranges, batch_chunks, opening=True))
+        pipeline(self._device).run(self._pieces(input_array(sealed), input_array(plaintext),
+                                                first, ranges, batch_chunks, opening=True))
 
     def seal_full(self, plaintext: np.ndarray, sealed: np.ndarray, first: int,
                   batch_chunks: int | None = None) -> None:
@@ -349,62 +530,51 @@ class ChunkCipher:
         self.open_ranges(sealed, plaintext, first, iter([(0, count)]), batch_chunks)
 
     def seal(self, plaintext: BytesLike, first: int, final: bool) -> np.ndarray:
-        """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short final one.
-
-        Without ``final`` the plaintext must be whole chunks. Returns the sealed
-        chunks as a uint8 array, which every writer and ``bytes.join`` accept:
-        converting to ``bytes`` here would cost a copy as slow as the device work.
-        """
+        """Seal chunks ``first, first+1, ...``; with ``final`` the last one is the short
+        final one. Without ``final`` the plaintext must be whole chunks."""
         source = input_array(plaintext)
         full, rest = plaintext_run(source.nbytes, final)
-        count = full + int(final)
-        if not count:
-            return np.empty(0, np.uint8)
-        slots = np.zeros((count, CHUNK_SIZE), dtype=np.uint8)
-        slots.reshape(-1)[: source.nbytes] = source
-        lengths = self._lengths(full, rest if final else None)
-        tags = self._engine.seal_messages(slots, lengths, self._j0s(first, count))
+        check_chunk_range(first, full + int(final))
         out = np.empty(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0), np.uint8)
-        rows = out[: full * SEALED_CHUNK_SIZE].reshape(full, SEALED_CHUNK_SIZE)
-        rows[:, :CHUNK_SIZE] = slots[:full]
-        rows[:, CHUNK_SIZE:] = tags[:full]
+        if full:
+            self.seal_full(source[: full * CHUNK_SIZE], out[: full * SEALED_CHUNK_SIZE], first)
         if final:
-            out[full * SEALED_CHUNK_SIZE :][:rest] = slots[full, :rest]
-            out[-TAG_SIZE:] = tags[full]
+            pipeline(self._device).run([self._seal_piece(
+                source[full * CHUNK_SIZE :], out[full * SEALED_CHUNK_SIZE :], first + full,
+                True)])
         return out
 
     def open(self, ciphertext: BytesLike, first: int, final: bool) -> np.ndarray:
-        """Authenticate and decrypt sealed chunks starting at chunk ``first``.
-
-        Returns the plaintext as a uint8 array (see :meth:`seal`). Raises
+        """Authenticate and decrypt sealed chunks starting at chunk ``first``. Raises
         :class:`AuthenticationError` naming the first chunk that fails; then no
-        plaintext of this run is returned.
-        """
+        plaintext of this run is returned."""
         source = input_array(ciphertext)
         full, rest = sealed_run(source.nbytes, first, final)
-        count = full + int(final)
-        if not count:
-            return np.empty(0, np.uint8)
-        text_bytes = rest - TAG_SIZE if final else 0
-        slots = np.zeros((count, CHUNK_SIZE), dtype=np.uint8)
-        tags = np.empty((count, TAG_SIZE), dtype=np.uint8)
-        rows = source[: full * SEALED_CHUNK_SIZE].reshape(full, SEALED_CHUNK_SIZE)
-        slots[:full] = rows[:, :CHUNK_SIZE]
-        tags[:full] = rows[:, CHUNK_SIZE:]
-        if final:
-            tail = source[full * SEALED_CHUNK_SIZE :]
-            slots[full, :text_bytes] = tail[:text_bytes]
-            tags[full] = tail[text_bytes:]
-        lengths = self._lengths(full, text_bytes if final else None)
-        failed = self._engine.open_messages(slots, lengths, self._j0s(first, count), tags)
-        if failed is not None:
-            index = first + failed
-            # A cut inside the last chunk looks exactly like a modified final chunk.
-            cause = "truncated or modified" if final and failed == count - 1 else "modified"
-            raise AuthenticationError(
-                f"chunk {index} failed authentication: the data was {cause}", chunk=index
-            )
-        return slots.reshape(-1)[: full * CHUNK_SIZE + text_bytes]
+        out = np.empty(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0), np.uint8)
+        try:
+            if full:
+                self.open_full(source[: full * SEALED_CHUNK_SIZE], out[: full * CHUNK_SIZE],
+                               first)
+            if final:
+                pipeline(self._device).run([self._open_piece(
+                    source[full * SEALED_CHUNK_SIZE :], out[full * CHUNK_SIZE :],
+                    first + full, True)])
+        except BaseException:
+            out[:] = 0
+            raise
+        return out
+
+
+def _checked(result: np.ndarray, text_bytes: int, room: int, first: int, count: int,
+             final: bool) -> np.ndarray:
+    """The plaintext of an opened piece (``result``: the plaintext in ``room`` bytes, then
+    the computed and the received tags), after every tag in it matched; else raises."""
+    tags = result[room : room + 2 * TAG_SIZE * count].reshape(2, count, TAG_SIZE)
+    matches = np.all(tags[0] == tags[1], axis=1)  # every byte compared, no early exit
+    if not matches.all():
+        index = int(np.argmin(matches))
+        raise device_chunks.failed_chunk(first, index, final and index == count - 1)
+    return result[:text_bytes]
 
 
 class OpenclBlocks:

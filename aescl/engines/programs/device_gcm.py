@@ -15,9 +15,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from .. import ghash
-from .._arrays import BytesLike, byte_view
-from .interface import BLOCK_SIZE, MODE_GCM
+from ... import ghash
+from ..._arrays import BytesLike, byte_view
+from ..interface import BLOCK_SIZE, MODE_GCM
 
 
 class DeviceGcm(ghash.GcmTagCalls, ABC):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from .interface import BLOCK_SIZE
+from ..interface import BLOCK_SIZE
 
 
 class DeviceMemory(Protocol):

@@ -32,8 +32,8 @@ import hmac
 import os
 from typing import Any, NamedTuple, Protocol
 
-from .._arrays import IN_PLACE_REFUSED
-from ..chunkformat import (
+from ..._arrays import IN_PLACE_REFUSED
+from ...chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
     TAG_SIZE,
@@ -42,8 +42,8 @@ from ..chunkformat import (
     plaintext_run,
     sealed_run,
 )
-from ..errors import AuthenticationError
-from .interface import BLOCK_SIZE
+from ...errors import AuthenticationError
+from ..interface import BLOCK_SIZE
 
 # Chunks per batch when a side goes through scratch memory: 64 MiB of it.
 BATCH_CHUNKS = 4096
@@ -347,9 +347,15 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
                    final_bytes)
     if index < chunks:
         kernels.zero(plaintext)
-        cause = "truncated or modified" if run_final and index == full else "modified"
-        raise AuthenticationError(f"chunk {run_first + index} failed authentication: the "
-                                  f"data was {cause}", chunk=run_first + index)
+        raise failed_chunk(run_first, index, run_final and index == full)
+
+
+def failed_chunk(run_first: int, index: int, final: bool) -> AuthenticationError:
+    """The error of chunk ``index`` of a run from message chunk ``run_first`` whose tag did
+    not match; ``final``: it is the message's final chunk, where a cut looks the same."""
+    cause = "truncated or modified" if final else "modified"
+    return AuthenticationError(f"chunk {run_first + index} failed authentication: the data "
+                               f"was {cause}", chunk=run_first + index)
 
 
 def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
@@ -399,12 +405,27 @@ def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plainte
 def _open_then_compare(kernels: ChunkKernels, base_nonce: bytes, sealed: Any,
                        plaintext: Any, run_first: int, run_final: bool, full: int,
                        final_bytes: int) -> int:
-    """:func:`open_sealed` by the separate kernels: each batch's computed tags (made from
-    the ciphertext before it is decrypted) and received ones are gathered on the
-    device, and compared there once, at the end (the index as in
-    :func:`_open_checked`)."""
+    """:func:`open_sealed` by the separate kernels: each batch's computed and received tags
+    gathered on the device (:func:`open_unchecked`), and compared there once, at the end
+    (the index as in :func:`_open_checked`)."""
     chunks = full + int(run_final)
     computed, received = (kernels.scratch(chunks * TAG_SIZE) for _ in range(2))
+    open_unchecked(kernels, base_nonce, sealed, plaintext, computed, received, run_first,
+                   run_final)
+    return kernels.first_mismatch(computed, received, chunks)
+
+
+def open_unchecked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
+                   computed: Any, received: Any, run_first: int = 0,
+                   run_final: bool = True) -> None:
+    """Decrypt the sealed chunks in ``sealed`` into ``plaintext`` (as :func:`open_sealed`)
+    and compare nothing: each chunk's tag, made from its ciphertext before it is
+    decrypted, goes into ``computed`` and its received tag into ``received`` (16 bytes a
+    chunk, in order), for the caller to compare before it releases any of the plaintext.
+    For a caller that compares elsewhere: the OpenCL engine's pipeline checks a piece's
+    tags on the host when its results are back, so that no launch waits for a verdict."""
+    full, rest = sealed_run(sealed.nbytes, run_first, run_final)
+    final_bytes = rest - TAG_SIZE
     if full:
         per_batch, sources, targets = _full_chunks(kernels, full, sealed, SEALED_CHUNK_SIZE,
                                                    plaintext, CHUNK_SIZE)
@@ -433,4 +454,3 @@ def _open_then_compare(kernels: ChunkKernels, base_nonce: bytes, sealed: Any,
                      sealed.at(at + final_bytes, TAG_SIZE))
         if slot is not None:
             kernels.copy(plaintext.at(full * CHUNK_SIZE, final_bytes), slot.at(0, final_bytes))
-    return kernels.first_mismatch(computed, received, chunks)
