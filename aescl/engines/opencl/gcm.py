@@ -3,10 +3,10 @@ an OpenCL device): the device-array GCM's calls (engines/programs/device_gcm.py)
 whole blocks streamed through the device's overlapped pipeline (pipeline.py).
 
 A piece of text goes up, through CTR (gcm_kernels.py) into the piece's output and
-through GHASH in segments, whose partial sums come back with the output and are folded
-on the host once the call's pieces are done. The ciphertext is hashed where it is: the
-input's when decrypting (before CTR, which may write in place), the output's when
-encrypting. The bytes of a block split between calls, and a call's whole text where it
+through GHASH in segments, whose partial sums stay on the device until the call's
+pieces are done, then come back and are folded on the host. The ciphertext is hashed
+where it is: the input's when decrypting (before CTR, which may write in place), the
+output's when encrypting. The bytes of a block split between calls, and a call's whole text where it
 is short (ghash.hashed_on_the_host), are hashed on the host, and the keystream of a
 split block is made there (OpenSSL): on the device each was a launch and a wait.
 ``decrypt_and_verify`` hashes its text in one pass, checks the tag, and only then
@@ -54,26 +54,27 @@ class OpenclHostGcm(DeviceGcm):
         ``target`` (None: no CTR), in pieces through the pipeline; returns the GHASH
         partial sum of the ``hashed`` side ("input", "output"; None: 0)."""
         kernels, sums = self._kernels, []
+        step = self._piece_bytes
+        # The constants before the pipeline runs: a buffer made from host memory waits,
+        # in NVIDIA's OpenCL, for the work queued before it (pieces in flight).
         counter = kernels.constant(np.frombuffer(self._j0, np.uint8))
+        lengths = {size: kernels.lengths_of(size)
+                   for size in {min(step, source.nbytes), source.nbytes % step} if size}
 
         def piece(lo: int) -> Piece:
-            hi = min(source.nbytes, lo + self._piece_bytes)
+            hi = min(source.nbytes, lo + step)
             blocks = (hi - lo) // BLOCK_SIZE
             first_step = 1 + first_block + lo // BLOCK_SIZE
 
             def launch(queue: Any, device_in: Any, device_out: Any, scratch: Any) -> Any:
-                done = None
                 if hashed == "input":
-                    sums.append((*kernels.enqueue_partials(device_in, blocks), blocks))
+                    sums.append((*kernels.enqueue_segment_sums(device_in, blocks), blocks))
                 if target is not None:
-                    done = kernels.enqueue_ctr(device_in, blocks, blocks, first_step, counter,
-                                               kernels.lengths_of(blocks * BLOCK_SIZE),
-                                               device_out)
+                    kernels.enqueue_ctr(device_in, blocks, blocks, first_step, counter,
+                                        lengths[hi - lo], device_out)
                 if hashed == "output":
-                    sums.append((*kernels.enqueue_partials(device_out, blocks), blocks))
-                # (the partial sums' copy is on the same in-order queue, before the pipeline
-                # returns: it finishes the queue)
-                return done if done is not None else cl.enqueue_marker(queue)
+                    sums.append((*kernels.enqueue_segment_sums(device_out, blocks), blocks))
+                return cl.enqueue_marker(queue)
 
             if target is None:
                 only_in = Piece(hi - lo, 0, launch)
@@ -81,11 +82,11 @@ class OpenclHostGcm(DeviceGcm):
                 return only_in
             return Piece.through(self._device, source[lo:hi], target[lo:hi], launch)
 
-        pipeline(self._device).run(piece(lo) for lo in range(0, source.nbytes,
-                                                             self._piece_bytes))
+        pipeline(self._device).run(piece(lo) for lo in range(0, source.nbytes, step))
         total = 0
-        for partials, segment, blocks in sums:
-            total = kernels.times_power(total, blocks) ^ kernels.fold(partials, segment, blocks)
+        for segment_sums, count, segment, blocks in sums:
+            total = kernels.times_power(total, blocks) ^ kernels.segment_sums_total(
+                segment_sums, count, segment, blocks)
         return total
 
     def _keystream(self, index: int) -> np.ndarray:

@@ -364,17 +364,26 @@ class GcmKernels:
         """A device buffer of one message length, as the CTR kernel takes lengths."""
         return self.constant(np.array([nbytes], dtype=np.uint64))
 
-    def enqueue_partials(self, buffer: Any, blocks: int) -> tuple[np.ndarray, int]:
+    def enqueue_segment_sums(self, buffer: Any, blocks: int) -> tuple[Any, int, int]:
         """Enqueue GHASH over the first ``blocks`` blocks of a device buffer in segments,
-        and the copy of the segments' partial sums into the host array it returns with
-        the segment length (in blocks); :meth:`_fold` adds them once the queue is done."""
+        their partial sums left on the device, in scratch of the runtime: returns (that
+        scratch, segments, blocks a segment), for :meth:`segment_sums_total`. (Copied into
+        host memory at once, they were a copy into pageable memory in the middle of a
+        pipeline, which NVIDIA's OpenCL makes wait for the work before it.)"""
         segment = self._ghash_items * _SEGMENT_STEPS
         count = -(-blocks // segment)
-        partials = np.empty((count, 2), dtype=np.uint64)
-        partials_buffer = self._scratch(partials.nbytes)
-        self.enqueue_ghash(buffer, blocks, segment, count, partials_buffer)
-        cl.enqueue_copy(self.runtime.queue, partials, partials_buffer, is_blocking=False)
-        return partials, segment
+        sums = self.runtime.take_scratch(16 * count)
+        self.enqueue_ghash(buffer, blocks, segment, count, sums)
+        return sums, count, segment
+
+    def segment_sums_total(self, sums: Any, count: int, segment: int, blocks: int) -> int:
+        """The partial sum of ``blocks`` blocks from their segments' sums
+        (:meth:`enqueue_segment_sums`), read back once the work before is done and folded
+        on the host; the scratch goes back to the runtime."""
+        host = np.empty((count, 2), dtype=np.uint64)
+        cl.enqueue_copy(self.runtime.queue, host, sums, is_blocking=True)
+        self.runtime.give_back_scratch([sums])
+        return self.fold(host, segment, blocks)
 
     @one_job_per_device
     def partial_sum(self, buffer: Any, blocks: int) -> int:
