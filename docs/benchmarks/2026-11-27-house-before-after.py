@@ -7,7 +7,8 @@ pyopencl arrays on the first non-CPU OpenCL device; large calls in GB/s (best of
 4 KiB call in µs (median of 300). Host data in pinned memory (aescl.pinned_empty, output=)
 on each device named: CTR, the chunked format both ways and MODE_GCM both ways; and 64 MiB
 of bytes (host->host), chunked and MODE_GCM. Prints one JSON object. HOUSE_TORCH=0 skips
-the torch tensors; HOUSE_LARGE sets the large size in bytes.
+the torch tensors, HOUSE_CL=- the pyopencl arrays; HOUSE_LARGE sets the large size in
+bytes.
 
     python3 2026-11-27-house-before-after.py [DEVICE ...]   # e.g. cuda:0 0:0, or pocl
 """
@@ -121,9 +122,9 @@ def main(devices: list[str]) -> None:
                      lambda result: torch.cuda.synchronize(), "torch", figures)
     except ImportError:
         pass
-    # pyopencl arrays on $HOUSE_CL (a device spec), else the first OpenCL GPU.
+    # pyopencl arrays on $HOUSE_CL (a device spec; "-": none), else the first OpenCL GPU.
     spec = os.environ.get("HOUSE_CL")
-    found = [aescl.get_device(spec)] if spec else [
+    found = [] if spec == "-" else [aescl.get_device(spec)] if spec else [
         d for d in aescl.list_devices() if d.is_opencl and d.type == "gpu"]
     if found:
         import pyopencl as cl

@@ -3,8 +3,9 @@ pieces, where the device-array GCM (engines/programs/device_gcm.py) runs on it.
 
 One message is one sequential stream: its pieces go through the GPU one after
 another, on one stream, each uploaded, run and downloaded before the next.
-``decrypt_and_verify`` hashes every piece of its text, checks the tag, and only then
-decrypts, so a wrong tag releases no plaintext (the text is uploaded twice). A call
+``decrypt_and_verify`` (device_gcm.StagedGcm) hashes every piece of its text, checks the
+tag, and only then decrypts, so a wrong tag releases no plaintext (the text is uploaded
+twice). A call
 whose text is short (ghash.hashed_on_the_host) has its ciphertext hashed on the host,
 where it lies in host memory; its CTR still runs on the GPU.
 """
@@ -17,9 +18,8 @@ from typing import Any
 import numpy as np
 
 from ... import ghash
-from ..._arrays import finish, input_array, output_array
 from ..interface import BlockTransform, gcm_nonce
-from ..programs.device_gcm import DeviceGcm
+from ..programs.device_gcm import StagedGcm
 from .arrays import CudaArrayGhash
 from .pipeline import Piece, Slot
 from .runtime import CudaBytes
@@ -40,7 +40,7 @@ def _slot(ordinal: int) -> tuple[Slot, threading.Lock]:
         return _slots[ordinal]
 
 
-class CudaHostGcm(DeviceGcm):
+class CudaHostGcm(StagedGcm):
     """AES-GCM with pycryptodome's calls on host data, through GPU ``ordinal``."""
 
     def __init__(self, key: bytes, nonce: bytes | None, mac_len: int, ordinal: int) -> None:
@@ -87,60 +87,29 @@ class CudaHostGcm(DeviceGcm):
                 slot.run(Piece(data[lo:hi], target,
                                lambda _, device_in, device_out: step(device_in, device_out)))
 
-    def _text(self, text: Any, output: Any, direction: str) -> Any:
-        data = input_array(text)
-        out = np.empty(data.nbytes, np.uint8) if output is None else \
-            output_array(output, data.nbytes)
-        start = self._start_text(direction, data.nbytes)
+    def _pass(self, source: np.ndarray, target: np.ndarray | None, start: int,
+              hashed: str | None) -> None:
         # A short text's ciphertext is hashed where it lies in host memory (the input's
         # before it is decrypted, which may be in place; the output once it is back):
         # on the GPU that was a launch and a read back for every run of a call.
-        on_the_host = ghash.hashed_on_the_host(data.nbytes)
-        if on_the_host and direction == "decrypt":
-            self.hash_host_text(data.tobytes())
+        on_the_host = hashed is not None and ghash.hashed_on_the_host(source.nbytes)
+        if on_the_host and hashed == "input":
+            self.hash_host_text(source.tobytes())
+        if target is None and (hashed is None or on_the_host):
+            return
         done = [start]
 
         def step(device_in: CudaBytes, device_out: CudaBytes) -> None:
             at, length = done[0], device_in.nbytes
-            if direction == "decrypt" and not on_the_host:
+            if hashed == "input" and not on_the_host:
                 self.hash_text(device_in, length)
-            self.crypt(device_in, device_out, at // 16, at % 16)
-            if direction == "encrypt" and not on_the_host:
+            if target is not None:
+                self.crypt(device_in, device_out, at // 16, at % 16)
+            if hashed == "output" and not on_the_host:
                 self.hash_text(device_out, length)
             done[0] = at + length
 
-        self._staged(data, out, step)
-        if on_the_host and direction == "encrypt":
-            self.hash_host_text(out.tobytes())
-        return finish(out, output)
-
-    def encrypt(self, plaintext: Any, output: Any = None) -> Any:
-        """Encrypt the next piece: bytes, or None into ``output``."""
-        return self._text(plaintext, output, "encrypt")
-
-    def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
-        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
-        return self._text(ciphertext, output, "decrypt")
-
-    def decrypt_and_verify(self, ciphertext: Any, received_mac_tag: bytes,
-                           output: Any = None) -> Any:
-        """Authenticate the whole message, and only then decrypt the (last) piece: on a
-        wrong tag it raises :class:`AuthenticationError` and releases no plaintext."""
-        data = input_array(ciphertext)
-        out = None if output is None else output_array(output, data.nbytes)
-        start = self._start_text("decrypt", data.nbytes)
-        if ghash.hashed_on_the_host(data.nbytes):
-            self.hash_host_text(data.tobytes())
-        else:
-            self._staged(data, None,
-                         lambda device_in, _: self.hash_text(device_in, device_in.nbytes))
-        self.verify(received_mac_tag)
-        out = np.empty(data.nbytes, np.uint8) if out is None else out
-        done = [start]
-
-        def step(device_in: CudaBytes, device_out: CudaBytes) -> None:
-            self.crypt(device_in, device_out, done[0] // 16, done[0] % 16)
-            done[0] += device_in.nbytes
-
-        self._staged(data, out, step)
-        return finish(out, output)
+        self._staged(source, target, step)
+        if on_the_host and hashed == "output":
+            assert target is not None
+            self.hash_host_text(target.tobytes())

@@ -1,6 +1,7 @@
 """The OpenCL engine's GCM stream on host data (``aescl.new(key, MODE_GCM, device=...)`` on
-an OpenCL device): the device-array GCM's calls (engines/programs/device_gcm.py), each call's
-whole blocks streamed through the device's overlapped pipeline (pipeline.py).
+an OpenCL device): the device-array GCM's calls on host data (device_gcm.StagedGcm in
+engines/programs/), each call's whole blocks streamed through the device's overlapped
+pipeline (pipeline.py).
 
 A piece of text goes up, through CTR (gcm_kernels.py) into the piece's output and
 through GHASH in segments, whose partial sums stay on the device until the call's
@@ -9,8 +10,6 @@ where it is: the input's when decrypting (before CTR, which may write in place),
 output's when encrypting. The bytes of a block split between calls, and a call's whole text where it
 is short (ghash.hashed_on_the_host), are hashed on the host, and the keystream of a
 split block is made there (OpenSSL): on the device each was a launch and a wait.
-``decrypt_and_verify`` hashes its text in one pass, checks the tag, and only then
-decrypts in a second, so a wrong tag releases no plaintext.
 """
 
 from __future__ import annotations
@@ -24,12 +23,12 @@ from ... import ghash
 from ..._arrays import finish, input_array, output_array
 from ...devices import Device
 from ..interface import BLOCK_SIZE, gcm_nonce
-from ..programs.device_gcm import DeviceGcm
+from ..programs.device_gcm import StagedGcm
 from .gcm_kernels import GcmKernels
 from .pipeline import PIECE_BYTES, Piece, pipeline
 
 
-class OpenclHostGcm(DeviceGcm):
+class OpenclHostGcm(StagedGcm):
     """AES-GCM with pycryptodome's calls on host data, through one OpenCL device."""
 
     def __init__(self, key: bytes, nonce: bytes | None, mac_len: int, device: Device,
@@ -151,33 +150,3 @@ class OpenclHostGcm(DeviceGcm):
     def host_partial_sum(self, blocks: memoryview) -> int:
         """AAD's whole blocks hashed on the device, through the pipeline."""
         return self.partial_sum(np.frombuffer(blocks, np.uint8), 0, len(blocks))
-
-    # ---- the calls, each one pass over host data ----------------------------------------
-
-    def _text(self, text: Any, output: Any, direction: str) -> Any:
-        source = input_array(text)
-        target = np.empty_like(source) if output is None else output_array(output, source.nbytes)
-        start = self._start_text(direction, source.nbytes)
-        self._pass(source, target, start, "input" if direction == "decrypt" else "output")
-        return finish(target, output)
-
-    def encrypt(self, plaintext: Any, output: Any = None) -> Any:
-        """Encrypt the next piece: bytes, or None into ``output``."""
-        return self._text(plaintext, output, "encrypt")
-
-    def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
-        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
-        return self._text(ciphertext, output, "decrypt")
-
-    def decrypt_and_verify(self, ciphertext: Any, received_mac_tag: bytes,
-                           output: Any = None) -> Any:
-        """Authenticate the whole message, and only then decrypt the (last) piece: on a
-        wrong tag it raises :class:`AuthenticationError` and releases no plaintext."""
-        source = input_array(ciphertext)
-        out = None if output is None else output_array(output, source.nbytes)
-        start = self._start_text("decrypt", source.nbytes)
-        self._pass(source, None, start, "input")
-        self.verify(received_mac_tag)
-        target = np.empty_like(source) if out is None else out
-        self._pass(source, target, start, None)
-        return finish(target, output)
