@@ -3,7 +3,7 @@ pieces, where the device-array GCM (engines/programs/device_gcm.py) runs on it.
 
 One message is one sequential stream: its pieces go through the GPU one after
 another, on one stream, each uploaded, run and downloaded before the next.
-``decrypt_and_verify`` (device_gcm.StagedGcm) hashes every piece of its text, checks the
+``decrypt_and_verify`` (programs/staged_gcm.py) hashes every piece of its text, checks the
 tag, and only then decrypts, so a wrong tag releases no plaintext (the text is uploaded
 twice). A call
 whose text is short (ghash.hashed_on_the_host) has its ciphertext hashed on the host,
@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import ghash
 from ..interface import BlockTransform, gcm_nonce
-from ..programs.device_gcm import StagedGcm
+from ..programs.staged_gcm import StagedGcm
 from .arrays import CudaArrayGhash
 from .pipeline import Piece, Slot
 from .runtime import CudaBytes

@@ -1,5 +1,5 @@
 """The OpenCL engine's GCM stream on host data (``aescl.new(key, MODE_GCM, device=...)`` on
-an OpenCL device): the device-array GCM's calls on host data (device_gcm.StagedGcm in
+an OpenCL device): the device-array GCM's calls on host data (staged_gcm.StagedGcm in
 engines/programs/), each call's whole blocks streamed through the device's overlapped
 pipeline (pipeline.py).
 
@@ -23,7 +23,7 @@ from ... import ghash
 from ..._arrays import finish, input_array, output_array
 from ...devices import Device
 from ..interface import BLOCK_SIZE, gcm_nonce
-from ..programs.device_gcm import StagedGcm
+from ..programs.staged_gcm import StagedGcm
 from .gcm_kernels import GcmKernels
 from .pipeline import PIECE_BYTES, Piece, pipeline
 

@@ -6,7 +6,9 @@ memory, written once over the operations an engine supplies on its spans of memo
   ``scratch`` and ``copy``);
 * ``device_chunks.py``: any run of the chunked format's chunks (``ChunkKernels``);
 * ``device_gcm.py``: one GCM message's calls (``DeviceGcm``: ``crypt``,
-  ``partial_sum``, ``read``).
+  ``partial_sum``, ``read``);
+* ``staged_gcm.py``: the same calls on host data staged through a device, each call one
+  pass (``StagedGcm``: the engine's ``_pass``).
 
 A GPU engine answers only how it launches: its kernel set over spans (the OpenCL
 engine's ``workers.OpenclChunkKernels``, the CUDA engine's ``workers.CudaChunkKernels``).

@@ -5,7 +5,7 @@ between calls (read back: ciphertext only) and the length block.
 
 Every engine's GCM on device memory is this, with its own kernels: CUDA and pyopencl
 arrays (aescl.modes.ArrayGcmCipher), and each GPU engine's stream on host data
-(:class:`StagedGcm`), which stages each call's text on its device (engines/cuda/gcm.py,
+(staged_gcm.StagedGcm), which stages each call's text on its device (engines/cuda/gcm.py,
 engines/opencl/gcm.py). The subclass gives :meth:`DeviceGcm.crypt`,
 :meth:`DeviceGcm.partial_sum` and :meth:`DeviceGcm.read`.
 """
@@ -16,10 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ... import ghash
-from ..._arrays import BytesLike, byte_view, finish, input_array, output_array
+from ..._arrays import BytesLike, byte_view
 from ..interface import BLOCK_SIZE, MODE_GCM
 
 
@@ -134,45 +132,3 @@ class DeviceGcm(ghash.GcmTagCalls, ABC):
         self.verify(received_mac_tag)
         return self._crypt_at(ciphertext, output, start)
 
-
-class StagedGcm(DeviceGcm):
-    """:class:`DeviceGcm`'s calls on host data that an engine stages through its device a
-    piece at a time: a call is one pass over its text (CTR, and GHASH of the ciphertext:
-    the input's when decrypting, before CTR, which may write in place; the output's when
-    encrypting), and ``decrypt_and_verify`` two (GHASH, the tag checked, then CTR), so
-    that a wrong tag releases no plaintext. The engine gives :meth:`_pass`."""
-
-    @abstractmethod
-    def _pass(self, source: np.ndarray, target: np.ndarray | None, start: int,
-              hashed: str | None) -> None:
-        """One pass over ``source``, text bytes ``start`` on: CTR into ``target`` (None: no
-        CTR), and the ciphertext of the ``hashed`` side ("input", "output"; None:
-        nothing) added to the GHASH with ``text_bytes``."""
-
-    def _text(self, text: Any, output: Any, direction: str) -> Any:
-        source = input_array(text)
-        target = np.empty_like(source) if output is None else output_array(output, source.nbytes)
-        start = self._start_text(direction, source.nbytes)
-        self._pass(source, target, start, "input" if direction == "decrypt" else "output")
-        return finish(target, output)
-
-    def encrypt(self, plaintext: Any, output: Any = None) -> Any:
-        """Encrypt the next piece: bytes, or None into ``output``."""
-        return self._text(plaintext, output, "encrypt")
-
-    def decrypt(self, ciphertext: Any, output: Any = None) -> Any:
-        """Decrypt the next piece WITHOUT authenticating it (use decrypt_and_verify)."""
-        return self._text(ciphertext, output, "decrypt")
-
-    def decrypt_and_verify(self, ciphertext: Any, received_mac_tag: bytes,
-                           output: Any = None) -> Any:
-        """Authenticate the whole message, and only then decrypt the (last) piece: on a
-        wrong tag it raises :class:`AuthenticationError` and releases no plaintext."""
-        source = input_array(ciphertext)
-        out = None if output is None else output_array(output, source.nbytes)
-        start = self._start_text("decrypt", source.nbytes)
-        self._pass(source, None, start, "input")
-        self.verify(received_mac_tag)
-        target = np.empty_like(source) if out is None else out
-        self._pass(source, target, start, None)
-        return finish(target, output)
