@@ -48,3 +48,40 @@ def test_a_view_held_past_done_keeps_the_result_alive():
     del done, result
     gc.collect()
     assert int(held.sum()) == 7 * _MAPPED_BYTES  # (the memory is still the result's)
+
+
+def _vm_flags_of(address: int) -> list[str] | None:
+    """The VmFlags of the mapping holding ``address`` (/proc/self/smaps), or None."""
+    try:
+        lines = open("/proc/self/smaps").read().splitlines()
+    except OSError:
+        return None
+    inside = False
+    for line in lines:
+        head = line.split()[0] if line else ""
+        if "-" in head and all(c in "0123456789abcdef-" for c in head):
+            start, end = (int(x, 16) for x in head.split("-"))
+            inside = start <= address < end
+        elif inside and line.startswith("VmFlags:"):
+            return line.split()[1:]
+    return None
+
+
+@pytest.mark.parametrize("make", ["bytes result", "new buffer"])
+def test_a_large_new_result_is_advised_into_huge_pages(make):
+    """A fresh result's memory asks for transparent huge pages (madvise), so that its
+    first touch does not fault 4 KiB at a time; smaps shows the advice as ``hg``."""
+    import mmap
+
+    from aescl._arrays import new_buffer
+
+    if not hasattr(mmap, "MADV_HUGEPAGE") or _vm_flags_of(id(0)) is None:
+        pytest.skip("no madvise(MADV_HUGEPAGE) or /proc/self/smaps on this platform")
+    import numpy as np
+
+    length = 16 << 20
+    view = BytesResult(length).view if make == "bytes result" else new_buffer(length)
+    address = np.frombuffer(view, np.uint8).__array_interface__["data"][0]
+    middle = address + length // 2
+    flags = _vm_flags_of(middle)
+    assert flags is not None and "hg" in flags, flags

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..._arrays import byte_view, new_buffer, output_view
+from ..._arrays import BytesResult, byte_view, new_buffer, output_view
 from ...chunkformat import (
     CHUNK_SIZE,
     SEALED_CHUNK_SIZE,
@@ -428,8 +428,10 @@ class HostGcmCipher:
 
     def _crypt(self, call: Callable[..., Any], data: Any, output: Any) -> bytes | None:
         source = byte_view(data)
-        if output is None:
-            return bytes(call(source))
+        if output is None:  # (written in place into the bytes returned: _arrays.BytesResult)
+            result = BytesResult(len(source))
+            call(source, output=result.view)
+            return result.done()
         call(source, output=output_view(output, len(source)))
         return None
 
