@@ -4,6 +4,8 @@ door of a call costs (README, "Fast paths"). Prints one JSON object.
 
     python3 docs/benchmarks/2026-11-27-plain-calls.py [MiB]         # default 256
     python3 docs/benchmarks/2026-11-27-plain-calls.py doors [MiB]
+
+$PLAIN_DEVICE names a device for the five plain calls (default: none, the default team).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import aescl
+
+DEVICE = os.environ.get("PLAIN_DEVICE") or None
 
 
 def best(run, nbytes: int, tries: int = 4) -> float:
@@ -38,14 +42,17 @@ def main(mib: int) -> None:
     pyca = AESGCM(key)
     pyca_sealed = pyca.encrypt(nonce, data, None)
     figures = {
-        "chunked.encrypt": best(lambda: aescl.chunked.encrypt(key, data), n),
-        "chunked.decrypt": best(lambda: aescl.chunked.decrypt(key, sealed), n),
+        "chunked.encrypt": best(lambda: aescl.chunked.encrypt(key, data, device=DEVICE), n),
+        "chunked.decrypt": best(lambda: aescl.chunked.decrypt(key, sealed, device=DEVICE), n),
         "GCM encrypt_and_digest": best(
-            lambda: aescl.new(key, aescl.MODE_GCM, nonce=nonce).encrypt_and_digest(data), n),
+            lambda: aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=DEVICE)
+            .encrypt_and_digest(data), n),
         "GCM decrypt_and_verify": best(
-            lambda: aescl.new(key, aescl.MODE_GCM, nonce=nonce).decrypt_and_verify(text, tag), n),
+            lambda: aescl.new(key, aescl.MODE_GCM, nonce=nonce, device=DEVICE)
+            .decrypt_and_verify(text, tag), n),
         "CTR encrypt": best(
-            lambda: aescl.new(key[:16], aescl.MODE_CTR, nonce=nonce[:8]).encrypt(data), n),
+            lambda: aescl.new(key[:16], aescl.MODE_CTR, nonce=nonce[:8], device=DEVICE)
+            .encrypt(data), n),
         "pyca AESGCM.encrypt": best(lambda: pyca.encrypt(nonce, data, None), n),
         "pyca AESGCM.decrypt": best(lambda: pyca.decrypt(nonce, pyca_sealed, None), n),
         "pyca CTR update": best(lambda: Cipher(
