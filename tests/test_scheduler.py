@@ -345,6 +345,17 @@ def test_once_opencl_runs_a_job_goes_by_rate_alone(no_device_named, opencl_cpu):
     assert no_device_named.for_job(64 << 20, "chunks").devices == [opencl_cpu]
 
 
+def test_a_gcm_stream_goes_by_its_own_rates_not_the_chunked_formats(no_device_named,
+                                                                    opencl_cpu):
+    # The chunked format measured ten times faster on the OpenCL device: a GCM stream,
+    # which that figure does not measure (aescl.rates, "gcm"), still goes to the host
+    # engine's threads.
+    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
+    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
+    assert no_device_named.best_device("chunks") == opencl_cpu
+    assert no_device_named.stream_engine().device == host_device()
+
+
 def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(without_a_gpu,
                                                                       no_device_named,
                                                                       opencl_cpu):
