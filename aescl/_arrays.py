@@ -117,7 +117,14 @@ def output_view(output: Any, length: int) -> memoryview:
 def new_buffer(length: int) -> memoryview:
     """A new writable buffer of ``length`` bytes, for a result the caller did not place."""
     if length >= _MAPPED_BYTES:
-        memory = mmap.mmap(-1, length)
+        if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS"):
+            # Private: ``mmap(-1, n)`` alone maps shared memory, whose pages fault in
+            # through the kernel's shmem, without huge pages (256 MiB of chunks opened
+            # into it ran at 0.81 GB/s on the 2-core CI kind, 1.59 into private memory
+            # advised into huge pages).
+            memory = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        else:
+            memory = mmap.mmap(-1, length)
         if hasattr(mmap, "MADV_HUGEPAGE"):  # (see advise_huge_pages)
             memory.madvise(mmap.MADV_HUGEPAGE)
         return memoryview(memory)

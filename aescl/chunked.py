@@ -29,6 +29,7 @@ per OpenSSL call on every core (aescl.engines.host).
 from __future__ import annotations
 
 import io
+from collections import deque
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -366,7 +367,10 @@ class Reader:
         self._batch_chunks = batch_chunks
         self._batch_bytes = batch_chunks * SEALED_CHUNK_SIZE
         self._next_chunk = 0
-        self._plaintext = bytearray()
+        # Opened plaintext not yet read, in order: the engine's results as they came, each
+        # copied once, into what read returns (not gathered into one buffer first).
+        self._opened: deque[memoryview] = deque()
+        self._opened_bytes = 0
         self._finished = False
         self._error: Exception | None = None
 
@@ -380,23 +384,33 @@ class Reader:
         else:
             plaintext = self._cipher.open(data, self._next_chunk, final=True)
             self._finished = True
-        self._plaintext += plaintext
+        if len(plaintext):
+            self._opened.append(byte_view(plaintext))
+            self._opened_bytes += len(plaintext)
 
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` bytes of authenticated plaintext (all of it if negative)."""
         if self._error is not None:
             raise self._error
         try:
-            while (size < 0 or len(self._plaintext) < size) and not self._finished:
+            while (size < 0 or self._opened_bytes < size) and not self._finished:
                 self._fill()
         except Exception as exc:
             self._error = exc
             raise
-        count = len(self._plaintext) if size < 0 else min(size, len(self._plaintext))
-        with memoryview(self._plaintext) as view:
-            out = bytes(view[:count])  # one copy; slicing the bytearray would add another
-        del self._plaintext[:count]
-        return out
+        count = self._opened_bytes if size < 0 else min(size, self._opened_bytes)
+        result, done = BytesResult(count), 0
+        while done < count:
+            head = self._opened[0]
+            take = min(len(head), count - done)
+            result.view[done : done + take] = head[:take]
+            if take == len(head):
+                self._opened.popleft()
+            else:
+                self._opened[0] = head[take:]
+            done += take
+        self._opened_bytes -= count
+        return result.done()
 
     def read_file(self, sink: BinaryIO, body_bytes: int,
                   progress: Callable[[int], None] | None = None) -> None:
@@ -406,7 +420,7 @@ class Reader:
         matched, and the final chunk is authenticated last."""
         if self._error is not None:
             raise self._error
-        if self._next_chunk or self._plaintext or self._finished:
+        if self._next_chunk or self._opened or self._finished:
             raise ValueError("read_file must be the first read")
         try:
             _opened_size(body_bytes)
@@ -543,7 +557,7 @@ def decrypt_range(
     if kind is not None:
         return _array_range(kind, key, source, offset, length, context, device)
     total_bytes, read_at = _random_access(source)
-    chunk_key, base_nonce = _open_header(key, read_at(0, HEADER_SIZE), context)
+    chunk_key, base_nonce = _open_header(key, bytes(read_at(0, HEADER_SIZE)), context)
     first, last, final_index, message_bytes = _range_chunks(total_bytes, offset, length)
     if length == 0 and offset < message_bytes:
         return b""
@@ -552,7 +566,12 @@ def decrypt_range(
         sealed, first, final=last == final_index
     )
     start = offset - first * CHUNK_SIZE
-    return plaintext[start : start + length].tobytes()
+    # The range's one copy out of the opened chunks, which begin and end at chunk
+    # boundaries: into a result written in place (huge pages, no second copy).
+    wanted = byte_view(plaintext)[start : start + length]  # (shorter past the end)
+    result = BytesResult(len(wanted))
+    result.view[:] = wanted
+    return result.done()
 
 
 def _range_chunks(total_bytes: int, offset: int, length: int) -> tuple[int, int, int, int]:
@@ -590,7 +609,9 @@ def _array_range(kind: ArrayKind, key: bytes, source: Any, offset: int, length: 
 
 
 def _random_access(source: BinaryIO | BytesLike) -> tuple[int, Any]:
-    """(size, read_at(start, count)) over a seekable file or a bytes-like object."""
+    """(size, read_at(start, count)) over a seekable file or a bytes-like object: the
+    bytes read from a file, or a view of the object's own (no copy of the sealed
+    chunks; the engines read views)."""
     if hasattr(source, "seek"):
         stream: BinaryIO = source  # type: ignore[assignment]
 
@@ -600,4 +621,4 @@ def _random_access(source: BinaryIO | BytesLike) -> tuple[int, Any]:
 
         return stream.seek(0, io.SEEK_END), read_at
     data = byte_view(source)
-    return len(data), lambda start, count: data[start : start + count].tobytes()
+    return len(data), lambda start, count: data[start : start + count]

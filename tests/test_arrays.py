@@ -69,8 +69,9 @@ def _vm_flags_of(address: int) -> list[str] | None:
 
 @pytest.mark.parametrize("make", ["bytes result", "new buffer"])
 def test_a_large_new_result_is_advised_into_huge_pages(make):
-    """A fresh result's memory asks for transparent huge pages (madvise), so that its
-    first touch does not fault 4 KiB at a time; smaps shows the advice as ``hg``."""
+    """A fresh result's memory is private and asks for transparent huge pages (madvise),
+    so that its first touch does not fault 4 KiB at a time; smaps shows the advice as
+    ``hg``, and a shared mapping as ``sh``."""
     import mmap
 
     from aescl._arrays import new_buffer
@@ -85,3 +86,5 @@ def test_a_large_new_result_is_advised_into_huge_pages(make):
     middle = address + length // 2
     flags = _vm_flags_of(middle)
     assert flags is not None and "hg" in flags, flags
+    # Private memory: a shared mapping's pages fault through shmem, without huge pages.
+    assert "sh" not in flags, flags

@@ -193,6 +193,19 @@ def test_streaming_writer_and_reader(device, key):
     while piece := reader.read(rng.choice([1, 5000, CHUNK + 3])):
         pieces.append(piece)
     assert b"".join(pieces) == message
+    assert all(type(piece) is bytes for piece in pieces)
+
+
+def test_reader_reads_of_a_megabyte_and_more_are_bytes_of_the_message(device, key):
+    # Reads past aescl's in-place results (_arrays.BytesResult, from 1 MiB), across
+    # batches of opened chunks: each read is the message's next bytes, as bytes.
+    message = os.urandom(2 * (1 << 20) + 5)
+    sealed = chunked.encrypt(key, message, device=device)
+    for sizes in ([-1], [(1 << 20) + 3, 700_000, -1]):
+        reader = chunked.Reader(io.BytesIO(sealed), key, device=device, batch_chunks=24)
+        pieces = [reader.read(size) for size in sizes]
+        assert all(type(piece) is bytes for piece in pieces)
+        assert b"".join(pieces) == message and reader.read() == b""
 
 
 def test_reader_releases_only_authenticated_chunks_and_keeps_failing(device, key):
