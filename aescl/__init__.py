@@ -89,6 +89,7 @@ from .modes import MODE_CTR, MODE_ECB, CtrCipher, EcbCipher, GcmCipher, new, pin
 __version__ = "0.1.0"
 
 __all__ = [
+    "AESGCM",
     "MODE_CTR",
     "MODE_ECB",
     "MODE_GCM",
@@ -123,6 +124,7 @@ __all__ = [
 # rooms, not in ``__all__``: their names may change.
 _LAZY = {name: (name, None) for name in ("chunked", "chunkformat", "fileformat", "scheduler",
                                           "teams")}
+_LAZY["AESGCM"] = ("aead", "AESGCM")  # (pyca's AESGCM calls: aescl/aead.py)
 
 
 def __getattr__(name: str) -> Any:

@@ -84,8 +84,8 @@ def test_the_public_surface_is_what_users_call():
     import aescl
 
     assert set(aescl.__all__) == {
-        "MODE_CTR", "MODE_ECB", "MODE_GCM", "CtrCipher", "EcbCipher", "GcmCipher", "Device",
-        "new", "pinned_empty", "get_device", "list_devices", "devices", "chunked",
+        "AESGCM", "MODE_CTR", "MODE_ECB", "MODE_GCM", "CtrCipher", "EcbCipher", "GcmCipher",
+        "Device", "new", "pinned_empty", "get_device", "list_devices", "devices", "chunked",
         "fileformat", "AesclError", "AuthenticationError", "CounterOverflowError",
         "DeviceNotFound", "FormatError", "KernelBuildError", "KeySourceError",
         "KeystreamReuseError", "NoPlatformError", "PaddingError", "TruncatedError",

@@ -1,0 +1,163 @@
+"""aescl/aead.py: ``aescl.AESGCM`` against pyca ``cryptography``'s AESGCM, on every
+device: the NIST vectors, pyca's argument rules, and many messages in one call."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM as PycaAESGCM
+
+import aescl
+from aescl import aead
+from vectors import load
+
+SIZES = [128, 192, 256]
+# The public API only: these run on the host engine and on a split job too (conftest).
+RUNS_ON_ENGINES = True
+
+
+@pytest.fixture
+def on_engines(monkeypatch):
+    """Every message through aescl's engines, however short (below a MiB they go to pyca
+    otherwise, and the engines would never be asked)."""
+    monkeypatch.setattr(aead, "ENGINE_MIN_BYTES", 0)
+
+
+def _usable(vector) -> bool:
+    """A vector aescl.AESGCM takes, as pyca's AESGCM does: a 16-byte tag, a nonce of 8 to
+    128 bytes."""
+    return len(vector.bytes("TAG")) == 16 and 8 <= len(vector.bytes("IV")) <= 128
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_nist_gcm_vectors_on_every_device(size, device, on_engines):
+    encrypt = [v for v in load("ciphers", "AES", "GCM", f"gcmEncryptExtIV{size}.rsp")
+               if _usable(v)][::7]
+    decrypt = [v for v in load("ciphers", "AES", "GCM", f"gcmDecrypt{size}.rsp")
+               if _usable(v)][::7]
+    assert encrypt and decrypt
+    for vector in encrypt:
+        sealed = aescl.AESGCM(vector.bytes("KEY"), device=device).encrypt(
+            vector.bytes("IV"), vector.bytes("PT"), vector.bytes("AAD"))
+        assert sealed == vector.bytes("CT") + vector.bytes("TAG"), vector.id
+    failures = 0
+    for vector in decrypt:
+        cipher = aescl.AESGCM(vector.bytes("KEY"), device=device)
+        sealed = vector.bytes("CT") + vector.bytes("TAG")
+        if "FAIL" in vector.fields:
+            failures += 1
+            with pytest.raises(InvalidTag):
+                cipher.decrypt(vector.bytes("IV"), sealed, vector.bytes("AAD"))
+        else:
+            assert cipher.decrypt(vector.bytes("IV"), sealed, vector.bytes("AAD")) == \
+                vector.bytes("PT"), vector.id
+    assert failures  # (the FAIL cases were seen)
+
+
+_BAD_CALLS = {
+    "a key of 15 bytes": lambda c: c(bytes(15)),
+    "a key that is text": lambda c: c("k" * 16),
+    "a nonce of 7 bytes": lambda c: c(bytes(16)).encrypt(bytes(7), b"x", None),
+    "a nonce of 129 bytes": lambda c: c(bytes(16)).encrypt(bytes(129), b"x", None),
+    "a nonce that is text": lambda c: c(bytes(16)).encrypt("n" * 12, b"x", None),
+    "data that is text": lambda c: c(bytes(16)).encrypt(bytes(12), "x", None),
+    "associated data that is text": lambda c: c(bytes(16)).encrypt(bytes(12), b"x", "a"),
+    "a sealed message shorter than a tag": lambda c: c(bytes(16)).decrypt(bytes(12),
+                                                                          bytes(15), None),
+    "a wrong tag": lambda c: c(bytes(16)).decrypt(bytes(12), bytes(40), None),
+    "a key size of 100 bits": lambda c: c.generate_key(100),
+    "a key size that is text": lambda c: c.generate_key("128"),
+}
+
+
+def _raised(call) -> type[BaseException] | None:
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 - the type is what is compared
+        return InvalidTag if isinstance(error, InvalidTag) else type(error)
+    return None
+
+
+@pytest.mark.parametrize("engines", [False, True], ids=["short", "on the engines"])
+@pytest.mark.parametrize("case", list(_BAD_CALLS))
+def test_each_of_pycas_argument_rules(case, engines, monkeypatch):
+    if engines:
+        monkeypatch.setattr(aead, "ENGINE_MIN_BYTES", 0)
+    expected = _raised(lambda: _BAD_CALLS[case](PycaAESGCM))
+    assert expected is not None
+    assert _raised(lambda: _BAD_CALLS[case](aescl.AESGCM)) is expected
+
+
+def test_generate_key_gives_keys_of_the_size_asked():
+    for bits in SIZES:
+        keys = {aescl.AESGCM.generate_key(bits) for _ in range(4)}
+        assert len(keys) == 4 and all(len(k) == bits // 8 for k in keys)
+
+
+def _batch(rng: random.Random, count: int) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    nonces = [os.urandom(rng.choice([8, 12, 16, 60])) for _ in range(count)]
+    messages = [os.urandom(rng.choice([0, 1, 15, 16, 17, 1000, 5000])) for _ in range(count)]
+    aads = [os.urandom(rng.choice([0, 5, 40])) for _ in range(count)]
+    return nonces, messages, aads
+
+
+@pytest.mark.parametrize("aad_form", ["none", "one", "each"])
+def test_many_messages_are_each_pycas_message(device, on_engines, aad_form):
+    rng = random.Random(aad_form)
+    key = os.urandom(32)
+    nonces, messages, aads = _batch(rng, 12)
+    given = {"none": None, "one": aads[0], "each": aads}[aad_form]
+    each = {"none": [None] * 12, "one": [aads[0]] * 12, "each": aads}[aad_form]
+    pyca = PycaAESGCM(key)
+    sealed = aescl.AESGCM(key, device=device).encrypt_many(nonces, messages, given)
+    assert sealed == [pyca.encrypt(n, m, a) for n, m, a in zip(nonces, messages, each,
+                                                                strict=True)]
+    assert aescl.AESGCM(key, device=device).decrypt_many(nonces, sealed, given) == messages
+
+
+def test_a_tampered_message_in_a_batch_is_named_and_zeroed(device, on_engines):
+    key = os.urandom(16)
+    nonces, messages, _ = _batch(random.Random(3), 6)
+    messages[4] = os.urandom(300)
+    cipher = aescl.AESGCM(key, device=device)
+    sealed = cipher.encrypt_many(nonces, messages)
+    sealed[4] = sealed[4][:7] + bytes([sealed[4][7] ^ 1]) + sealed[4][8:]
+    with pytest.raises(InvalidTag) as failure:
+        cipher.decrypt_many(nonces, sealed)
+    assert failure.value.failed == [4]
+    assert failure.value.results[4] == bytes(300)
+    assert failure.value.results[:4] + failure.value.results[5:] == messages[:4] + messages[5:]
+
+
+def test_a_nonce_repeated_within_a_batch_is_refused():
+    cipher = aescl.AESGCM(bytes(32))
+    nonce = os.urandom(12)
+    with pytest.raises(ValueError, match="repeated"):
+        cipher.encrypt_many([nonce, os.urandom(12), bytearray(nonce)], [b"a", b"b", b"c"])
+    with pytest.raises(ValueError, match="nonces for"):
+        cipher.encrypt_many([nonce], [b"a", b"b"])
+
+
+def test_a_long_message_runs_on_the_engines_and_is_pycas():
+    key, nonce, aad = os.urandom(32), os.urandom(12), os.urandom(33)
+    data = os.urandom(aead.ENGINE_MIN_BYTES + 12345)
+    sealed = aescl.AESGCM(key).encrypt(nonce, data, aad)
+    assert type(sealed) is bytes and sealed == PycaAESGCM(key).encrypt(nonce, data, aad)
+    assert aescl.AESGCM(key).decrypt(nonce, bytearray(sealed), aad) == data
+    with pytest.raises(InvalidTag):
+        aescl.AESGCM(key).decrypt(nonce, sealed[:-1] + bytes([sealed[-1] ^ 1]), aad)
+
+
+def test_device_arrays_are_refused_in_one_clear_line_until_they_are_taken():
+    cl_array = pytest.importorskip("pyopencl.array")
+    import pyopencl as cl
+
+    from conftest import an_opencl_device
+
+    queue = cl.CommandQueue(cl.Context([an_opencl_device().cl_device]))
+    array = cl_array.zeros(queue, 64, "uint8")
+    with pytest.raises(TypeError, match="device arrays are not taken"):
+        aescl.AESGCM(bytes(16)).encrypt(bytes(12), array, None)
