@@ -51,15 +51,24 @@ class InvalidTags(InvalidTag):
 
 
 def _host_data(value: Any, what: str) -> memoryview:
-    """A bytes-like argument in host memory; a device array is not taken yet."""
+    """A bytes-like argument in host memory, taken as pyca takes it: a contiguous buffer
+    of bytes (unsigned), of any shape. A device array is not taken yet."""
     if kind_of(value) is not None:
         raise TypeError(f"{what}: device arrays are not taken by aescl.AESGCM yet; pass "
                         "host memory, or use aescl.new(key, aescl.MODE_GCM, ...)")
+    try:
+        view = memoryview(value)
+    except TypeError:
+        view = None
+    if view is None or view.format != "B":
+        raise TypeError(f'Cannot convert "{type(value)}" instance to a buffer.')
+    if not view.c_contiguous:
+        raise BufferError("Buffer is not contiguous.")
     return byte_view(value)
 
 
 def _check_nonce(nonce: Any) -> memoryview:
-    view = byte_view(nonce)
+    view = _host_data(nonce, "nonce")
     if not 8 <= len(view) <= 128:
         raise ValueError("Nonce must be between 8 and 128 bytes")
     return view

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+from typing import Any
 
 import pytest
 from cryptography.exceptions import InvalidTag
@@ -57,6 +58,12 @@ def test_nist_gcm_vectors_on_every_device(size, device, on_engines):
     assert failures  # (the FAIL cases were seen)
 
 
+def _array(dtype: str) -> Any:
+    import numpy as np
+
+    return np.zeros(64, dtype)
+
+
 _BAD_CALLS = {
     "a key of 15 bytes": lambda c: c(bytes(15)),
     "a key that is text": lambda c: c("k" * 16),
@@ -65,6 +72,10 @@ _BAD_CALLS = {
     "a nonce that is text": lambda c: c(bytes(16)).encrypt("n" * 12, b"x", None),
     "data that is text": lambda c: c(bytes(16)).encrypt(bytes(12), "x", None),
     "associated data that is text": lambda c: c(bytes(16)).encrypt(bytes(12), b"x", "a"),
+    "data of signed bytes": lambda c: c(bytes(16)).encrypt(bytes(12), _array("int8"), None),
+    "data of 32-bit words": lambda c: c(bytes(16)).encrypt(bytes(12), _array("uint32"), None),
+    "data that is not contiguous": lambda c: c(bytes(16)).encrypt(
+        bytes(12), _array("uint8")[::2], None),
     "a sealed message shorter than a tag": lambda c: c(bytes(16)).decrypt(bytes(12),
                                                                           bytes(15), None),
     "a wrong tag": lambda c: c(bytes(16)).decrypt(bytes(12), bytes(40), None),
@@ -89,6 +100,15 @@ def test_each_of_pycas_argument_rules(case, engines, monkeypatch):
     expected = _raised(lambda: _BAD_CALLS[case](PycaAESGCM))
     assert expected is not None
     assert _raised(lambda: _BAD_CALLS[case](aescl.AESGCM)) is expected
+
+
+def test_bytes_of_any_shape_are_taken_as_pyca_takes_them(on_engines):
+    import numpy as np
+
+    key, nonce = os.urandom(16), os.urandom(12)
+    rows = np.frombuffer(os.urandom(96), np.uint8).reshape(4, 24)
+    expected = PycaAESGCM(key).encrypt(nonce, rows, memoryview(b"aad"))
+    assert aescl.AESGCM(key).encrypt(nonce, rows, memoryview(b"aad")) == expected
 
 
 def test_generate_key_gives_keys_of_the_size_asked():
