@@ -4,12 +4,16 @@ door of a call costs (README, "Fast paths"). Prints one JSON object.
 
     python3 docs/benchmarks/2026-11-27-plain-calls.py [MiB]         # default 256
     python3 docs/benchmarks/2026-11-27-plain-calls.py doors [MiB]
+    python3 docs/benchmarks/2026-11-27-plain-calls.py reading [MiB]
+
+``reading``: the streaming Reader and decrypt_range on bytes, beside chunked.decrypt.
 
 $PLAIN_DEVICE names a device for the five plain calls (default: none, the default team).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -90,8 +94,33 @@ def doors(mib: int) -> None:
 
 
 
+def _read_in_pieces(key: bytes, sealed: bytes, piece: int) -> None:
+    reader = aescl.chunked.Reader(io.BytesIO(sealed), key)
+    while reader.read(piece):
+        pass
+
+
+def reading(mib: int) -> None:
+    """The streaming Reader and decrypt_range on bytes, beside chunked.decrypt of the same
+    message, default device; GB/s of plaintext."""
+    n = mib << 20
+    key = os.urandom(32)
+    sealed = aescl.chunked.encrypt(key, os.urandom(n))
+    figures = {
+        "chunked.decrypt": best(lambda: aescl.chunked.decrypt(key, sealed), n),
+        "Reader.read()": best(
+            lambda: aescl.chunked.Reader(io.BytesIO(sealed), key).read(), n),
+        "Reader.read(1 MiB) each": best(lambda: _read_in_pieces(key, sealed, 1 << 20), n),
+        "decrypt_range all": best(lambda: aescl.chunked.decrypt_range(key, sealed, 0, n), n),
+        "decrypt_range middle half": best(
+            lambda: aescl.chunked.decrypt_range(key, sealed, n // 4 + 5, n // 2), n // 2),
+    }
+    print(json.dumps(figures))
+
+
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    run = doors if arguments[:1] == ["doors"] else main
-    arguments = arguments[1:] if run is doors else arguments
+    runs = {"doors": doors, "reading": reading}
+    run = runs.get(arguments[0], main) if arguments else main
+    arguments = arguments[1:] if run is not main else arguments
     run(int(arguments[0]) if arguments else 256)
