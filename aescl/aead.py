@@ -30,13 +30,14 @@ from ._arrays import BytesLike, BytesResult, byte_view, wipe
 from .engines.device_arrays import kind_of
 from .errors import AuthenticationError
 from .modes import MODE_GCM, new
+from .scheduler import SPLIT_MIN_BYTES
 from .teams import DevicesSpec
 
 TAG_SIZE = 16
 # Messages from this size on run on aescl's engines; shorter ones on pyca, where a
-# device's (or the host engine's threads') fixed costs outweigh them (as the default team
-# keeps jobs below a MiB on the host: aescl.scheduler.SPLIT_MIN_BYTES).
-ENGINE_MIN_BYTES = 1 << 20
+# device's (or the host engine's threads') fixed costs outweigh them, as the default team
+# keeps such jobs on the host.
+ENGINE_MIN_BYTES = SPLIT_MIN_BYTES
 
 
 class InvalidTags(InvalidTag):
