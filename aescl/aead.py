@@ -133,8 +133,9 @@ class AESGCM:
                      associated_data: BytesLike | Sequence[BytesLike] | None = None
                      ) -> list[bytes]:
         """Each message sealed under its own nonce, as :meth:`encrypt` would: a list of
-        ciphertext || tag. ``associated_data``: None, one value for all, or one per
-        message. A nonce repeated within the call is refused (ValueError)."""
+        ciphertext || tag. ``associated_data``: None, one bytes-like value for all, or a
+        list (or tuple) of one per message. A nonce repeated within the call is refused
+        (ValueError)."""
         aads = self._batch(nonces, messages, associated_data)
         return [self.encrypt(nonce, message, aad)
                 for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
@@ -170,8 +171,7 @@ class AESGCM:
         if len(seen) != len(nonces):
             raise ValueError("a nonce is repeated within the call: each message needs its "
                              "own")
-        if associated_data is None or isinstance(associated_data, bytes | bytearray |
-                                                 memoryview):
+        if not isinstance(associated_data, list | tuple):  # (None, or one value for all)
             return [associated_data] * len(messages)
         aads = list(associated_data)
         if len(aads) != len(messages):

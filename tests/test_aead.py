@@ -124,13 +124,18 @@ def _batch(rng: random.Random, count: int) -> tuple[list[bytes], list[bytes], li
     return nonces, messages, aads
 
 
-@pytest.mark.parametrize("aad_form", ["none", "one", "each"])
+@pytest.mark.parametrize("aad_form", ["none", "one", "one array", "each"])
 def test_many_messages_are_each_pycas_message(device, on_engines, aad_form):
+    import numpy as np
+
     rng = random.Random(aad_form)
     key = os.urandom(32)
     nonces, messages, aads = _batch(rng, 12)
-    given = {"none": None, "one": aads[0], "each": aads}[aad_form]
-    each = {"none": [None] * 12, "one": [aads[0]] * 12, "each": aads}[aad_form]
+    one = os.urandom(12)  # (as long as the batch: one value, not one byte a message)
+    given = {"none": None, "one": one, "one array": np.frombuffer(one, np.uint8),
+             "each": aads}[aad_form]
+    each = {"none": [None] * 12, "one": [one] * 12, "one array": [one] * 12,
+            "each": aads}[aad_form]
     pyca = PycaAESGCM(key)
     sealed = aescl.AESGCM(key, device=device).encrypt_many(nonces, messages, given)
     assert sealed == [pyca.encrypt(n, m, a) for n, m, a in zip(nonces, messages, each,
