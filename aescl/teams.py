@@ -111,20 +111,30 @@ class DefaultTeam(Team):
       as ``aescl bench`` timed it in a fresh process, or guessed) and its bytes at the
       device's rate for the kind of work (:func:`aescl.rates.expected_seconds`: stored
       by ``aescl bench``, else guessed), the rate capped at the files' own for a job
-      between files. While neither OpenCL nor CUDA has started, a job the host engine
-      finishes before any device could (the least start-up timed, then the bytes at no
-      more than the files' rate, for a file job) runs there without looking for
-      devices at all.
+      between files.
+    * While neither OpenCL nor CUDA has started, the host engine takes jobs without
+      looking for devices at all, as long as the time it spends on them, beyond what
+      any device could take (none, or the files' rate for a file job), adds up to no
+      more than the least start-up timed. The first job past that looks, and counts
+      the start-up as paid: the devices start then, and that job and those after it
+      go by rate alone. One large job thus starts no device a host engine beats,
+      and a process of many such jobs pays a start-up once, after at most as long
+      on the host engine (renting before buying).
 
     Small pieces of a job (CTR's partial blocks, the format's final chunk) run on the
     host engine. A GCM stream, whose length is unknown when it starts, runs on the
     device expected fastest at a GCM stream (``gcm`` in aescl.rates: guessed from
-    measured plain calls, as no bench figure measures one).
+    measured plain calls, as no bench figure measures one); until a GPU engine has
+    started, on the host engine: starting one costs more than the host engine's
+    stream takes for anything but gigabytes.
     """
 
     def __init__(self) -> None:
         self._host = Team([host_device()])
         super().__init__(self._host.devices)
+        # Seconds the host engine was expected to spend on jobs beyond what a device
+        # could have taken, while no GPU engine had started (what renting has cost).
+        self._rented_seconds = 0.0
 
     def best_device(self, kind: str, nbytes: int | None = None,
                     file_job: bool = False) -> Device:
@@ -134,10 +144,15 @@ class DefaultTeam(Team):
         # (Whether each engine had started before this look: looking starts it.)
         started = {"opencl": opencl_started(), "cuda": cuda_started(), "host": True}
         cold = not (started["opencl"] or started["cuda"])
-        if nbytes is not None and (nbytes < scheduler.SPLIT_MIN_BYTES or cold and (
-                expected_seconds(host, kind, nbytes, True, file_job)
-                <= least_start_seconds() + fastest_seconds(nbytes, file_job))):
+        if nbytes is not None and nbytes < scheduler.SPLIT_MIN_BYTES:
             return host
+        if nbytes is not None and cold:
+            beyond = (expected_seconds(host, kind, nbytes, True, file_job)
+                      - fastest_seconds(nbytes, file_job))
+            if self._rented_seconds + beyond <= least_start_seconds():
+                self._rented_seconds += beyond
+                return host
+            started = dict.fromkeys(started, True)  # (looking starts them: paid now)
         found = [d for d in opencl_devices() if not d.is_simulator]
         candidates = [*found, *cuda_devices(), host]
         if nbytes is None:
@@ -153,6 +168,8 @@ class DefaultTeam(Team):
         return team(self.best_device(kind, nbytes, file_job))
 
     def stream_engine(self) -> Engine:
+        if not (opencl_started() or cuda_started()):
+            return self._host.lead
         return team(self.best_device("gcm")).lead
 
 

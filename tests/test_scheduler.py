@@ -319,6 +319,56 @@ def test_a_fresh_process_weighs_a_devices_start_up_against_the_job(no_device_nam
                                        "8G": opencl_cpu.id}
 
 
+_RENTING = """
+import json
+from aescl import teams
+from aescl.devices import opencl_started
+default = teams.team(None)
+choices = []
+for _ in range(3):
+    choices.append([default.for_job(1 << 30, "chunks").devices[0].id, opencl_started()])
+print(json.dumps(choices))
+"""
+
+
+def test_a_process_of_many_jobs_starts_a_faster_device_once_renting_costs_its_start_up(
+        no_device_named, opencl_cpu, tmp_path):
+    # As above: 1 GiB takes the host engine 0.21 s, less than the 0.5 s start-up, so the
+    # first two run there without starting OpenCL. The third would bring the host
+    # engine's time to 0.64 s: it starts OpenCL and runs on the faster device.
+    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
+    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
+    assert rates.store_start(opencl_cpu, 0.5)
+    done = subprocess.run([sys.executable, "-c", _RENTING], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["host", False], ["host", False],
+                                       [opencl_cpu.id, True]]
+
+
+_STREAM_COLD = """
+import json, os
+import aescl
+from aescl.devices import opencl_started
+cipher = aescl.new(os.urandom(16), aescl.MODE_GCM, nonce=os.urandom(12))
+sealed = cipher.encrypt(bytes(2 << 20))
+print(json.dumps([cipher._message.__class__.__module__, opencl_started()]))
+"""
+
+
+def test_a_gcm_stream_in_a_fresh_process_runs_on_the_host_engine_starting_no_device(
+        no_device_named, opencl_cpu, tmp_path):
+    # Even where a device is stored as faster at everything: a stream's length is not
+    # known, and a start-up costs more than the host engine takes for all but gigabytes.
+    for kind in ("blocks", "chunks", "gcm"):
+        rates.store_rates(opencl_cpu, {kind: 50.0}, 64 << 20)
+    done = subprocess.run([sys.executable, "-c", _STREAM_COLD], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr
+    module, started = json.loads(done.stdout)
+    assert module.startswith("aescl.engines.host") and not started
+
+
 def test_a_file_job_keeps_the_device_chosen_for_it(without_a_gpu, no_device_named, opencl_cpu):
     # OpenCL runs here. Between files the two tie at the files' rate (the host engine
     # ranks first); a window alone, 2 MiB in memory, would go to the faster device.
