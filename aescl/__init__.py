@@ -68,8 +68,9 @@ import importlib
 from typing import Any
 
 from . import devices
-from .devices import Device, get_device, list_devices
+from .devices import Device
 from .engines import MODE_GCM
+from .engines.registry import get_device, list_devices
 from .errors import (
     AesclError,
     AuthenticationError,

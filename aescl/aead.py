@@ -27,7 +27,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM as _PycaAESGCM
 
 from ._arrays import BytesLike, BytesResult, byte_view, wipe
-from .engines.device_arrays import kind_of
+from .engines.registry import array_kind_of
 from .errors import AuthenticationError
 from .modes import MODE_GCM, new
 from .scheduler import SPLIT_MIN_BYTES
@@ -54,7 +54,7 @@ class InvalidTags(InvalidTag):
 def _host_data(value: Any, what: str) -> memoryview:
     """A bytes-like argument in host memory, taken as pyca takes it: a contiguous buffer
     of bytes (unsigned), of any shape. A device array is not taken yet."""
-    if kind_of(value) is not None:
+    if array_kind_of(value) is not None:
         raise TypeError(f"{what}: device arrays are not taken by aescl.AESGCM yet; pass "
                         "host memory, or use aescl.new(key, aescl.MODE_GCM, ...)")
     try:

@@ -65,7 +65,8 @@ from .chunkformat import open_header as _open_header
 from .chunkformat import opened_size as _opened_size
 from .chunkformat import random_salt as _random_salt
 from .engines import DEFAULT_BATCH_CHUNKS, MAX_BATCH_CHUNKS
-from .engines.device_arrays import ArrayKind, kind_of
+from .engines.device_arrays import ArrayKind
+from .engines.registry import array_kind_of
 from .errors import FormatError, TruncatedError, check_whole_number
 from .scheduler import TeamChunks
 from .teams import DevicesSpec, array_device_rule, team
@@ -171,7 +172,7 @@ def encrypt(
     """
     salt = _random_salt(salt)
     chunk_key, base_nonce, commitment = derive(key, salt, context)
-    kind = kind_of(message)
+    kind = array_kind_of(message)
     if kind is not None:  # a device array: sealed on its device
         return _array_chunks(kind, chunk_key, base_nonce, device).seal(
             message, salt + commitment, sealed_size(kind.nbytes(message)), output)
@@ -209,7 +210,7 @@ def decrypt(
     :class:`AuthenticationError`: a chunk was modified, reordered or added.
     :class:`TruncatedError`: the message was cut short.
     """
-    kind = kind_of(ciphertext)
+    kind = array_kind_of(ciphertext)
     if kind is not None:  # a device array: opened into a new one on its device
         nbytes = kind.nbytes(ciphertext)
         header = kind.read(ciphertext, 0, min(nbytes, HEADER_SIZE))
@@ -553,7 +554,7 @@ def decrypt_range(
     """
     check_whole_number("offset", offset, 0)
     check_whole_number("length", length, 0)
-    kind = kind_of(source)
+    kind = array_kind_of(source)
     if kind is not None:
         return _array_range(kind, key, source, offset, length, context, device)
     total_bytes, read_at = _random_access(source)

@@ -32,8 +32,6 @@ import dataclasses
 import functools
 import os
 import re
-import sys
-import types
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -318,10 +316,14 @@ def cuda_started() -> bool:
     return cuda_devices.cache_info().currsize > 0
 
 
-def list_devices() -> list[Device]:
-    """Every device aescl can run on: the OpenCL devices, simulators included, the CUDA
-    engine's GPUs (``cuda:N``), then the host engine (``host``)."""
-    return [*_all_devices(), *cuda_devices(), host_device()]
+def host_devices() -> list[Device]:
+    """The host engine's one device, as a list (its line in aescl.engines.registry)."""
+    return [host_device()]
+
+
+def host_started() -> bool:
+    """The host engine needs no start-up: always started."""
+    return True
 
 
 def _rank(device: Device) -> tuple[int, int, int, int]:
@@ -341,10 +343,9 @@ def matches(device: Device, spec: str) -> bool:
     spec = spec.strip().lower()
     if spec == HOST_ID:
         return device.type == "host"
-    if spec == "cuda":
-        return device.is_cuda
-    if re.fullmatch(r"cuda:\d+", spec):
-        return device.is_cuda and device.id == spec
+    engine, colon, _ = spec.partition(":")
+    if engine == device.engine != "opencl":  # an engine's own spec: cuda, cuda:N
+        return not colon or device.id == spec
     if spec in DEVICE_TYPES:
         return device.type == spec
     if spec in VENDOR_CLASSES:
@@ -380,38 +381,3 @@ def select(spec: str | None, available: list[Device]) -> Device:
 
 CUDA_HINT = ("the CUDA engine needs `pip install 'aescl[cuda]'` and NVIDIA's driver with a "
              "GPU")
-
-
-def get_device(spec: str | None = None) -> Device:
-    """The device for ``spec``, else ``$AESCL_DEVICE``, else the best real device.
-
-    Raises :class:`DeviceNotFound` (listing the devices that exist) when nothing
-    matches, and :class:`NoPlatformError` when OpenCL has no platform at all.
-    """
-    if spec is None:
-        spec = os.environ.get("AESCL_DEVICE") or None
-    if spec is not None and spec.strip().lower() == HOST_ID:
-        return host_device()  # without looking for OpenCL at all
-    if spec is not None and re.fullmatch(r"cuda(:\d+)?", spec.strip().lower()):
-        found = list(cuda_devices())  # (OpenCL left unstarted)
-        if not found:
-            raise DeviceNotFound(f"no CUDA GPU for {spec.strip()!r}: {CUDA_HINT}")
-        return select(spec, found)
-    return select(spec, list_devices())
-
-
-def resolve(device: Device | str | None) -> Device:
-    """Accept a :class:`Device`, a spec string or ``None`` wherever a device is asked for."""
-    return device if isinstance(device, Device) else get_device(device)
-
-
-class _CallableModule(types.ModuleType):
-    """``aescl.devices`` is this module; calling it, ``aescl.devices()``, still lists the
-    devices (:func:`list_devices`), as it did when a function of that name shadowed the
-    module."""
-
-    def __call__(self) -> list[Device]:
-        return list_devices()
-
-
-sys.modules[__name__].__class__ = _CallableModule

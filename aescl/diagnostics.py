@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from ._cache import disk_cache_enabled, kernel_cache_dir
 from ._icd import IcdReport
-from .devices import NO_PLATFORM_HINT, Device, icd_report, list_devices
+from .devices import NO_PLATFORM_HINT, Device, icd_report
+from .engines.registry import list_devices
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ from ._arrays import (
     output_view,
 )
 from .engines import MODE_GCM, BlockTransform, check_key_schedule, gcm_nonce, host_memory
-from .engines.device_arrays import ArrayKind, kind_of
+from .engines.device_arrays import ArrayKind
 from .engines.programs.device_gcm import DeviceGcm
+from .engines.registry import array_kind_of
 from .errors import (
     AuthenticationError,
     CounterOverflowError,
@@ -59,7 +60,7 @@ class EcbCipher:
         self._array_jobs: dict[tuple[str, bool], Any] = {}
 
     def _process(self, data: BytesLike, output: Any, decrypt: bool) -> bytes | None:
-        kind = kind_of(data)
+        kind = array_kind_of(data)
         if kind is not None:
             if kind.nbytes(data) % BLOCK_SIZE:
                 raise ValueError("Data must be aligned to block boundary in ECB mode")
@@ -173,7 +174,7 @@ class CtrCipher:
     def _process(self, data: BytesLike, output: Any, direction: str) -> bytes | None:
         if self._direction not in (None, direction):
             raise TypeError(f"{direction}() cannot be called after {self._direction}()")
-        kind = kind_of(data)
+        kind = array_kind_of(data)
         source = None if kind else byte_view(data)
         length = kind.nbytes(data) if kind else len(source)  # type: ignore[arg-type]
         start = self._position
@@ -409,7 +410,7 @@ class GcmCipher:
     def _kind_checked(data: Any, output: Any) -> ArrayKind | None:
         """The kind of device array ``data`` is (None: host memory), with a host
         ``output=`` checked against it."""
-        kind = kind_of(data)
+        kind = array_kind_of(data)
         if output is not None and kind is None:
             _host_output(byte_view(data), output)
         return kind

@@ -11,17 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import scheduler
-from .devices import (
-    Device,
-    cuda_devices,
-    cuda_started,
-    get_device,
-    host_device,
-    opencl_devices,
-    opencl_started,
-    select,
-)
+from .devices import Device, host_device, select
 from .engines import Engine
+from .engines.registry import get_device, gpu_engine_started, list_devices, started
 from .errors import DeviceNotFound
 from .rates import (
     expected_rate,
@@ -85,8 +77,8 @@ def resolve_devices(device: DevicesSpec) -> list[Device]:
         device = os.environ.get("AESCL_DEVICE") or None
     if device is None or isinstance(device, str):
         if _names_all(device):
-            found = [d for d in opencl_devices() if not d.is_simulator]
-            gpus = [d for d in found if d.type in ("gpu", "accelerator")] + list(cuda_devices())
+            found = [d for d in list_devices() if not d.is_simulator]
+            gpus = [d for d in found if d.type in ("gpu", "accelerator")]
             return [*one_engine_per_gpu(gpus), host_device(),
                     *(d for d in found if d.type == "cpu")]
         return [get_device(device)]
@@ -142,8 +134,8 @@ class DefaultTeam(Team):
         (``nbytes=None``: the fastest at it, start-up aside)."""
         host = host_device()
         # (Whether each engine had started before this look: looking starts it.)
-        started = {"opencl": opencl_started(), "cuda": cuda_started(), "host": True}
-        cold = not (started["opencl"] or started["cuda"])
+        was_started = started()
+        cold = not gpu_engine_started()
         if nbytes is not None and nbytes < scheduler.SPLIT_MIN_BYTES:
             return host
         if nbytes is not None and cold:
@@ -152,13 +144,12 @@ class DefaultTeam(Team):
             if self._rented_seconds + beyond <= least_start_seconds():
                 self._rented_seconds += beyond
                 return host
-            started = dict.fromkeys(started, True)  # (looking starts them: paid now)
-        found = [d for d in opencl_devices() if not d.is_simulator]
-        candidates = [*found, *cuda_devices(), host]
+            was_started = dict.fromkeys(was_started, True)  # (looking starts them: paid now)
+        candidates = [d for d in list_devices() if not d.is_simulator]
         if nbytes is None:
             scores = {d.id: -expected_rate(d, kind, stored_first=True) for d in candidates}
         else:
-            scores = {d.id: expected_seconds(d, kind, nbytes, started[d.engine], file_job)
+            scores = {d.id: expected_seconds(d, kind, nbytes, was_started[d.engine], file_job)
                       for d in candidates}
         least = min(scores.values())
         # Ties go as get_device ranks devices.
@@ -168,7 +159,7 @@ class DefaultTeam(Team):
         return team(self.best_device(kind, nbytes, file_job))
 
     def stream_engine(self) -> Engine:
-        if not (opencl_started() or cuda_started()):
+        if not gpu_engine_started():
             return self._host.lead
         return team(self.best_device("gcm")).lead
 

@@ -389,7 +389,7 @@ def test_an_array_that_only_dlpack_describes_is_read_and_written_where_it_lies()
     torch = pytest.importorskip("torch", reason="torch is not installed (it fills the buffers)")
     from cuda.core import Device
 
-    from aescl.engines.device_arrays import kind_of
+    from aescl.engines.registry import array_kind_of as kind_of
 
     gpu = Device(0)
     gpu.set_current()

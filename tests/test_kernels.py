@@ -260,7 +260,7 @@ def test_a_damaged_cache_entry_is_rebuilt_never_loaded(device, tmp_path, damage)
     # be another (a GPU tuned here by an earlier test, where the runs found no tuning
     # in their new cache folder).
     name = ("import aescl; from aescl.engines.opencl import kernels, tuning; "
-            f"device = aescl.devices.resolve({device.id!r}); "
+            f"device = aescl.engines.registry.resolve({device.id!r}); "
             "options = kernels.aes_options(10, 'host', tuning.launch_config(device)); "
             "print(kernels.cache_key(device, kernels.load_source('aes_ecb.cl'), options))")
     named = subprocess.run([sys.executable, "-c", name], capture_output=True, text=True,

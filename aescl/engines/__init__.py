@@ -10,14 +10,13 @@
   NVRTC: host data staged through pinned memory, and CUDA device arrays.
 
 Nothing outside an engine package reaches into it: callers use the package's root or
-the interface. :func:`engine_for` makes a device's engine, importing an engine's
-package (and for OpenCL, numpy and pyopencl; for CUDA, NVIDIA's bindings) only when a
-device of it is first used.
+the interface. :mod:`aescl.engines.registry` holds one line per engine; through it
+:func:`engine_for` makes a device's engine, importing an engine's package (and for
+OpenCL, numpy and pyopencl; for CUDA, NVIDIA's bindings) only when a device of it is
+first used.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from .interface import (
     BLOCK_SIZE,
@@ -34,34 +33,10 @@ from .interface import (
     gcm_nonce,
     tuning_enabled,
 )
-
-if TYPE_CHECKING:
-    from ..devices import Device
+from .registry import engine_for
 
 __all__ = [
     "BLOCK_SIZE", "DEFAULT_BATCH_CHUNKS", "KEY_SCHEDULES", "MAX_BATCH_CHUNKS", "MODE_GCM",
     "BlockTransform", "BlockWorker", "ChunkWorker", "Engine", "Ranges", "check_key_schedule",
     "engine_for", "gcm_nonce", "tuning_enabled",
 ]
-
-_engines: dict[str, Engine] = {}
-
-
-def engine_for(device: Device) -> Engine:
-    """The engine of a device, made once per process."""
-    existing = _engines.get(device.id)
-    if existing is None or existing.device != device:
-        if device.type == "host":
-            from .host import HostEngine
-
-            existing = HostEngine(device)
-        elif device.is_cuda:
-            from .cuda import CudaEngine
-
-            existing = CudaEngine(device)
-        else:
-            from .opencl import OpenclEngine
-
-            existing = OpenclEngine(device)
-        _engines[device.id] = existing
-    return existing

@@ -1,10 +1,12 @@
 """Device arrays: which engine takes an array that lies in a device's memory.
 
-Each kind of device array is one line of :data:`KINDS`: the test that recognises it
-without importing anything (no one holds a torch tensor before importing torch), how
-its bytes are counted, and the engine package that works on it, imported only when
-such an array first comes. The modes and the chunked format classify an array once
-per call (:func:`kind_of`) and go through its :class:`ArrayKind`; they name no engine.
+Each kind of device array is an :class:`ArrayKind` on its engine's line in
+engines/registry.py: the test that recognises it without importing anything (no one
+holds a torch tensor before importing torch), how its bytes are counted, and the
+engine package that works on it, imported only when such an array first comes. The
+modes and the chunked format classify an array once per call
+(:func:`aescl.engines.registry.array_kind_of`) and go through its :class:`ArrayKind`;
+they name no engine.
 
 An engine package that takes device arrays exports, from its root, three classes:
 
@@ -17,7 +19,6 @@ An engine package that takes device arrays exports, from its root, three classes
   such arrays (``seal``, ``open``), and ``ArrayChunks.read(array, offset, nbytes)``.
 
 ``rule`` is where a cipher's devices let the arrays run (``teams.array_device_rule``).
-An engine for another kind of device memory adds one line here.
 """
 
 from __future__ import annotations
@@ -138,16 +139,7 @@ class ArrayKind:
         return self.engine().ArrayChunks.read(array, offset, nbytes)  # type: ignore[no-any-return]
 
 
-# In the order they are asked: CUDA first, since a torch tensor is told at once.
-KINDS = (
-    ArrayKind("cuda", "CUDA arrays", "pip install 'aescl[cuda]'", on_cuda, cuda_nbytes),
-    ArrayKind("opencl", "pyopencl arrays", "pip install pyopencl", on_opencl, _opencl_nbytes),
-)
-
-
-def kind_of(data: Any) -> ArrayKind | None:
-    """The kind of device array ``data`` is; None for host memory."""
-    for kind in KINDS:
-        if kind.holds(data):
-            return kind
-    return None
+# The two kinds, each on its engine's line in engines/registry.py.
+CUDA_ARRAYS = ArrayKind("cuda", "CUDA arrays", "pip install 'aescl[cuda]'", on_cuda, cuda_nbytes)
+OPENCL_ARRAYS = ArrayKind("opencl", "pyopencl arrays", "pip install pyopencl", on_opencl,
+                          _opencl_nbytes)

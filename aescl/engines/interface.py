@@ -83,6 +83,16 @@ class BlockTransform:
     def is_ctr(self) -> bool:
         return self.counter is not None
 
+    @property
+    def kernel(self) -> tuple[str, str, bool]:
+        """The kernel every GPU engine runs for it: its source in ``cl/``, its name, and
+        whether it takes the decryption round keys."""
+        if self.is_ctr:
+            return "aes_ctr.cl", "aes_ctr_xor", False
+        if self.decrypt:
+            return "aes_ecb.cl", "aes_ecb_decrypt", True
+        return "aes_ecb.cl", "aes_ecb_encrypt", False
+
     def counter_at(self, index: int) -> int:
         """The counter block of block ``index`` of the job."""
         assert self.counter is not None

@@ -48,11 +48,7 @@ class CudaBlocks:
         self._gpu = cuda_device(ordinal)
         self._gpu.core.set_current()
         rounds = keyschedule.rounds_for_key(transform.key)
-        if transform.is_ctr:
-            filename, name, decrypt = "aes_ctr.cl", "aes_ctr_xor", False
-        else:
-            filename, decrypt = "aes_ecb.cl", transform.decrypt
-            name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
+        filename, name, decrypt = transform.kernel
         self._kernel, self._function = self._gpu.kernel(filename, name, rounds)
         # The kernel's arguments (every one 64 bits, but the key's round keys, passed by
         # value), then their addresses, as void**; the key's is that of its words.

@@ -12,4 +12,6 @@ from .engine import HostEngine
 from .shared import AVAILABLE as SHARED_MEMORY_AVAILABLE
 from .shared import shared_empty
 
-__all__ = ["SHARED_MEMORY_AVAILABLE", "HostEngine", "shared_empty"]
+Engine = HostEngine  # (what every engine exports: engines/registry.py)
+
+__all__ = ["SHARED_MEMORY_AVAILABLE", "Engine", "HostEngine", "shared_empty"]

@@ -24,6 +24,9 @@ Callers outside use the names below.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from .arrays import OpenclArrayBlocks, OpenclArrayChunks, OpenclArrayGhash
 from .engine import OpenclEngine
 from .kernels import aes_options, time_builds
@@ -31,10 +34,32 @@ from .pipeline import pin_host_memory, pinned_empty
 from .runtime import device_runtime
 from .workers import OpenclBlocks, OpenclHostChunks
 
-# The classes every engine that takes device arrays exports (engines/device_arrays.py).
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ...devices import Device
+
+# What every engine exports (engines/registry.py), and every engine that takes device
+# arrays (engines/device_arrays.py).
+Engine = OpenclEngine
 ArrayBlocks, ArrayGhash, ArrayChunks = OpenclArrayBlocks, OpenclArrayGhash, OpenclArrayChunks
+
+
+def host_memory(nbytes: int, chosen: Sequence[Device],
+                shared: Callable[[], Any] | None) -> np.ndarray | None:
+    """Pinned memory of the first OpenCL GPU among ``chosen`` (over ``shared()`` where
+    given: memory the host engine's workers map too). None where its devices chosen are
+    CPUs working beside others: they, like the host engine, read ordinary memory in
+    place; a CPU device alone gets its own mapped buffer."""
+    on_opencl = sorted((d for d in chosen if d.is_opencl), key=lambda d: d.type == "cpu")
+    if len(chosen) > 1 and on_opencl[0].type == "cpu":
+        return None
+    if shared is not None:
+        return pin_host_memory(shared(), on_opencl[0])[:nbytes]
+    return pinned_empty(nbytes, on_opencl[0])
+
 
 __all__ = ["ArrayBlocks", "ArrayChunks", "ArrayGhash", "OpenclHostChunks",
            "OpenclArrayBlocks", "OpenclArrayChunks", "OpenclArrayGhash", "OpenclBlocks",
-           "OpenclEngine", "aes_options",
+           "OpenclEngine", "aes_options", "Engine", "host_memory",
            "device_runtime", "pin_host_memory", "pinned_empty", "time_builds"]

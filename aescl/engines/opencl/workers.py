@@ -30,9 +30,10 @@ from ...chunkformat import (
     sealed_run,
     sealed_size,
 )
-from ...devices import Device, resolve
+from ...devices import Device
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
+from ..registry import resolve
 from .gcm_kernels import GcmKernels
 from .kernels import aes_options, carryless_ghash, kernel, key_argument
 from .pipeline import (
@@ -584,11 +585,7 @@ class OpenclBlocks:
     def __init__(self, device: Device, transform: BlockTransform, context: Any = None) -> None:
         self._transform = transform
         key = transform.key
-        if transform.is_ctr:
-            filename, name, decrypt = "aes_ctr.cl", "aes_ctr_xor", False
-        else:
-            filename, decrypt = "aes_ecb.cl", transform.decrypt
-            name = "aes_ecb_decrypt" if decrypt else "aes_ecb_encrypt"
+        filename, name, decrypt = transform.kernel
         self.launcher = KernelLauncher(
             device, filename, name,
             key_argument(key, transform.key_schedule, decrypt),
