@@ -369,6 +369,27 @@ def test_a_gcm_stream_in_a_fresh_process_runs_on_the_host_engine_starting_no_dev
     assert module.startswith("aescl.engines.host") and not started
 
 
+_FIRST_JOB = """
+import json, os
+import aescl
+from aescl import rates
+key, data = os.urandom(32), os.urandom(4 << 20)
+seen = []
+for _ in range(2):
+    aescl.chunked.encrypt(key, data, device="host")
+    seen.append(("host", "chunks") in rates.measured)
+print(json.dumps(seen))
+"""
+
+
+def test_a_devices_first_job_sets_no_measured_rate(tmp_path):
+    # It carries the engine's start-up; the second job's rate is the device's.
+    done = subprocess.run([sys.executable, "-c", _FIRST_JOB], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [False, True]
+
+
 def test_a_file_job_keeps_the_device_chosen_for_it(without_a_gpu, no_device_named, opencl_cpu):
     # OpenCL runs here. Between files the two tie at the files' rate (the host engine
     # ranks first); a window alone, 2 MiB in memory, would go to the faster device.
