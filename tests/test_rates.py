@@ -119,9 +119,10 @@ def test_unmeasured_rates_follow_the_plain_calls_measured_on_a_gpu_host():
     host = host_device()
     many_cores = dataclasses.replace(host, compute_units=16)
     two_cores = dataclasses.replace(host, compute_units=2)
-    opencl_gpu = dataclasses.replace(host, id="0:0", type="gpu", engine="opencl",
+    # (Ids no real device has: a GPU machine's own were measured by other tests' jobs.)
+    opencl_gpu = dataclasses.replace(host, id="98:0", type="gpu", engine="opencl",
                                      name="GPU", vendor="NVIDIA")
-    cuda_gpu = dataclasses.replace(opencl_gpu, id="cuda:0", engine="cuda")
+    cuda_gpu = dataclasses.replace(opencl_gpu, id="cuda:98", engine="cuda")
     host16, host2, opencl, cuda = (rates.expected_rate(d, "gcm")
                                    for d in (many_cores, two_cores, opencl_gpu, cuda_gpu))
     assert host16 > opencl > host2 and opencl > cuda
