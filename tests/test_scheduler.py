@@ -302,6 +302,18 @@ print(json.dumps(choices))
 """
 
 
+def _choices_after_a_start_up_stored(opencl_cpu, program: str, tmp_path) -> object:
+    """What ``program`` prints, run in a fresh process where the OpenCL device is stored
+    at ten times the host engine's rate for chunks, after 0.5 s of start-up."""
+    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
+    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
+    assert rates.store_start(opencl_cpu, 0.5)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def test_a_fresh_process_weighs_a_devices_start_up_against_the_job(no_device_named,
                                                                     opencl_cpu, tmp_path):
     # Stored: the OpenCL device ten times the host engine's rate, after 0.5 s of
@@ -309,14 +321,8 @@ def test_a_fresh_process_weighs_a_devices_start_up_against_the_job(no_device_nam
     # not even started. Between files both would go at the files' rate, which the host
     # engine beats: nor is it started for 8 GiB of files. 8 GiB in memory takes the
     # host engine 1.7 s, the device 0.67.
-    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
-    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
-    assert rates.store_start(opencl_cpu, 0.5)
-    done = subprocess.run([sys.executable, "-c", _COLD_CHOICES], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120, env=os.environ.copy())
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"1G": "host", "8G file": "host", "cold": False,
-                                       "8G": opencl_cpu.id}
+    choices = _choices_after_a_start_up_stored(opencl_cpu, _COLD_CHOICES, tmp_path)
+    assert choices == {"1G": "host", "8G file": "host", "cold": False, "8G": opencl_cpu.id}
 
 
 _RENTING = """
@@ -336,14 +342,8 @@ def test_a_process_of_many_jobs_starts_a_faster_device_once_renting_costs_its_st
     # As above: 1 GiB takes the host engine 0.21 s, less than the 0.5 s start-up, so the
     # first two run there without starting OpenCL. The third would bring the host
     # engine's time to 0.64 s: it starts OpenCL and runs on the faster device.
-    assert rates.store_rates(opencl_cpu, {"chunks": 50.0}, 64 << 20)
-    assert rates.store_rates(host_device(), {"chunks": 5.0}, 64 << 20)
-    assert rates.store_start(opencl_cpu, 0.5)
-    done = subprocess.run([sys.executable, "-c", _RENTING], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120, env=os.environ.copy())
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [["host", False], ["host", False],
-                                       [opencl_cpu.id, True]]
+    choices = _choices_after_a_start_up_stored(opencl_cpu, _RENTING, tmp_path)
+    assert choices == [["host", False], ["host", False], [opencl_cpu.id, True]]
 
 
 _STREAM_COLD = """
