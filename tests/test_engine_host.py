@@ -68,6 +68,61 @@ def test_a_failed_chunk_is_named_lowest_first_and_leaves_no_plaintext(engine):
         engine.chunks(key, base_nonce).open(bytes(sealed), 0, final=False)
 
 
+@pytest.fixture
+def staging(monkeypatch) -> HostEngine:
+    # Ordinary memory staged through shared memory to the worker processes, in pieces of
+    # 3 chunks: every piece boundary shows (the route's speed is the 16-core host's).
+    monkeypatch.setattr(host, "STAGE_MIN_CORES", 4)
+    monkeypatch.setattr(host, "STAGE_MIN_BYTES", CHUNK)
+    monkeypatch.setattr(host, "STAGE_CHUNKS", 3)
+    engine = HostEngine(host_device(), threads=4)
+    if not engine.processes:
+        pytest.skip("no shared memory for worker processes here (memfd)")
+    return engine
+
+
+def test_chunks_staged_to_the_worker_processes_match_pycryptodome(staging):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(20 * CHUNK)
+    sealed = bytearray(20 * SEALED)
+    worker = staging.chunks(key, base_nonce)
+    worker.seal_ranges(plaintext, sealed, 7, iter([(0, 11), (11, 20)]))
+    assert staging.staging._buffers is not None  # (the staged route ran, not threads)
+    for k in range(20):
+        cipher = AES.new(key, AES.MODE_GCM, nonce=chunked.chunk_nonce(base_nonce, 7 + k))
+        text, tag = cipher.encrypt_and_digest(plaintext[k * CHUNK : (k + 1) * CHUNK])
+        assert sealed[k * SEALED : (k + 1) * SEALED] == text + tag, k
+    opened = bytearray(20 * CHUNK)
+    worker.open_ranges(sealed, opened, 7, iter([(0, 20)]))
+    assert opened == plaintext
+
+
+def test_a_staged_piece_with_a_failed_chunk_never_leaves_staging(staging):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(20 * CHUNK)
+    sealed = bytearray(staging.chunks(key, base_nonce).seal(plaintext, 0, final=False))
+    for bad in (4, 16):
+        sealed[bad * SEALED + 100] ^= 1
+    opened = bytearray(b"\xaa" * len(plaintext))
+    with pytest.raises(aescl.AuthenticationError, match="chunk 4 failed") as caught:
+        staging.chunks(key, base_nonce).open_ranges(sealed, opened, 0, iter([(0, 20)]))
+    assert caught.value.chunk == 4
+    # Chunks 0-2 passed and were copied out; the piece of chunks 3-5 was not, nor any after.
+    assert opened[: 3 * CHUNK] == plaintext[: 3 * CHUNK]
+    assert opened[3 * CHUNK :] == b"\xaa" * (17 * CHUNK)
+
+
+def test_a_small_job_or_a_host_of_few_cores_stays_on_threads(monkeypatch):
+    monkeypatch.setattr(host, "STAGE_MIN_BYTES", 4 * CHUNK)
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    for threads, chunks in ((host.STAGE_MIN_CORES - 1, 8), (host.STAGE_MIN_CORES, 3)):
+        engine = HostEngine(host_device(), threads=threads)
+        sealed = bytearray(chunks * SEALED)
+        engine.chunks(key, base_nonce).seal_ranges(os.urandom(chunks * CHUNK), sealed, 0,
+                                                   iter([(0, chunks)]))
+        assert engine.staging._buffers is None
+
+
 def test_the_host_is_a_device_like_the_others():
     assert aescl.get_device("host") == host_device()
     assert aescl.devices()[-1].id == "host"

@@ -15,7 +15,9 @@ call. The GIL is released inside OpenSSL, so the threads run at once.
   call holds the GIL for as long as OpenSSL works on the chunk: 3.1 GB/s on one
   thread of the H100 host, 1.7 on 16: it runs on one thread (CHUNK_THREADS), and
   stays out of a split beside an OpenCL engine (HOLDS_GIL_FOR) unless it works
-  apart from the interpreter (below).
+  apart from the interpreter (below). On a host of many cores (STAGE_MIN_CORES), a
+  large job on ordinary memory is copied through shared memory to the worker
+  processes instead, a piece at a time (_Staging).
 * Arrays that all lie in aescl's shared memory (shared.py: ``pinned_empty`` for
   the host engine or a team with it) are worked on by worker processes instead
   (processes.py), each range cut into one piece per worker, with the
@@ -71,6 +73,16 @@ CHUNK_THREADS = 1
 # (1 GiB chunked on the H100 host: 43.5 GB/s on the GPU alone, 15.2 with the host
 # engine beside it), so the scheduler leaves such an engine out of a split.
 HOLDS_GIL_FOR = frozenset({"chunks"})
+
+# The chunked format on ordinary memory, on a host of many cores: the AEAD calls hold
+# the GIL on threads (above), so a large job is copied through shared memory to the
+# worker processes instead, a piece at a time (_Staging). The copies cost a pass each
+# way, which pays only where the workers are many: on the 2-core CI kind 1.73 GB/s
+# staged against 1.43-1.76 on a thread (docs/benchmarks), so from STAGE_MIN_CORES.
+STAGE_MIN_CORES = 8
+STAGE_MIN_BYTES = 64 << 20  # a job's plaintext, from which staging pays for its copies
+STAGE_CHUNKS = 2048  # chunks a piece: 32 MiB of plaintext, two buffers of it kept
+_COPY_SLICE = 4 << 20  # bytes a copying thread takes at a time
 
 _pool: Any = None  # a ThreadPoolExecutor, made when a job first has pieces to share
 _pool_lock = threading.Lock()
@@ -139,6 +151,40 @@ def _on_threads(threads: int, shares: _Shares, work: Callable[[int, int], None])
     errors += [error for future in futures if (error := future.exception()) is not None]
     if errors:
         raise first_failure(errors)
+
+
+def _copy_on_threads(target: memoryview, source: memoryview, threads: int) -> None:
+    """``source`` into ``target`` (the same length) on up to ``threads`` threads: NumPy's
+    copy releases the GIL, so the slices go at once."""
+    import numpy as np
+
+    to, of = np.frombuffer(target, np.uint8), np.frombuffer(source, np.uint8)
+    slices = -(-len(of) // _COPY_SLICE)
+
+    def work(lo: int, hi: int) -> None:
+        np.copyto(to[lo * _COPY_SLICE : hi * _COPY_SLICE], of[lo * _COPY_SLICE : hi * _COPY_SLICE])
+
+    _on_threads(threads, _Shares(iter([(0, slices)]), 1, threads), work)
+
+
+class _Staging:
+    """Two buffers of shared memory (shared.py), a piece of plaintext and its sealed
+    layout, through which a chunk job on ordinary memory reaches the worker processes:
+    each piece is copied in on threads, sealed or opened by the workers, and copied
+    out. Made on a job's first use and kept for the engine's later jobs (about 64 MiB);
+    one job at a time uses them (others run on threads meanwhile)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._buffers: tuple[memoryview, memoryview] | None = None
+
+    def buffers(self) -> tuple[memoryview, memoryview]:
+        """(plaintext, sealed): STAGE_CHUNKS chunks' room each."""
+        if self._buffers is None:
+            plain = _shared.shared_empty(STAGE_CHUNKS * CHUNK_SIZE)
+            sealed = _shared.shared_empty(STAGE_CHUNKS * SEALED_CHUNK_SIZE)
+            self._buffers = memoryview(plain), memoryview(sealed)
+        return self._buffers
 
 
 def _one_per_worker(ranges: Ranges, workers: int) -> Ranges:
@@ -294,9 +340,46 @@ class HostChunks:
                      _checked_chunks(ranges, first))
         return True
 
+    def _staged(self, kind: str, source: memoryview, target: memoryview, first: int,
+                ranges: Ranges) -> bool:
+        """Run the job in the worker processes through the engine's staging buffers, where
+        its arrays are ordinary memory, the job is large and the host has cores enough
+        (STAGE_MIN_CORES); whether it did. A failed chunk raises before its piece is
+        copied out, so no piece holding it leaves staging."""
+        engine = self._engine
+        sealing = kind == "seal"
+        plain_bytes = len(source) if sealing else len(target)
+        if (engine.threads < STAGE_MIN_CORES or plain_bytes < STAGE_MIN_BYTES
+                or not engine.processes or not engine.staging.lock.acquire(blocking=False)):
+            return False
+        try:
+            plain, sealed = engine.staging.buffers()
+            staged_in, staged_out = (plain, sealed) if sealing else (sealed, plain)
+            unit_in, unit_out = ((CHUNK_SIZE, SEALED_CHUNK_SIZE) if sealing
+                                 else (SEALED_CHUNK_SIZE, CHUNK_SIZE))
+            in_processes = _in_processes(engine, staged_in, staged_out)
+            if in_processes is None:
+                return False
+            for lo, hi in ranges:  # (each claimed as the last is done, as on threads)
+                for at in range(lo, hi, STAGE_CHUNKS):
+                    count = min(STAGE_CHUNKS, hi - at)
+                    check_chunk_range(first + at, count)
+                    _copy_on_threads(staged_in[: count * unit_in],
+                                     source[at * unit_in : (at + count) * unit_in],
+                                     engine.threads)
+                    in_processes((kind, self._key, self._base_nonce_bytes, first + at),
+                                 iter([(0, count)]))
+                    _copy_on_threads(target[at * unit_out : (at + count) * unit_out],
+                                     staged_out[: count * unit_out], engine.threads)
+            return True
+        finally:
+            engine.staging.lock.release()
+
     def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
         src, dst = byte_view(plaintext), byte_view(sealed)
         if self._apart("seal", src, dst, first, ranges):
+            return
+        if self._staged("seal", src, dst, first, ranges):
             return
 
         def work(lo: int, hi: int) -> None:
@@ -312,6 +395,8 @@ class HostChunks:
     def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
         src, dst = byte_view(sealed), byte_view(plaintext)
         if self._apart("open", src, dst, first, ranges):
+            return
+        if self._staged("open", src, dst, first, ranges):
             return
 
         def work(lo: int, hi: int) -> None:
@@ -367,6 +452,7 @@ class HostEngine:
         self.on_host_cores = True
         # Whether jobs in shared memory go to worker processes (not in a worker itself).
         self.processes = processes and _shared.AVAILABLE
+        self.staging = _Staging()
 
     def stages(self, *arrays: Any) -> bool:
         return False  # OpenSSL works in the caller's memory
