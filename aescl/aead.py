@@ -13,9 +13,18 @@ whose one-shot call is the fastest way to seal a short message on the host; from
 on, to the device aescl's default team (or ``device=``) chooses for a GCM stream, with
 the result written once into the ``bytes`` returned (aescl.modes, _arrays.BytesResult).
 
-Not yet here (issue 56): device arrays (they raise TypeError), one launch for many
-messages on a GPU, and a batch on host data faster than a loop of pyca calls (the many
-calls are that loop today).
+``data`` may be a device array (torch, CuPy, JAX, Numba, pyopencl): it runs on its own
+device, through the GCM of ``aescl.new(key, MODE_GCM, ...)`` on device arrays, and the
+result is a new flat uint8 array of the same kind on that device (``encrypt``:
+ciphertext, then the tag; ``decrypt`` takes that layout, a flat byte array). The tag is
+made and checked on the host (a round trip to the device per message), and ``decrypt``
+opens only once the tag matched (the text read twice), releasing nothing on a failure.
+Associated data in a device array is read to the host.
+
+Not yet here (issue 56): the tag made and checked on the device with no round trip,
+one launch for many messages on a GPU (a list of device arrays runs message by
+message), and a batch on host data faster than a loop of pyca calls (the many calls
+are that loop today).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM as _PycaAESGCM
 
 from ._arrays import BytesLike, BytesResult, byte_view, wipe
+from .engines.device_arrays import ArrayKind
 from .engines.registry import array_kind_of
 from .errors import AuthenticationError
 from .modes import MODE_GCM, new
@@ -53,10 +63,9 @@ class InvalidTags(InvalidTag):
 
 def _host_data(value: Any, what: str) -> memoryview:
     """A bytes-like argument in host memory, taken as pyca takes it: a contiguous buffer
-    of bytes (unsigned), of any shape. A device array is not taken yet."""
+    of bytes (unsigned), of any shape."""
     if array_kind_of(value) is not None:
-        raise TypeError(f"{what}: device arrays are not taken by aescl.AESGCM yet; pass "
-                        "host memory, or use aescl.new(key, aescl.MODE_GCM, ...)")
+        raise TypeError(f"{what}: must be in host memory (bytes-like), not a device array")
     try:
         view = memoryview(value)
     except TypeError:
@@ -66,6 +75,19 @@ def _host_data(value: Any, what: str) -> memoryview:
     if not view.c_contiguous:
         raise BufferError("Buffer is not contiguous.")
     return byte_view(value)
+
+
+def _zeros_like_opened(sealed: Any) -> Any:
+    """What a failed message of a batch gives: zeros of its plaintext's size, of its
+    kind (bytes, or a new array beside a device array)."""
+    kind = array_kind_of(sealed)
+    if kind is None:
+        return bytes(max(0, len(byte_view(sealed)) - TAG_SIZE))
+    length = max(0, kind.nbytes(sealed) - TAG_SIZE)
+    zeros = kind.empty(sealed, length)
+    if length:
+        kind.write(zeros, 0, bytes(length))
+    return kind.finish(sealed, zeros)
 
 
 def _check_nonce(nonce: Any) -> memoryview:
@@ -93,12 +115,55 @@ class AESGCM:
     def _cipher(self, nonce: memoryview, associated_data: Any) -> Any:
         cipher = new(self._key, MODE_GCM, nonce=bytes(nonce), device=self._device)
         if associated_data is not None:
-            cipher.update(_host_data(associated_data, "associated_data"))
+            kind = array_kind_of(associated_data)
+            cipher.update(kind.read(associated_data, 0, kind.nbytes(associated_data))
+                          if kind is not None else
+                          _host_data(associated_data, "associated_data"))
         return cipher
 
+    def _encrypt_array(self, kind: ArrayKind, nonce: Any, data: Any,
+                       associated_data: Any) -> Any:
+        """A device array sealed into a new flat uint8 array beside it: the ciphertext,
+        then the tag."""
+        cipher = self._cipher(_check_nonce(nonce), associated_data)
+        length = kind.nbytes(data)
+        result = kind.empty(data, length + TAG_SIZE)
+        if length:
+            cipher.encrypt(data, output=result[:length])
+        kind.write(result, length, cipher.digest())
+        return kind.finish(data, result)
+
+    def _decrypt_array(self, kind: ArrayKind, nonce: Any, data: Any,
+                       associated_data: Any) -> Any:
+        """The plaintext of a flat device array (ciphertext, then the tag) in a new one
+        beside it, once the tag matched."""
+        nbytes = kind.nbytes(data)
+        if len(data) != nbytes:
+            raise TypeError("data: a device array to decrypt is a flat array of bytes "
+                            "(the ciphertext, then the tag), as encrypt returns it")
+        if nbytes < TAG_SIZE:
+            raise InvalidTag()  # (as pyca: too short to hold a tag)
+        cipher = self._cipher(_check_nonce(nonce), associated_data)
+        length = nbytes - TAG_SIZE
+        tag = kind.read(data, length, TAG_SIZE)
+        if not length:
+            try:
+                cipher.verify(tag)
+            except AuthenticationError:
+                raise InvalidTag() from None
+            return kind.finish(data, kind.empty(data, 0))
+        try:
+            return cipher.decrypt_and_verify(data[:length], tag)
+        except AuthenticationError:
+            raise InvalidTag() from None
+
     def encrypt(self, nonce: BytesLike, data: BytesLike,
-                associated_data: BytesLike | None) -> bytes:
-        """``data`` sealed: its ciphertext, then the 16-byte tag."""
+                associated_data: BytesLike | None) -> Any:
+        """``data`` sealed: its ciphertext, then the 16-byte tag (bytes; for a device
+        array, a new flat uint8 array beside it)."""
+        kind = array_kind_of(data)
+        if kind is not None:
+            return self._encrypt_array(kind, nonce, data, associated_data)
         text = _host_data(data, "data")
         if len(text) < ENGINE_MIN_BYTES:
             return self._pyca.encrypt(nonce, text, associated_data)
@@ -109,9 +174,13 @@ class AESGCM:
         return result.done()
 
     def decrypt(self, nonce: BytesLike, data: BytesLike,
-                associated_data: BytesLike | None) -> bytes:
+                associated_data: BytesLike | None) -> Any:
         """The plaintext of ``data`` (ciphertext, then the tag), once the tag matched;
-        else ``InvalidTag`` and no plaintext."""
+        else ``InvalidTag`` and no plaintext (bytes; for a device array, a new flat uint8
+        array beside it)."""
+        kind = array_kind_of(data)
+        if kind is not None:
+            return self._decrypt_array(kind, nonce, data, associated_data)
         sealed = _host_data(data, "data")
         if len(sealed) < ENGINE_MIN_BYTES + TAG_SIZE:
             return self._pyca.decrypt(nonce, sealed, associated_data)
@@ -155,7 +224,7 @@ class AESGCM:
                 results.append(self.decrypt(nonce, sealed, aad))
             except InvalidTag:
                 failed.append(index)
-                results.append(bytes(max(0, len(byte_view(sealed)) - TAG_SIZE)))
+                results.append(_zeros_like_opened(sealed))
         if failed:
             raise InvalidTags(failed, results)
         return results

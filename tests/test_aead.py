@@ -176,13 +176,92 @@ def test_a_long_message_runs_on_the_engines_and_is_pycas():
         aescl.AESGCM(key).decrypt(nonce, sealed[:-1] + bytes([sealed[-1] ^ 1]), aad)
 
 
-def test_device_arrays_are_refused_in_one_clear_line_until_they_are_taken():
-    cl_array = pytest.importorskip("pyopencl.array")
+def _opencl_queue():
+    pytest.importorskip("pyopencl.array")
     import pyopencl as cl
 
     from conftest import an_opencl_device
 
-    queue = cl.CommandQueue(cl.Context([an_opencl_device().cl_device]))
-    array = cl_array.zeros(queue, 64, "uint8")
-    with pytest.raises(TypeError, match="device arrays are not taken"):
-        aescl.AESGCM(bytes(16)).encrypt(bytes(12), array, None)
+    return cl.CommandQueue(cl.Context([an_opencl_device().cl_device]))
+
+
+def _device_array_kinds():
+    """(to the device, back to bytes) for pyopencl arrays here and, where a CUDA GPU
+    is, each CUDA array library installed."""
+    from cuda_arrays import cuda_gpu_present, libraries, to_gpu, to_host
+
+    def opencl() -> tuple[Any, Any]:
+        import numpy as np
+        import pyopencl.array as cl_array
+
+        queue = _opencl_queue()
+        return (lambda data: cl_array.to_device(queue, np.frombuffer(data, np.uint8).copy()),
+                lambda array: array.get().tobytes())
+
+    kinds = [pytest.param(opencl, id="pyopencl")]
+    for param in libraries():
+        library = param.values[0]
+
+        def cuda(library=library) -> tuple[Any, Any]:
+            if library is None or not cuda_gpu_present():
+                pytest.skip("no CUDA GPU here, or its library is not installed")
+            return (lambda data: to_gpu(library, data)), to_host
+        kinds.append(pytest.param(cuda, id=param.id))
+    return kinds
+
+
+@pytest.mark.parametrize("kind", _device_array_kinds())
+@pytest.mark.parametrize("size", [0, 1, 100, 16 * 1024 + 5])
+def test_a_device_array_is_sealed_beside_it_as_pycas_message(kind, size):
+    to_device, to_bytes = kind()
+    key, nonce, data = os.urandom(32), os.urandom(12), os.urandom(size)
+    cipher, pyca = aescl.AESGCM(key), PycaAESGCM(key)
+    sealed = cipher.encrypt(nonce, to_device(data), b"header")
+    assert type(sealed) is type(to_device(b"x")) and len(sealed) == size + 16
+    assert to_bytes(sealed) == pyca.encrypt(nonce, data, b"header")
+    assert to_bytes(cipher.decrypt(nonce, sealed, b"header")) == data
+    tampered = bytearray(to_bytes(sealed))
+    tampered[-1 if not size else 0] ^= 1
+    with pytest.raises(InvalidTag):
+        cipher.decrypt(nonce, to_device(bytes(tampered)), b"header")
+    with pytest.raises(InvalidTag):
+        cipher.decrypt(nonce, sealed, b"other header")
+
+
+@pytest.mark.parametrize("kind", _device_array_kinds())
+def test_device_arrays_in_a_batch_and_as_associated_data(kind):
+    to_device, to_bytes = kind()
+    key = os.urandom(16)
+    nonces = [os.urandom(12) for _ in range(3)]
+    messages = [os.urandom(n) for n in (0, 40, 5000)]
+    pyca = PycaAESGCM(key)
+    cipher = aescl.AESGCM(key)
+    sealed = cipher.encrypt_many(nonces, [to_device(m) for m in messages],
+                                 [b"", to_device(b"in device memory"), b"x"])
+    expected = [pyca.encrypt(n, m, a) for n, m, a in
+                zip(nonces, messages, [b"", b"in device memory", b"x"], strict=True)]
+    assert [to_bytes(s) for s in sealed] == expected
+    tampered = [to_device(e) for e in expected]
+    tampered[2] = to_device(expected[2][:100] + bytes([expected[2][100] ^ 1])
+                            + expected[2][101:])
+    with pytest.raises(aead.InvalidTags) as caught:
+        cipher.decrypt_many(nonces, tampered, [b"", b"in device memory", b"x"])
+    assert caught.value.failed == [2]
+    assert [to_bytes(r) for r in caught.value.results] == [*messages[:2], bytes(5000)]
+
+
+def test_a_device_array_is_taken_in_any_shape_to_seal_and_flat_to_open():
+    import numpy as np
+    import pyopencl.array as cl_array
+
+    queue = _opencl_queue()
+    key, nonce, data = os.urandom(16), os.urandom(12), os.urandom(4000)
+    grid = cl_array.to_device(queue, np.frombuffer(data, np.uint8).reshape(40, 100).copy())
+    sealed = aescl.AESGCM(key).encrypt(nonce, grid, None)
+    assert sealed.get().tobytes() == PycaAESGCM(key).encrypt(nonce, data, None)
+    folded = cl_array.to_device(queue, sealed.get().reshape(2, -1))
+    with pytest.raises(TypeError, match="flat array of bytes"):
+        aescl.AESGCM(key).decrypt(nonce, folded, None)
+    with pytest.raises(TypeError, match="nonce: must be in host memory"):
+        aescl.AESGCM(key).encrypt(cl_array.to_device(queue, np.zeros(12, np.uint8)), grid,
+                                  None)

@@ -16,7 +16,9 @@ An engine package that takes device arrays exports, from its root, three classes
 * ``ArrayGhash(key, multipliers)``: GHASH partial sums of whole blocks of such arrays
   (``partial_sum``, ``read``, ``host_partial_sum`` for long AAD): GCM on device arrays;
 * ``ArrayChunks(chunk_key, base_nonce, rule)``: the chunked format's chunks between
-  such arrays (``seal``, ``open``), and ``ArrayChunks.read(array, offset, nbytes)``.
+  such arrays (``seal``, ``open``), and ``ArrayChunks.read(array, offset, nbytes)``;
+* ``ArrayBytes``: ``empty(like, nbytes)``, ``write(array, offset, data)`` and
+  ``finish(like, result)``, for a result a call lays out itself (aescl.AESGCM).
 
 ``rule`` is where a cipher's devices let the arrays run (``teams.array_device_rule``).
 """
@@ -137,6 +139,18 @@ class ArrayKind:
         """Bytes ``offset .. offset + nbytes`` of an array (a header), after the work
         before them."""
         return self.engine().ArrayChunks.read(array, offset, nbytes)  # type: ignore[no-any-return]
+
+    def empty(self, like: Any, nbytes: int) -> Any:
+        """A new flat uint8 array of ``nbytes`` beside ``like`` (its device, library)."""
+        return self.engine().ArrayBytes.empty(like, nbytes)
+
+    def write(self, array: Any, offset: int, data: bytes) -> None:
+        """Host ``data`` into bytes ``offset ..`` of ``array``, after the work before."""
+        self.engine().ArrayBytes.write(array, offset, data)
+
+    def finish(self, like: Any, result: Any) -> Any:
+        """A result made by :meth:`empty` as the kind of array ``like`` is."""
+        return self.engine().ArrayBytes.finish(like, result)
 
 
 # The two kinds, each on its engine's line in engines/registry.py.

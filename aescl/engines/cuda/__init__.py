@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .arrays import CudaArrayBlocks, CudaArrayChunks, CudaArrayGhash
+from .arrays import CudaArrayBlocks, CudaArrayBytes, CudaArrayChunks, CudaArrayGhash
 from .engine import CudaEngine
 from .kernels import KERNELS, compile_cubin, cuda_defines
 from .pipeline import pinned_empty
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # arrays (engines/device_arrays.py).
 Engine = CudaEngine
 ArrayBlocks, ArrayGhash, ArrayChunks = CudaArrayBlocks, CudaArrayGhash, CudaArrayChunks
+ArrayBytes = CudaArrayBytes
 
 
 def host_memory(nbytes: int, chosen: Sequence[Device], shared: object) -> np.ndarray:
@@ -34,7 +35,7 @@ def host_memory(nbytes: int, chosen: Sequence[Device], shared: object) -> np.nda
     return pinned_empty(nbytes, int(first.id.partition(":")[2]))
 
 
-__all__ = ["KERNELS", "ArrayBlocks", "ArrayChunks", "ArrayGhash", "CudaArrayBlocks",
+__all__ = ["ArrayBytes", "KERNELS", "ArrayBlocks", "ArrayChunks", "ArrayGhash", "CudaArrayBlocks",
            "CudaArrayChunks", "CudaArrayGhash", "CudaBlocks", "CudaEngine", "Engine",
            "host_memory", "compile_cubin",
            "cuda_defines", "pinned_empty"]

@@ -461,3 +461,32 @@ class CudaArrayChunks:
     def read(array: Any, offset: int, nbytes: int) -> bytes:
         """Bytes of an array (a header), after the work before them on its stream."""
         return CudaGhash.read(cuda_bytes(array, "the input").at(offset, nbytes))
+
+
+class CudaArrayBytes:
+    """Plain bytes of CUDA arrays, for a call that lays out its own result
+    (aescl.AESGCM: the ciphertext, then the tag)."""
+
+    @staticmethod
+    def empty(like: Any, nbytes: int) -> Any:
+        """A new flat uint8 array of ``nbytes`` of ``like``'s library, on its GPU."""
+        return empty_bytes(like, cuda_bytes(like, "the input").device, nbytes)
+
+    @staticmethod
+    def write(array: Any, offset: int, data: bytes) -> None:
+        """``data`` into bytes ``offset ..`` of ``array``, on its stream. From pageable
+        memory the driver takes the bytes before it returns (a copy it stages), so
+        nothing of this call's is held past it."""
+        import numpy as np
+        from cuda.bindings import driver
+
+        target = cuda_bytes(array, "the result", writable=True).at(offset, len(data))
+        host = np.frombuffer(data, np.uint8).copy()
+        cuda_device(target.device).core.set_current()
+        checked(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, target.stream))
+
+    @staticmethod
+    def finish(like: Any, result: Any) -> Any:
+        """``result`` as the caller's kind of array (a JAX input's result made in CuPy
+        goes back to JAX)."""
+        return as_kind_of(like, result)

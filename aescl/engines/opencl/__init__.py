@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .arrays import OpenclArrayBlocks, OpenclArrayChunks, OpenclArrayGhash
+from .arrays import OpenclArrayBlocks, OpenclArrayBytes, OpenclArrayChunks, OpenclArrayGhash
 from .engine import OpenclEngine
 from .kernels import aes_options, time_builds
 from .pipeline import pin_host_memory, pinned_empty
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 # arrays (engines/device_arrays.py).
 Engine = OpenclEngine
 ArrayBlocks, ArrayGhash, ArrayChunks = OpenclArrayBlocks, OpenclArrayGhash, OpenclArrayChunks
+ArrayBytes = OpenclArrayBytes
 
 
 def host_memory(nbytes: int, chosen: Sequence[Device],
@@ -59,7 +60,7 @@ def host_memory(nbytes: int, chosen: Sequence[Device],
     return pinned_empty(nbytes, on_opencl[0])
 
 
-__all__ = ["ArrayBlocks", "ArrayChunks", "ArrayGhash", "OpenclHostChunks",
+__all__ = ["ArrayBytes", "ArrayBlocks", "ArrayChunks", "ArrayGhash", "OpenclHostChunks",
            "OpenclArrayBlocks", "OpenclArrayChunks", "OpenclArrayGhash", "OpenclBlocks",
            "OpenclEngine", "aes_options", "Engine", "host_memory",
            "device_runtime", "pin_host_memory", "pinned_empty", "time_builds"]

@@ -383,3 +383,26 @@ def read_array(array: Any, offset: int, nbytes: int) -> bytes:
         cl.enqueue_copy(array.queue, host, span.buffer, src_offset=span.offset,
                         wait_for=array.events, is_blocking=True)
     return host.tobytes()
+
+
+class OpenclArrayBytes:
+    """Plain bytes of pyopencl arrays, for a call that lays out its own result
+    (aescl.AESGCM: the ciphertext, then the tag)."""
+
+    @staticmethod
+    def empty(like: Any, nbytes: int) -> Any:
+        """A new flat uint8 array of ``nbytes`` in ``like``'s queue (and allocator)."""
+        import pyopencl.array as cl_array
+
+        return cl_array.empty(like.queue, nbytes, np.uint8, allocator=like.allocator)
+
+    @staticmethod
+    def write(array: Any, offset: int, data: bytes) -> None:
+        """``data`` into bytes ``offset ..`` of ``array``, in its queue, done on return."""
+        span = _span(array, "the result")
+        cl.enqueue_copy(array.queue, span.buffer, np.frombuffer(data, np.uint8).copy(),
+                        dst_offset=span.offset + offset, is_blocking=True)
+
+    @staticmethod
+    def finish(like: Any, result: Any) -> Any:
+        return result
