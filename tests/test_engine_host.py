@@ -71,11 +71,13 @@ def test_a_failed_chunk_is_named_lowest_first_and_leaves_no_plaintext(engine):
 @pytest.fixture
 def staging(monkeypatch) -> HostEngine:
     # Ordinary memory staged through shared memory to the worker processes, in pieces of
-    # 3 chunks: every piece boundary shows (the route's speed is the 16-core host's).
-    monkeypatch.setattr(host, "STAGE_MIN_CORES", 4)
+    # 3 chunks: every piece boundary shows (the route's speed is the 16-core host's). As
+    # many threads as the process's own host engine, whose worker processes these are.
+    threads = host_device().compute_units
+    monkeypatch.setattr(host, "STAGE_MIN_CORES", threads)
     monkeypatch.setattr(host, "STAGE_MIN_BYTES", CHUNK)
     monkeypatch.setattr(host, "STAGE_CHUNKS", 3)
-    engine = HostEngine(host_device(), threads=4)
+    engine = HostEngine(host_device(), threads=threads)
     if not engine.processes:
         pytest.skip("no shared memory for worker processes here (memfd)")
     return engine
