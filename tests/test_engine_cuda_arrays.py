@@ -8,14 +8,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from Crypto.Cipher import AES as Reference
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM as PycaAESGCM
 from cuda_arrays import (
     CHUNK_SIZES,
     KEY_BITS,
     SPIN,
     LibraryStream,
     check_driver,
+    cuda_gpu_present,
     libraries,
     needs_gpu,
     to_gpu,
@@ -727,3 +730,47 @@ def test_long_aad_is_hashed_on_the_gpu_and_matches(where):
     expected = Reference.new(key, Reference.MODE_GCM, nonce=nonce).update(aad) \
         .encrypt_and_digest(text)
     assert (to_host(sealed) if where is None else sealed, tag) == expected
+
+
+def _two_gpus() -> bool:
+    from cuda.bindings import driver
+
+    if not cuda_gpu_present():
+        return False
+    error, count = driver.cuDeviceGetCount()
+    return not error and count >= 2
+
+
+needs_two_gpus = pytest.mark.skipif(not _two_gpus(), reason="needs two CUDA GPUs")
+
+
+@needs_two_gpus
+def test_a_call_on_another_gpus_array_leaves_the_callers_device_and_is_right():
+    """On a host of several GPUs a call on GPU 1's arrays leaves torch's and CuPy's current
+    device where the caller had it, and CuPy's default stream (handle 0: the current
+    context's) is GPU 1's during aescl's work. Seen on 2 x H200: after a torch call on
+    GPU 1 the caller's next tensor went to GPU 1; after a chunked call on a CuPy array there,
+    AESGCM on it stopped on an illegal address (kernels launched in GPU 0's context)."""
+    torch = pytest.importorskip("torch")
+    cupy = pytest.importorskip("cupy")
+    key, nonce, data = os.urandom(32), os.urandom(12), os.urandom((1 << 20) + 100)
+    salt = os.urandom(24)
+
+    def where() -> tuple[int, int]:
+        return torch.cuda.current_device(), cupy.cuda.runtime.getDevice()
+
+    before = where()
+    on_one = torch.frombuffer(bytearray(data), dtype=torch.uint8).to("cuda:1")
+    sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8]).encrypt(on_one)
+    assert where() == before
+    assert to_host(sealed) == Reference.new(key, Reference.MODE_CTR,
+                                            nonce=nonce[:8]).encrypt(data)
+    with cupy.cuda.Device(1):
+        array = cupy.asarray(np.frombuffer(data, np.uint8))
+    message = aescl.chunked.encrypt(key, array, salt=salt)
+    assert where() == before
+    assert to_host(message) == aescl.chunked.encrypt(key, data, salt=salt, device="host")
+    aead = aescl.AESGCM(key).encrypt(nonce, array, b"aad")
+    assert where() == before and aead.device.id == 1
+    assert to_host(aead) == PycaAESGCM(key).encrypt(nonce, data, b"aad")
+    assert to_host(aescl.AESGCM(key).decrypt(nonce, aead, b"aad")) == data

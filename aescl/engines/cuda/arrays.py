@@ -23,7 +23,7 @@ from ..._arrays import check_in_place_or_apart
 from ..device_arrays import cuda_nbytes, is_torch_tensor, on_cuda
 from ..interface import BlockTransform
 from ..programs import device_chunks
-from .runtime import CudaBytes, checked, cuda_device
+from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context
 from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
 
 
@@ -299,6 +299,7 @@ class CudaArrayBlocks:
         self._device = device  # the only GPU allowed, when the cipher named one
         self._workers: dict[int, CudaBlocks] = {}
 
+    @keeps_callers_context
     def __call__(self, data: Any, output: Any, first_block: int = 0, skip: int = 0) -> Any:
         """``data`` through the kernel into ``output`` or a new array like ``data``;
         returns that new array, or None when ``output`` was given."""
@@ -330,6 +331,7 @@ class CudaArrayGhash:
         self._multipliers = multipliers
         self._workers: dict[int, CudaGhash] = {}
 
+    @keeps_callers_context
     def partial_sum(self, data: Any, offset: int, nbytes: int) -> int:
         """The partial sum of bytes ``offset .. offset + nbytes`` (whole blocks) of an
         array, after the work before it on its stream, which this waits for."""
@@ -351,12 +353,14 @@ class CudaArrayGhash:
         finally:
             memory.release(scratch)
 
+    @keeps_callers_context
     def read(self, data: Any, offset: int, nbytes: int) -> bytes:
         """Bytes ``offset .. offset + nbytes`` of an array (a few bytes of ciphertext),
         after the work before them on its stream."""
         span = cuda_bytes(data, "the input").at(offset, nbytes)
         return CudaGhash.read(span)
 
+    @keeps_callers_context
     def host_partial_sum(self, like: Any, blocks: memoryview) -> int:
         """The partial sum of whole blocks in host memory (AAD), hashed on the GPU of
         ``like`` (a CUDA array), uploaded a piece at a time on its stream."""
@@ -437,6 +441,7 @@ class CudaArrayChunks:
             _hold_until_done(source, data, output)
         return as_kind_of(data, result)
 
+    @keeps_callers_context
     def seal(self, message: Any, header: bytes, sealed_bytes: int, output: Any = None) -> Any:
         """A new uint8 array, or ``output`` (then None is returned): ``header`` and then
         the sealed chunks of ``message``."""
@@ -446,6 +451,7 @@ class CudaArrayChunks:
                                target.at(len(header), sealed_bytes - len(header)))
         return self._run(message, sealed_bytes, work, len(header), output)
 
+    @keeps_callers_context
     def open(self, sealed: Any, at: int, nbytes: int, first: int, final: bool,
              out_bytes: int, output: Any = None) -> Any:
         """A new uint8 array of ``out_bytes``, or ``output`` (then None is returned): the
@@ -458,6 +464,7 @@ class CudaArrayChunks:
         return self._run(sealed, out_bytes, work, output=output)
 
     @staticmethod
+    @keeps_callers_context
     def read(array: Any, offset: int, nbytes: int) -> bytes:
         """Bytes of an array (a header), after the work before them on its stream."""
         return CudaGhash.read(cuda_bytes(array, "the input").at(offset, nbytes))
@@ -468,11 +475,13 @@ class CudaArrayBytes:
     (aescl.AESGCM: the ciphertext, then the tag)."""
 
     @staticmethod
+    @keeps_callers_context
     def empty(like: Any, nbytes: int) -> Any:
         """A new flat uint8 array of ``nbytes`` of ``like``'s library, on its GPU."""
         return empty_bytes(like, cuda_bytes(like, "the input").device, nbytes)
 
     @staticmethod
+    @keeps_callers_context
     def write(array: Any, offset: int, data: bytes) -> None:
         """``data`` into bytes ``offset ..`` of ``array``, on its stream. From pageable
         memory the driver takes the bytes before it returns (a copy it stages), so

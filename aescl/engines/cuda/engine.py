@@ -28,7 +28,7 @@ from ...devices import Device
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
 from .pipeline import PIECE_BYTES, Piece, Slot, is_pinned, pieces_of, pinned_empty, pipeline
-from .runtime import CudaBytes, ordinal_of
+from .runtime import CudaBytes, keeps_callers_context, ordinal_of
 from .workers import CudaBlocks, CudaChunkKernels
 
 
@@ -92,6 +92,7 @@ class CudaHostBlocks:
         self._kernel = CudaBlocks(transform, ordinal)
         self._ordinal = ordinal
 
+    @keeps_callers_context
     def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None:
         data, out = input_array(source), input_array(target)
 
@@ -153,12 +154,15 @@ class CudaHostChunks:
 
         pipeline(self._ordinal).run(pieces_of(ranges, SEALED_CHUNK_SIZE, piece))
 
+    @keeps_callers_context
     def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
         self._ranges(plaintext, sealed, first, ranges, opening=False)
 
+    @keeps_callers_context
     def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
         self._ranges(sealed, plaintext, first, ranges, opening=True)
 
+    @keeps_callers_context
     def seal(self, plaintext: Any, first: int, final: bool) -> np.ndarray:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
         source = input_array(plaintext)
@@ -173,6 +177,7 @@ class CudaHostChunks:
                 True, opening=False)])
         return out
 
+    @keeps_callers_context
     def open(self, ciphertext: Any, first: int, final: bool) -> np.ndarray:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
         run is returned unless every chunk in it passed."""

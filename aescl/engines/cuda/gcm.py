@@ -22,7 +22,7 @@ from ..interface import BlockTransform, gcm_nonce
 from ..programs.staged_gcm import StagedGcm
 from .arrays import CudaArrayGhash
 from .pipeline import Piece, Slot
-from .runtime import CudaBytes
+from .runtime import CudaBytes, keeps_callers_context
 from .workers import CudaBlocks
 
 _PIECE_BYTES = 64 << 20  # text staged at a time
@@ -76,6 +76,7 @@ class CudaHostGcm(StagedGcm):
 
     # ---- host data, staged -------------------------------------------------------------------
 
+    @keeps_callers_context
     def _staged(self, data: np.ndarray, out: np.ndarray | None, step: Any) -> None:
         """``step(device_in, device_out)`` over each piece of ``data`` in turn, on the GPU;
         each piece's output goes to ``out`` (None: nothing comes back)."""

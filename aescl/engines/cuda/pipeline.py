@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import first_failure
-from .runtime import CudaBytes, checked, cuda_device
+from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context
 
 PIECE_BYTES = 32 << 20  # as the OpenCL engine's pieces: PCIe busy, several in flight
 SLOTS = 4  # feeding threads, each with a piece in flight
@@ -55,6 +55,7 @@ def _free_host(pointer: int, key: int) -> None:
         pass
 
 
+@keeps_callers_context
 def pinned_empty(nbytes: int, ordinal: int = 0) -> np.ndarray:
     """A uint8 array of ``nbytes`` of page-locked host memory (cuMemHostAlloc, portable:
     pinned for every GPU's context). Copies between it and a GPU run at the full PCIe

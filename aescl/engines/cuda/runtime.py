@@ -9,7 +9,9 @@ cuLaunchKernel (:func:`launch_kernel`). The kernels' sources and builds are
 from __future__ import annotations
 
 import array
+import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -107,10 +109,13 @@ class Gpu:
     the round tables its blocks hold (kernels.round_tables_for)."""
 
     def __init__(self, ordinal: int) -> None:
+        from cuda.bindings import driver
         from cuda.core import Device
 
         self.core = Device(ordinal)
         self.core.set_current()
+        self._context = checked(driver.cuCtxGetCurrent())  # (its primary context)
+        self._set_current = driver.cuCtxSetCurrent
         self.arch = self.core.arch
         properties = self.core.properties
         self.sms = properties.multiprocessor_count
@@ -125,6 +130,17 @@ class Gpu:
         # Openings' verdicts as the kernels left them after every tag matched, ready for
         # later ones (CudaChunkKernels.verdict): device pointers.
         self.verdicts: list[int] = []
+
+    def make_current(self) -> None:
+        """Make this GPU's context the calling thread's, before driver calls on its memory
+        or streams. A stream handle of 0 (CuPy's and others' default stream) names the
+        *current* context's default stream, and a kernel runs in the current context: a
+        call into an array's library between aescl's driver calls may have made another
+        GPU's context current (2 x H200: kernels on GPU 1's memory launched in GPU 0's
+        context read out of bounds, and copies on the wrong default stream raced the
+        kernels they should have followed). Cheaper than cuda.core's set_current: one
+        driver call."""
+        checked(self._set_current(self._context))
 
     def kernel(self, filename: str, name: str, rounds: int | None) -> tuple[Any, Any]:
         """A kernel of the engine's build for ``rounds`` here (None: a file with no AES,
@@ -190,6 +206,23 @@ class Gpu:
 POOL_KEEPS = 64 << 20
 _devices: dict[int, Gpu] = {}
 _devices_lock = threading.Lock()
+
+
+def keeps_callers_context(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` (a call of aescl's on CUDA memory) leaves the calling thread's current
+    context as it found it: torch and CuPy take the current context's GPU as the current
+    device, so a call on GPU 1's tensor must not move the caller's next ``torch.empty(...,
+    device="cuda")`` there."""
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from cuda.bindings import driver
+
+        callers = checked(driver.cuCtxGetCurrent())
+        try:
+            return method(*args, **kwargs)
+        finally:
+            checked(driver.cuCtxSetCurrent(callers))
+    return call
 
 
 def cuda_device(ordinal: int) -> Gpu:

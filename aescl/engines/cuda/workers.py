@@ -86,6 +86,7 @@ class CudaBlocks:
         grid = self._gpu.table_grid(blocks, shape)
         values = (source, target, blocks, *self._kernel_args(first_block))
         with self._gpu.lock:  # (the engine's feeding threads launch at once)
+            self._gpu.make_current()
             self._arguments[: len(values)] = values
             checked(self._launch_kernel(self._function, grid, 1, 1, shape.threads, 1, 1,
                                        self._gpu.table_bytes, self._stream_of(stream),
@@ -129,7 +130,9 @@ class StreamMemory:
         from cuda.bindings import driver
 
         handle = self._like.stream
-        pool = cuda_device(self._like.device).memory_pool()
+        gpu = cuda_device(self._like.device)
+        gpu.make_current()
+        pool = gpu.memory_pool()
         pointer = int(checked(driver.cuMemAllocFromPoolAsync(nbytes, pool, handle)))
         if zeroed:
             checked(driver.cuMemsetD8Async(pointer, 0, nbytes, handle))
@@ -138,12 +141,14 @@ class StreamMemory:
     def copy(self, target: CudaBytes, source: CudaBytes) -> None:
         from cuda.bindings import driver
 
+        cuda_device(self._like.device).make_current()
         checked(driver.cuMemcpyDtoDAsync(target.pointer, source.pointer, source.nbytes,
                                         self._like.stream))
 
     def release(self, span: CudaBytes) -> None:
         from cuda.bindings import driver
 
+        cuda_device(self._like.device).make_current()
         checked(driver.cuMemFreeAsync(span.pointer, self._like.stream))
 
 
@@ -200,7 +205,9 @@ _POSITION_ITEMS = 9 * 16  # GHASH_POSITION_ITEMS: a thread per table and nibble
 def launch_power_tables(gpu: Gpu, stream: int, base: int, tables: int) -> None:
     """Enqueue the nibble tables (ghash.cl) of base^1..base^256 into ``tables``, on the
     stream with handle ``stream`` (from the AES-128 build: no AES here)."""
-    launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_power_tables", 10)[1], _POWER_TABLES // 64,
+    function = gpu.kernel("aes_gcm.cl", "ghash_power_tables", 10)[1]
+    gpu.make_current()
+    launch_kernel(function, _POWER_TABLES // 64,
                   64, 0, stream, np.uint64(base >> 64), np.uint64(base & (2**64 - 1)),
                   np.uint32(_POWER_TABLES), tables)
 
@@ -208,7 +215,9 @@ def launch_power_tables(gpu: Gpu, stream: int, base: int, tables: int) -> None:
 def launch_position_tables(gpu: Gpu, stream: int, base: int, positions: int) -> None:
     """Enqueue the position tables of base^1, base^2 .. base^256 into ``positions`` (one
     launch, no nibble tables needed), as :func:`launch_power_tables` does."""
-    launch_kernel(gpu.kernel("aes_gcm.cl", "ghash_position_tables", 10)[1],
+    function = gpu.kernel("aes_gcm.cl", "ghash_position_tables", 10)[1]
+    gpu.make_current()
+    launch_kernel(function,
                   _POSITION_ITEMS // 16, 16, 0, stream, np.uint64(base >> 64),
                   np.uint64(base & (2**64 - 1)), positions)
 
@@ -231,6 +240,7 @@ class _GhashTables:
         from cuda.bindings import driver
 
         if exponent not in self._tables:
+            self._gpu.make_current()
             tables = checked(driver.cuMemAlloc(_POWER_TABLES_BYTES))
             self._buffers.append(tables)
             positions = checked(driver.cuMemAlloc(_POSITION_TABLES_BYTES))
@@ -289,6 +299,7 @@ class CudaGhash:
                 tables: tuple[Any, Any], partials: int) -> None:
         from cuda.core import LaunchConfig, launch
 
+        self._gpu.make_current()
         launch(stream, LaunchConfig(grid=ghash_grid(self._gpu, self._ghash_function, count),
                                     block=_GHASH_ITEMS),
                self._ghash, np.uint64(data), np.uint32(blocks), np.uint32(message_blocks),
@@ -340,6 +351,7 @@ class CudaGhash:
 
         host = np.empty(span.nbytes, np.uint8)
         if span.nbytes:
+            cuda_device(span.device).make_current()
             checked(driver.cuMemcpyDtoHAsync(host, span.pointer, span.nbytes, span.stream))
             checked(driver.cuStreamSynchronize(span.stream))
         return host.tobytes()
@@ -431,6 +443,7 @@ class CudaChunkKernels:
         from cuda.bindings import driver
 
         if span.nbytes:
+            self._gpu.make_current()
             checked(driver.cuMemsetD8Async(span.pointer, 0, span.nbytes, self._like.stream))
 
     def upload(self, target: CudaBytes, data: bytes) -> None:
@@ -438,6 +451,7 @@ class CudaChunkKernels:
 
         host = np.frombuffer(data, np.uint8).copy()
         self._held.append(host)
+        self._gpu.make_current()
         checked(driver.cuMemcpyHtoDAsync(target.pointer, host, host.nbytes, self._like.stream))
 
     def empty_message_tag(self, j0: bytes) -> bytes:
@@ -447,6 +461,7 @@ class CudaChunkKernels:
         from cuda.bindings import driver
 
         index = self.scratch(4)
+        self._gpu.make_current()
         checked(driver.cuMemsetD32Async(index.pointer, count, 1, self._like.stream))
         self._launch("chunks_first_mismatch", _THREADS_PER_BLOCK, self._grid(count),
                      computed.pointer, received.pointer, np.uint32(count), index.pointer)
@@ -461,6 +476,7 @@ class CudaChunkKernels:
         return self._gpu.kernel("chunk_layout.cl", name, None)[1]
 
     def _launch(self, name: str, threads: int, groups: int, *args: Any) -> None:
+        self._gpu.make_current()
         launch_kernel(self._function(name), groups, threads, self._gpu.shared_bytes(name),
                       self._like.stream, *args)
 
@@ -505,6 +521,7 @@ class CudaChunkKernels:
             (0, 0, 0, 0) if check is None else (check.received.pointer, check.stride,
                                                 check.verdict.pointer, check.first)
         # (J0s and lengths made by the kernel: NULL pointers, the run by value)
+        self._gpu.make_current()
         launch_kernel(fused.function, grid, fused.threads, fused.shared_bytes,
                       self._like.stream, source.pointer, target.pointer, np.uint32(blocks),
                       np.uint32(SLOT_BLOCKS), np.uint32(strides[0]), np.uint32(strides[1]),
@@ -523,6 +540,7 @@ class CudaChunkKernels:
         with self._gpu.lock:
             pointer = self._gpu.verdicts.pop() if self._gpu.verdicts else None
         if pointer is None:
+            self._gpu.make_current()
             pointer = int(checked(driver.cuMemAlloc(VERDICT_BYTES)))
             checked(driver.cuMemsetD32(pointer, NO_MISMATCH, 1))
         return CudaBytes(pointer, VERDICT_BYTES, self._like.device, self._like.stream, False)
@@ -531,6 +549,7 @@ class CudaChunkKernels:
         from cuda.bindings import driver
 
         # (``also`` beside the word on the device: one read back, as engines/opencl does)
+        self._gpu.make_current()
         if also is not None:
             checked(driver.cuMemcpyDtoDAsync(verdict.pointer + VERDICT_ALSO_AT, also.pointer,
                                             also.nbytes, self._like.stream))
