@@ -150,6 +150,7 @@ class Gpu:
         key = (filename, name, rounds)
         with self.lock:
             if key not in self._kernels:
+                self.make_current()  # (the module loads, and its function is, per context)
                 defines = {} if rounds is None else self.defines(rounds)
                 kernel = module(filename, defines, self.arch).get_kernel(name)
                 self._kernels[key] = kernel, launch_function(kernel, name, self.shared_bytes(name))
@@ -183,6 +184,7 @@ class Gpu:
         from cuda.bindings import driver
 
         if nbytes > self._sums_bytes:
+            self.make_current()
             if self._sums is not None:
                 checked(driver.cuMemFree(self._sums))
             self._sums = checked(driver.cuMemAlloc(nbytes))
