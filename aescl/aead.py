@@ -21,10 +21,13 @@ made and checked on the host (a round trip to the device per message), and ``dec
 opens only once the tag matched (the text read twice), releasing nothing on a failure.
 Associated data in a device array is read to the host.
 
+``encrypt_many``/``decrypt_many`` also take a 2-D device array of N messages (its rows),
+and return an N x (L + 16) (or N x L) array of its kind; nonces may be an N x 12 array.
+
 Not yet here (issue 56): the tag made and checked on the device with no round trip,
-one launch for many messages on a GPU (a list of device arrays runs message by
-message), and a batch on host data faster than a loop of pyca calls (the many calls
-are that loop today).
+one launch for many messages on a GPU (a list of device arrays, or the rows of a 2-D
+one, run message by message), and a batch on host data faster than a loop of pyca
+calls (the many calls are that loop today).
 """
 
 from __future__ import annotations
@@ -53,9 +56,10 @@ ENGINE_MIN_BYTES = SPLIT_MIN_BYTES
 class InvalidTags(InvalidTag):
     """Some messages of a ``decrypt_many`` failed authentication. ``failed`` lists their
     indices; ``results`` holds every message's plaintext, in order, with each failed
-    one all zeros (no plaintext of a failed message is released)."""
+    one all zeros (no plaintext of a failed message is released): a list, or the N x L
+    array for a 2-D device array."""
 
-    def __init__(self, failed: list[int], results: list[bytes]) -> None:
+    def __init__(self, failed: list[int], results: Any) -> None:
         super().__init__(f"{len(failed)} of {len(results)} messages failed authentication: "
                          f"{failed[:8]}{' ...' if len(failed) > 8 else ''}")
         self.failed, self.results = failed, results
@@ -88,6 +92,20 @@ def _zeros_like_opened(sealed: Any) -> Any:
     if length:
         kind.write(zeros, 0, bytes(length))
     return kind.finish(sealed, zeros)
+
+
+def _nonce_list(nonces: Any) -> list[Any]:
+    """A batch's nonces as a list: as given, or the rows of an N x (nonce length) array
+    in host or device memory (read to the host: the nonces go into the host's key
+    set-up)."""
+    kind = array_kind_of(nonces)
+    if kind is None and getattr(nonces, "ndim", 1) != 2:
+        return list(nonces)
+    count = len(nonces)
+    data = kind.read(nonces, 0, kind.nbytes(nonces)) if kind is not None else \
+        bytes(memoryview(nonces).cast("B"))
+    each = len(data) // max(1, count)
+    return [data[i * each : (i + 1) * each] for i in range(count)]
 
 
 def _check_nonce(nonce: Any) -> memoryview:
@@ -198,26 +216,47 @@ class AESGCM:
             raise InvalidTag() from None
         return result.done()
 
-    def encrypt_many(self, nonces: Sequence[BytesLike], messages: Sequence[BytesLike],
-                     associated_data: BytesLike | Sequence[BytesLike] | None = None
-                     ) -> list[bytes]:
+    def encrypt_many(self, nonces: Any, messages: Any,
+                     associated_data: BytesLike | Sequence[BytesLike] | None = None) -> Any:
         """Each message sealed under its own nonce, as :meth:`encrypt` would: a list of
-        ciphertext || tag. ``associated_data``: None, one bytes-like value for all, or a
-        list (or tuple) of one per message. A nonce repeated within the call is refused
-        (ValueError)."""
-        aads = self._batch(nonces, messages, associated_data)
-        return [self.encrypt(nonce, message, aad)
-                for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
+        ciphertext || tag; for a 2-D device array of N messages (its rows), an N x (L + 16)
+        array of the same kind. ``nonces``: a list of bytes, or an N x 12 (or other
+        nonce length) array, host or device. ``associated_data``: None, one bytes-like
+        value for all, or a list (or tuple) of one per message. A nonce repeated within
+        the call is refused (ValueError)."""
+        nonces = _nonce_list(nonces)
+        rows = array_kind_of(messages)
+        count = len(messages)
+        aads = self._batch(nonces, range(count), associated_data)
+        if rows is None:
+            return [self.encrypt(nonce, message, aad)
+                    for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
+        length = rows.nbytes(messages) // max(1, count)
+        width = length + TAG_SIZE
+        result = rows.empty(messages, count * width)
+        for index, (nonce, aad) in enumerate(zip(nonces, aads, strict=True)):
+            cipher = self._cipher(_check_nonce(nonce), aad)
+            if length:
+                cipher.encrypt(messages[index], output=result[index * width :
+                                                              index * width + length])
+            rows.write(result, index * width + length, cipher.digest())
+        return rows.finish(messages, result).reshape(count, width)
 
-    def decrypt_many(self, nonces: Sequence[BytesLike], ciphertexts: Sequence[BytesLike],
-                     associated_data: BytesLike | Sequence[BytesLike] | None = None
-                     ) -> list[bytes]:
-        """Each message opened, as :meth:`decrypt` would. If any tag fails, raises
-        :class:`InvalidTags` (an ``InvalidTag``), naming the failed indices, with the
-        other messages' plaintexts and zeros for each failed one."""
-        aads = self._batch(nonces, ciphertexts, associated_data)
-        results: list[bytes] = []
+    def decrypt_many(self, nonces: Any, ciphertexts: Any,
+                     associated_data: BytesLike | Sequence[BytesLike] | None = None) -> Any:
+        """Each message opened, as :meth:`decrypt` would: a list, or for a 2-D device
+        array of N sealed messages (rows of L + 16 bytes) an N x L array of its kind. If
+        any tag fails, raises :class:`InvalidTags` (an ``InvalidTag``), naming the failed
+        indices, with the other messages' plaintexts and zeros for each failed one
+        (``results``: the list, or the array with those rows zeroed)."""
+        nonces = _nonce_list(nonces)
+        rows = array_kind_of(ciphertexts)
+        count = len(ciphertexts)
+        aads = self._batch(nonces, range(count), associated_data)
         failed: list[int] = []
+        if rows is not None:
+            return self._open_rows(rows, nonces, ciphertexts, aads)
+        results: list[Any] = []
         for index, (nonce, sealed, aad) in enumerate(zip(nonces, ciphertexts, aads,
                                                          strict=True)):
             try:
@@ -228,6 +267,36 @@ class AESGCM:
         if failed:
             raise InvalidTags(failed, results)
         return results
+
+    def _open_rows(self, rows: ArrayKind, nonces: list[bytes], sealed: Any,
+                   aads: list[Any]) -> Any:
+        """The rows of a 2-D device array of sealed messages opened into an N x L array of
+        its kind; a failed row is left zeros, and InvalidTags raised at the end."""
+        count = len(sealed)
+        width = rows.nbytes(sealed) // max(1, count)
+        if width < TAG_SIZE:
+            raise ValueError(f"rows of {width} bytes cannot hold a {TAG_SIZE}-byte tag")
+        length = width - TAG_SIZE
+        result = rows.empty(sealed, count * length)
+        failed: list[int] = []
+        for index, (nonce, aad) in enumerate(zip(nonces, aads, strict=True)):
+            cipher = self._cipher(_check_nonce(nonce), aad)
+            tag = rows.read(sealed, index * width + length, TAG_SIZE)
+            try:
+                if length:
+                    cipher.decrypt_and_verify(
+                        sealed[index][:length], tag,
+                        output=result[index * length : (index + 1) * length])
+                else:
+                    cipher.verify(tag)
+            except AuthenticationError:
+                failed.append(index)
+                if length:  # (authenticated first: nothing was written; zeros, not garbage)
+                    rows.write(result, index * length, bytes(length))
+        opened = rows.finish(sealed, result).reshape(count, length)
+        if failed:
+            raise InvalidTags(failed, opened)
+        return opened
 
     @staticmethod
     def _batch(nonces: Sequence[BytesLike], messages: Sequence[BytesLike],

@@ -250,6 +250,34 @@ def test_device_arrays_in_a_batch_and_as_associated_data(kind):
     assert [to_bytes(r) for r in caught.value.results] == [*messages[:2], bytes(5000)]
 
 
+@pytest.mark.parametrize("kind", _device_array_kinds())
+@pytest.mark.parametrize("length", [0, 1000])
+def test_a_2d_device_array_is_n_messages_and_comes_back_n_rows(kind, length):
+    import numpy as np
+
+    to_device, to_bytes = kind()
+    count, key = 5, os.urandom(32)
+    nonce_rows = np.frombuffer(os.urandom(12 * count), np.uint8).reshape(count, 12)
+    nonces = [row.tobytes() for row in nonce_rows]
+    messages = [os.urandom(length) for _ in range(count)]
+    pyca, cipher = PycaAESGCM(key), aescl.AESGCM(key)
+    grid = to_device(b"".join(messages) or b"").reshape(count, length)
+    sealed = cipher.encrypt_many(nonce_rows, grid, b"ad")
+    assert tuple(sealed.shape) == (count, length + 16)
+    expected = [pyca.encrypt(n, m, b"ad") for n, m in zip(nonces, messages, strict=True)]
+    assert to_bytes(sealed) == b"".join(expected)
+    opened = cipher.decrypt_many(nonces, sealed, b"ad")
+    assert tuple(opened.shape) == (count, length) and to_bytes(opened) == b"".join(messages)
+    tampered = bytearray(b"".join(expected))
+    tampered[3 * (length + 16) + length // 2] ^= 1  # (row 3: its text, or its tag)
+    with pytest.raises(aead.InvalidTags) as caught:
+        cipher.decrypt_many(nonces, to_device(bytes(tampered)).reshape(count, length + 16),
+                            b"ad")
+    assert caught.value.failed == [3]
+    rows = to_bytes(caught.value.results)
+    assert rows == b"".join([*messages[:3], bytes(length), messages[4]])
+
+
 def test_a_device_array_is_taken_in_any_shape_to_seal_and_flat_to_open():
     import numpy as np
     import pyopencl.array as cl_array
