@@ -5,6 +5,7 @@ what a failed chunk leaves behind."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,7 +41,9 @@ def test_ctr_pieces_and_a_counter_field_that_wraps_inside_one(engine):
                                           initial_value=0).encrypt(bytes(16))
 
 
-def test_chunks_on_several_threads_match_pycryptodome(engine):
+def _sealed_as_pycryptodome(engine: HostEngine) -> tuple[Any, bytes, bytearray]:
+    """20 chunks sealed by ``engine`` (message chunks 7..26, in two ranges), checked
+    chunk by chunk against pycryptodome; the worker, the plaintext and the sealed run."""
     key, base_nonce = os.urandom(32), os.urandom(12)
     plaintext = os.urandom(20 * CHUNK)
     sealed = bytearray(20 * SEALED)
@@ -50,22 +53,37 @@ def test_chunks_on_several_threads_match_pycryptodome(engine):
         cipher = AES.new(key, AES.MODE_GCM, nonce=chunked.chunk_nonce(base_nonce, 7 + k))
         text, tag = cipher.encrypt_and_digest(plaintext[k * CHUNK : (k + 1) * CHUNK])
         assert sealed[k * SEALED : (k + 1) * SEALED] == text + tag, k
+    return worker, plaintext, sealed
 
 
-def test_a_failed_chunk_is_named_lowest_first_and_leaves_no_plaintext(engine):
+def test_chunks_on_several_threads_match_pycryptodome(engine):
+    _sealed_as_pycryptodome(engine)
+
+
+def _opened_with_chunks_4_and_16_modified(engine: HostEngine) -> tuple[Any, bytes, bytes,
+                                                                         bytearray]:
+    """20 chunks sealed, chunks 4 and 16 modified, opened by ``engine`` into a buffer of
+    0xaa: the lowest failed chunk is named. The worker, the plaintext, the sealed run and
+    what the opening left in the buffer."""
     key, base_nonce = os.urandom(32), os.urandom(12)
     plaintext = os.urandom(20 * CHUNK)
-    sealed = bytearray(engine.chunks(key, base_nonce).seal(plaintext, 0, final=False))
+    worker = engine.chunks(key, base_nonce)
+    sealed = bytearray(worker.seal(plaintext, 0, final=False))
     for bad in (4, 16):
         sealed[bad * SEALED + 100] ^= 1
     opened = bytearray(b"\xaa" * len(plaintext))
     with pytest.raises(aescl.AuthenticationError, match="chunk 4 failed") as caught:
         engine.chunks(key, base_nonce).open_ranges(sealed, opened, 0, iter([(0, 20)]))
     assert caught.value.chunk == 4
+    return worker, plaintext, bytes(sealed), opened
+
+
+def test_a_failed_chunk_is_named_lowest_first_and_leaves_no_plaintext(engine):
+    worker, plaintext, sealed, opened = _opened_with_chunks_4_and_16_modified(engine)
     # OpenSSL writes a chunk's plaintext before it checks the tag: the engine wipes it.
     assert opened[4 * CHUNK : 5 * CHUNK] == bytes(CHUNK)
     with pytest.raises(aescl.AuthenticationError, match="chunk 4"):
-        engine.chunks(key, base_nonce).open(bytes(sealed), 0, final=False)
+        worker.open(sealed, 0, final=False)
 
 
 @pytest.fixture
@@ -84,31 +102,15 @@ def staging(monkeypatch) -> HostEngine:
 
 
 def test_chunks_staged_to_the_worker_processes_match_pycryptodome(staging):
-    key, base_nonce = os.urandom(32), os.urandom(12)
-    plaintext = os.urandom(20 * CHUNK)
-    sealed = bytearray(20 * SEALED)
-    worker = staging.chunks(key, base_nonce)
-    worker.seal_ranges(plaintext, sealed, 7, iter([(0, 11), (11, 20)]))
+    worker, plaintext, sealed = _sealed_as_pycryptodome(staging)
     assert staging.staging._buffers is not None  # (the staged route ran, not threads)
-    for k in range(20):
-        cipher = AES.new(key, AES.MODE_GCM, nonce=chunked.chunk_nonce(base_nonce, 7 + k))
-        text, tag = cipher.encrypt_and_digest(plaintext[k * CHUNK : (k + 1) * CHUNK])
-        assert sealed[k * SEALED : (k + 1) * SEALED] == text + tag, k
     opened = bytearray(20 * CHUNK)
     worker.open_ranges(sealed, opened, 7, iter([(0, 20)]))
     assert opened == plaintext
 
 
 def test_a_staged_piece_with_a_failed_chunk_never_leaves_staging(staging):
-    key, base_nonce = os.urandom(32), os.urandom(12)
-    plaintext = os.urandom(20 * CHUNK)
-    sealed = bytearray(staging.chunks(key, base_nonce).seal(plaintext, 0, final=False))
-    for bad in (4, 16):
-        sealed[bad * SEALED + 100] ^= 1
-    opened = bytearray(b"\xaa" * len(plaintext))
-    with pytest.raises(aescl.AuthenticationError, match="chunk 4 failed") as caught:
-        staging.chunks(key, base_nonce).open_ranges(sealed, opened, 0, iter([(0, 20)]))
-    assert caught.value.chunk == 4
+    _, plaintext, _, opened = _opened_with_chunks_4_and_16_modified(staging)
     # Chunks 0-2 passed and were copied out; the piece of chunks 3-5 was not, nor any after.
     assert opened[: 3 * CHUNK] == plaintext[: 3 * CHUNK]
     assert opened[3 * CHUNK :] == b"\xaa" * (17 * CHUNK)

@@ -5,8 +5,13 @@ door of a call costs (README, "Fast paths"). Prints one JSON object.
     python3 docs/benchmarks/2026-11-27-plain-calls.py [MiB]         # default 256
     python3 docs/benchmarks/2026-11-27-plain-calls.py doors [MiB]
     python3 docs/benchmarks/2026-11-27-plain-calls.py reading [MiB]
+    python3 docs/benchmarks/2026-11-27-plain-calls.py staging [MiB]
 
 ``reading``: the streaming Reader and decrypt_range on bytes, beside chunked.decrypt.
+``staging``: the host engine's chunked format on ordinary memory, staged through
+shared memory to its worker processes (hosts of ``STAGE_MIN_CORES`` cores or more),
+against the thread route (``STAGE_MIN_BYTES`` raised past the job) and against
+``pinned_empty(n, "host")``.
 
 $PLAIN_DEVICE names a device for the five plain calls (default: none, the default team).
 """
@@ -118,9 +123,34 @@ def reading(mib: int) -> None:
     print(json.dumps(figures))
 
 
+def staging(mib: int) -> None:
+    from aescl.engines.host import engine as host
+
+    n = mib << 20
+    key, data = os.urandom(32), os.urandom(n)
+    plain = np.frombuffer(data, np.uint8).copy()
+    out = np.empty(aescl.chunked.sealed_size(n), np.uint8)
+    pinned_in = aescl.pinned_empty(n, "host")
+    pinned_out = aescl.pinned_empty(len(out), "host")
+    pinned_in[:] = plain
+    sealed = aescl.chunked.encrypt(key, data, device="host")
+    figures = {}
+    for route, stage_min in (("staged", host.STAGE_MIN_BYTES), ("thread", 1 << 62)):
+        host.STAGE_MIN_BYTES = stage_min
+        figures[f"{route} bytes->bytes encrypt"] = best(
+            lambda: aescl.chunked.encrypt(key, data, device="host"), n)
+        figures[f"{route} bytes->bytes decrypt"] = best(
+            lambda: aescl.chunked.decrypt(key, sealed, device="host"), n)
+        figures[f"{route} output= ordinary encrypt"] = best(
+            lambda: aescl.chunked.encrypt(key, plain, device="host", output=out), n)
+    figures["pinned encrypt"] = best(
+        lambda: aescl.chunked.encrypt(key, pinned_in, device="host", output=pinned_out), n)
+    print(json.dumps(figures))
+
+
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    runs = {"doors": doors, "reading": reading}
+    runs = {"doors": doors, "reading": reading, "staging": staging}
     run = runs.get(arguments[0], main) if arguments else main
     arguments = arguments[1:] if run is not main else arguments
     run(int(arguments[0]) if arguments else 256)
