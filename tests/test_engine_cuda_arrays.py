@@ -774,3 +774,33 @@ def test_a_call_on_another_gpus_array_leaves_the_callers_device_and_is_right():
     assert where() == before and aead.device.id == 1
     assert to_host(aead) == PycaAESGCM(key).encrypt(nonce, data, b"aad")
     assert to_host(aescl.AESGCM(key).decrypt(nonce, aead, b"aad")) == data
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", libraries()[:2])
+def test_a_thread_with_no_current_context_has_none_after_a_call(library):
+    """The rule above, on one GPU: a thread that made no context current (a new thread)
+    has none after aescl's call on an array made elsewhere."""
+    import threading
+
+    from cuda.bindings import driver
+
+    key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(4096)
+    array = to_gpu(library, data)
+    seen = {}
+
+    def call() -> None:
+        seen["before"] = int(check_context(driver.cuCtxGetCurrent()))
+        seen["result"] = to_host(aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(array))
+        seen["after"] = int(check_context(driver.cuCtxGetCurrent()))
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    assert seen["before"] == 0 and seen["after"] == 0
+    assert seen["result"] == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+
+
+def check_context(result: tuple) -> object:
+    check_driver(result[:1])
+    return result[1]
