@@ -94,6 +94,15 @@ def _zeros_like_opened(sealed: Any) -> Any:
     return kind.finish(sealed, zeros)
 
 
+def _all_short_bytes(messages: Any, extra: int = 0) -> bool:
+    """Whether every message is ``bytes`` or ``bytearray`` shorter than ENGINE_MIN_BYTES
+    (+ ``extra``): each then goes to pyca as :meth:`AESGCM.encrypt` would send it, and a
+    batch can call pyca directly, without aescl's checks per message (16,384 messages of
+    1 KiB on the 2-core CI kind: 146 ms through ``encrypt`` each, 53 ms for pyca's loop)."""
+    limit = ENGINE_MIN_BYTES + extra
+    return all(type(m) in (bytes, bytearray) and len(m) < limit for m in messages)
+
+
 def _nonce_list(nonces: Any) -> list[Any]:
     """A batch's nonces as a list: as given, or the rows of an N x (nonce length) array
     in host or device memory (read to the host: the nonces go into the host's key
@@ -229,6 +238,10 @@ class AESGCM:
         count = len(messages)
         aads = self._batch(nonces, range(count), associated_data)
         if rows is None:
+            if _all_short_bytes(messages):  # (pyca's own loop: nothing of aescl's per call)
+                encrypt = self._pyca.encrypt
+                return [encrypt(nonce, message, aad)
+                        for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
             return [self.encrypt(nonce, message, aad)
                     for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
         length = rows.nbytes(messages) // max(1, count)
@@ -257,10 +270,12 @@ class AESGCM:
         if rows is not None:
             return self._open_rows(rows, nonces, ciphertexts, aads)
         results: list[Any] = []
+        decrypt = (self._pyca.decrypt if _all_short_bytes(ciphertexts, TAG_SIZE)
+                   else self.decrypt)  # (as in encrypt_many)
         for index, (nonce, sealed, aad) in enumerate(zip(nonces, ciphertexts, aads,
                                                          strict=True)):
             try:
-                results.append(self.decrypt(nonce, sealed, aad))
+                results.append(decrypt(nonce, sealed, aad))
             except InvalidTag:
                 failed.append(index)
                 results.append(_zeros_like_opened(sealed))
@@ -305,7 +320,7 @@ class AESGCM:
         nonces as messages, and no nonce twice (the misuse a batch makes easy)."""
         if len(nonces) != len(messages):
             raise ValueError(f"{len(nonces)} nonces for {len(messages)} messages")
-        seen = {bytes(byte_view(nonce)) for nonce in nonces}
+        seen = {nonce if type(nonce) is bytes else bytes(byte_view(nonce)) for nonce in nonces}
         if len(seen) != len(nonces):
             raise ValueError("a nonce is repeated within the call: each message needs its "
                              "own")
