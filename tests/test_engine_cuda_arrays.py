@@ -759,46 +759,102 @@ def test_a_call_on_another_gpus_array_leaves_the_callers_device_and_is_right():
     def where() -> tuple[int, int]:
         return torch.cuda.current_device(), cupy.cuda.runtime.getDevice()
 
+    from aescl.engines.cuda.runtime import Gpu
+
     before = where()
+    Gpu(1)  # (as listing the GPUs makes it: once it left GPU 1's context current)
+    assert where() == before
     on_one = torch.frombuffer(bytearray(data), dtype=torch.uint8).to("cuda:1")
     sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8]).encrypt(on_one)
-    assert where() == before
+    assert where() == before and sealed.device.index == 1
     assert to_host(sealed) == Reference.new(key, Reference.MODE_CTR,
                                             nonce=nonce[:8]).encrypt(data)
     with cupy.cuda.Device(1):
         array = cupy.asarray(np.frombuffer(data, np.uint8))
     message = aescl.chunked.encrypt(key, array, salt=salt)
-    assert where() == before
+    assert where() == before and message.device.id == 1
     assert to_host(message) == aescl.chunked.encrypt(key, data, salt=salt, device="host")
     aead = aescl.AESGCM(key).encrypt(nonce, array, b"aad")
     assert where() == before and aead.device.id == 1
     assert to_host(aead) == PycaAESGCM(key).encrypt(nonce, data, b"aad")
     assert to_host(aescl.AESGCM(key).decrypt(nonce, aead, b"aad")) == data
+    # Host bytes for GPU 1 too.
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8], device="cuda:1").encrypt(data)
+    aescl.chunked.encrypt(key, data, device="cuda:1")
+    aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda:1").encrypt_and_digest(data)
+    assert where() == before
+
+
+def _on_gpu_one(library, data: bytes):
+    host = np.frombuffer(data, np.uint8).copy()
+    if library.__name__ == "torch":
+        return library.from_numpy(host).to("cuda:1")
+    if library.__name__ == "cupy":
+        with library.cuda.Device(1):
+            return library.asarray(host)
+    from numba import cuda
+
+    with cuda.gpus[1]:
+        return cuda.to_device(host)
+
+
+def _gpu_of(array) -> int:
+    """The GPU an array lies on, as its library says it."""
+    if type(array).__module__.startswith("torch"):
+        return array.device.index
+    if hasattr(array, "copy_to_host"):  # (Numba's: the context it was made in)
+        return array.gpu_data.context.device.id
+    return array.device.id
+
+
+@needs_two_gpus
+@pytest.mark.parametrize("library", libraries())
+def test_every_result_for_an_array_on_gpu_one_lies_on_gpu_one(library):
+    """Each library's array on the second GPU gives its results there, right. The driver's
+    word on a pointer's GPU named GPU 0 for CuPy 14's arrays on GPU 1 (2 x H200), and
+    every result was made on GPU 0: right only where peer access happened to be on."""
+    key, nonce, salt = os.urandom(32), os.urandom(12), os.urandom(24)
+    data = os.urandom(3 * 16384 + 100)
+    array = _on_gpu_one(library, data)
+    ctr = aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8]).encrypt(array)
+    message = aescl.chunked.encrypt(key, array, salt=salt)
+    sealed = aescl.AESGCM(key).encrypt(nonce, array, None)
+    assert [_gpu_of(ctr), _gpu_of(message), _gpu_of(sealed)] == [1, 1, 1]
+    assert to_host(ctr) == Reference.new(key, Reference.MODE_CTR, nonce=nonce[:8]).encrypt(data)
+    assert to_host(message) == aescl.chunked.encrypt(key, data, salt=salt, device="host")
+    assert to_host(sealed) == PycaAESGCM(key).encrypt(nonce, data, None)
 
 
 @needs_gpu
-@pytest.mark.parametrize("library", libraries()[:2])
-def test_a_thread_with_no_current_context_has_none_after_a_call(library):
+@pytest.mark.parametrize("call", ["ctr", "chunked"])
+def test_a_thread_with_no_current_context_has_none_after_a_call(call):
     """The rule above, on one GPU: a thread that made no context current (a new thread)
-    has none after aescl's call on an array made elsewhere."""
+    has none after aescl's call on host bytes for cuda:0 (no array library's own work in
+    it, which makes its GPU's context current as it likes)."""
     import threading
 
     from cuda.bindings import driver
 
-    key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(4096)
-    array = to_gpu(library, data)
+    key, nonce, data = os.urandom(32), os.urandom(8), os.urandom(1 << 20)
     seen = {}
 
-    def call() -> None:
+    def run() -> None:
         seen["before"] = int(check_context(driver.cuCtxGetCurrent()))
-        seen["result"] = to_host(aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(array))
+        if call == "ctr":
+            seen["result"] = aescl.new(key, aescl.MODE_CTR, nonce=nonce,
+                                       device="cuda:0").encrypt(data)
+        else:
+            seen["result"] = aescl.chunked.decrypt(
+                key, aescl.chunked.encrypt(key, data, device="cuda:0"), device="cuda:0")
         seen["after"] = int(check_context(driver.cuCtxGetCurrent()))
 
-    worker = threading.Thread(target=call)
+    worker = threading.Thread(target=run)
     worker.start()
     worker.join()
     assert seen["before"] == 0 and seen["after"] == 0
-    assert seen["result"] == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data) \
+        if call == "ctr" else data
+    assert seen["result"] == expected
 
 
 def check_context(result: tuple) -> object:

@@ -40,7 +40,7 @@ def test_a_failed_driver_call_raises_with_the_drivers_name_for_it():
 
     from aescl.engines.cuda.runtime import checked, cuda_device
 
-    cuda_device(0)  # (its context current here)
+    cuda_device(0).make_current()  # (a context to allocate in)
     assert checked((driver.CUresult.CUDA_SUCCESS, 7)) == 7
     with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
         checked((driver.CUresult.CUDA_ERROR_INVALID_VALUE, None))
@@ -84,3 +84,25 @@ def test_chunked_scratch_stays_in_aescls_pool_and_leaves_no_trace_in_later_calls
     assert int(threshold) == runtime.POOL_KEEPS
     assert int(runtime.checked(driver.cuMemPoolGetAttribute(
         pool, attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT))) > 0
+
+
+@needs_gpu
+def test_the_gpu_of_a_pointer_is_the_one_its_memory_is_on():
+    """runtime.pointer_gpu asks the driver itself: cuda.bindings' own call for the same
+    attribute says 0 for every GPU (NVIDIA/cuda-python#2928), which on 2 x H200 sent
+    work on GPU 1's arrays to GPU 0. Checked on every GPU here, with another GPU's
+    context current where there is one."""
+    from cuda.bindings import driver
+
+    from aescl.engines.cuda.runtime import checked, cuda_device, pointer_gpu
+
+    count = checked(driver.cuDeviceGetCount())
+    for ordinal in range(count):
+        cuda_device(ordinal).make_current()
+        memory = checked(driver.cuMemAlloc(4096))
+        try:
+            cuda_device((ordinal + 1) % count).make_current()
+            assert pointer_gpu(int(memory)) == ordinal
+        finally:
+            cuda_device(ordinal).make_current()
+            driver.cuMemFree(memory)

@@ -61,13 +61,20 @@ def on_cuda(data: Any) -> bool:
 def dlpack_on_cuda(data: Any) -> bool:
     """Whether ``data`` says, through DLPack's ``__dlpack_device__``, that it lies in
     CUDA memory (a NumPy array says it lies on the CPU)."""
+    return dlpack_gpu(data) is not None
+
+
+def dlpack_gpu(data: Any) -> int | None:
+    """The GPU that ``data`` says, through DLPack's ``__dlpack_device__``, it lies on;
+    None where it says no GPU, or nothing."""
     where = getattr(data, "__dlpack_device__", None)
     if where is None:
-        return False
+        return None
     try:
-        return int(where()[0]) in _DLPACK_CUDA_TYPES
+        kind, ordinal = where()
     except (BufferError, RuntimeError, TypeError, ValueError):
-        return False
+        return None
+    return int(ordinal) if int(kind) in _DLPACK_CUDA_TYPES else None
 
 
 def cuda_nbytes(data: Any) -> int:

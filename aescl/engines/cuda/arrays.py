@@ -20,10 +20,10 @@ from typing import Any
 
 from ... import ghash
 from ..._arrays import check_in_place_or_apart
-from ..device_arrays import cuda_nbytes, is_torch_tensor, on_cuda
+from ..device_arrays import cuda_nbytes, dlpack_gpu, is_torch_tensor, on_cuda
 from ..interface import BlockTransform
 from ..programs import device_chunks
-from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context
+from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, pointer_gpu
 from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
 
 
@@ -146,7 +146,6 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False, stream: int | None =
     """The bytes of a CUDA device array. Raises ValueError for one that is not
     C-contiguous, or read-only where it is written (``what`` names it). ``stream``: the
     stream to order on, when the caller knows it (else the producer's, looked up)."""
-    from cuda.bindings import driver
 
     if isinstance(obj, CudaBytes):  # (already the engine's own span: staged host data)
         return obj
@@ -169,11 +168,7 @@ def cuda_bytes(obj: Any, what: str, writable: bool = False, stream: int | None =
     if writable and readonly:
         raise ValueError(f"{what} is read-only")
     nbytes = cuda_nbytes(obj)
-    if nbytes == 0:
-        device = _empty_array_device(obj)
-    else:
-        attribute = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-        device = int(checked(driver.cuPointerGetAttribute(attribute, pointer)))
+    device = _gpu_of(obj, int(pointer), nbytes)
     if stream is None:
         stream = _producer_stream(obj, device, interface)
     return CudaBytes(int(pointer), nbytes, device, stream, bool(readonly))
@@ -227,6 +222,18 @@ def _torch_bytes(tensor: Any, what: str, stream: int | None) -> CudaBytes:
     if stream is None:
         stream = _torch_stream(device)
     return CudaBytes(int(tensor.data_ptr()), int(tensor.nbytes), device, stream, False)
+
+
+def _gpu_of(obj: Any, pointer: int, nbytes: int) -> int:
+    """The GPU an array lies on, as its library says it through DLPack's
+    ``__dlpack_device__`` where it does (CuPy, JAX), else as the driver says it of the
+    pointer (runtime.pointer_gpu)."""
+    said = dlpack_gpu(obj)
+    if said is not None:
+        return said
+    if nbytes == 0:
+        return _empty_array_device(obj)
+    return pointer_gpu(pointer)
 
 
 def _empty_array_device(obj: Any) -> int:

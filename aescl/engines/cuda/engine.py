@@ -66,17 +66,20 @@ class CudaEngine:
 
         return CudaHostGcm(key, nonce, mac_len, self.ordinal)
 
+    @keeps_callers_context
     def retune(self, progress: Any) -> None:
         from . import tuning
 
         ordinal = ordinal_of(self.device)
         tuning.store(ordinal, tuning.tune(ordinal, progress=progress))
 
+    @keeps_callers_context
     def device_figures(self, nbytes: int, min_seconds: float) -> dict[str, Any]:
         from . import measure
 
         return measure.device_figures(self.device, nbytes, min_seconds)
 
+    @keeps_callers_context
     def resident_seconds(self, mode: str, key: bytes, iv: bytes, data: Any,
                          output_bytes: int, min_seconds: float) -> tuple[float, float]:
         from . import measure
@@ -88,6 +91,7 @@ class CudaEngine:
 class CudaHostBlocks:
     """A block job (ECB or CTR) on host arrays, through one GPU: the engine's block worker."""
 
+    @keeps_callers_context
     def __init__(self, transform: BlockTransform, ordinal: int) -> None:
         self._kernel = CudaBlocks(transform, ordinal)
         self._ordinal = ordinal

@@ -43,6 +43,7 @@ def _slot(ordinal: int) -> tuple[Slot, threading.Lock]:
 class CudaHostGcm(StagedGcm):
     """AES-GCM with pycryptodome's calls on host data, through GPU ``ordinal``."""
 
+    @keeps_callers_context
     def __init__(self, key: bytes, nonce: bytes | None, mac_len: int, ordinal: int) -> None:
         nonce = gcm_nonce(nonce, mac_len)
         h, tag_mask = ghash.hash_subkey_and_tag_mask(key, nonce)

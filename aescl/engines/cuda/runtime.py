@@ -37,6 +37,39 @@ def checked(result: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+# CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, asked of the driver library itself: cuda.bindings
+# reads it back from a field the driver never wrote and says 0 for every GPU
+# (NVIDIA/cuda-python#2928), which on 2 x H200 sent work on GPU 1's arrays to GPU 0.
+_DEVICE_ORDINAL_ATTRIBUTE = 9
+
+
+@functools.cache
+def _driver_pointer_attribute() -> Any:
+    import ctypes
+    import sys
+
+    library = ctypes.WinDLL("nvcuda.dll") if sys.platform == "win32" else \
+        ctypes.CDLL("libcuda.so.1")
+    function = library.cuPointerGetAttribute
+    function.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64)
+    function.restype = ctypes.c_int
+    return function
+
+
+def pointer_gpu(pointer: int) -> int:
+    """The ordinal of the GPU whose memory ``pointer`` points into (the driver's answer)."""
+    import ctypes
+
+    ordinal = ctypes.c_int(-1)
+    error = _driver_pointer_attribute()(ctypes.byref(ordinal), _DEVICE_ORDINAL_ATTRIBUTE,
+                                        pointer)
+    if error:
+        from cuda.bindings import driver
+
+        checked((driver.CUresult(error),))
+    return ordinal.value
+
+
 def launch_function(kernel: Any, name: str, shared_bytes: int) -> Any:
     """The driver's function of a cuda.core kernel, for cuLaunchKernel: a library's
     kernel is looked up as its function in the current context. A kernel that stages
@@ -113,9 +146,14 @@ class Gpu:
         from cuda.core import Device
 
         self.core = Device(ordinal)
+        # Its primary context, made current only to be read: the caller's is put back, as
+        # keeps_callers_context does (listing the GPUs left the last one's current, and
+        # then the caller's next torch or CuPy array went there).
+        callers = checked(driver.cuCtxGetCurrent())
         self.core.set_current()
-        self._context = checked(driver.cuCtxGetCurrent())  # (its primary context)
+        self._context = checked(driver.cuCtxGetCurrent())
         self._set_current = driver.cuCtxSetCurrent
+        checked(self._set_current(callers))
         self.arch = self.core.arch
         properties = self.core.properties
         self.sms = properties.multiprocessor_count
