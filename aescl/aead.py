@@ -23,11 +23,14 @@ Associated data in a device array is read to the host.
 
 ``encrypt_many``/``decrypt_many`` also take a 2-D device array of N messages (its rows),
 and return an N x (L + 16) (or N x L) array of its kind; nonces may be an N x 12 array.
+Rows of whole blocks (L a multiple of 16) are sealed, or opened with every tag checked
+on the device, in one launch a GiB (engines/programs/device_messages.py), on a device
+whose engine has the fused GCM kernel (GPUs, and CPUs without carry-less GHASH); other
+rows, and a list of device arrays, go message by message.
 
-Not yet here (issue 56): the tag made and checked on the device with no round trip,
-one launch for many messages on a GPU (a list of device arrays, or the rows of a 2-D
-one, run message by message), and a batch on host data faster than a loop of pyca
-calls (the many calls are that loop today).
+Not yet here (issue 56): a single message's tag made and checked on the device with no
+round trip, one launch for a list of device arrays, and a batch on host data faster than
+a loop of pyca calls (the many calls are that loop today).
 """
 
 from __future__ import annotations
@@ -40,11 +43,12 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM as _PycaAESGCM
 
 from ._arrays import BytesLike, BytesResult, byte_view, wipe
 from .engines.device_arrays import ArrayKind
+from .engines.programs import device_messages
 from .engines.registry import array_kind_of
 from .errors import AuthenticationError
 from .modes import MODE_GCM, new
 from .scheduler import SPLIT_MIN_BYTES
-from .teams import DevicesSpec
+from .teams import DevicesSpec, array_device_rule, team
 
 TAG_SIZE = 16
 # Messages from this size on run on aescl's engines; shorter ones on pyca, where a
@@ -115,6 +119,16 @@ def _nonce_list(nonces: Any) -> list[Any]:
         bytes(memoryview(nonces).cast("B"))
     each = len(data) // max(1, count)
     return [data[i * each : (i + 1) * each] for i in range(count)]
+
+
+def _aad_bytes(associated_data: Any) -> bytes | None:
+    """Associated data as bytes on the host (a device array's read back), None for none."""
+    if associated_data is None:
+        return None
+    kind = array_kind_of(associated_data)
+    if kind is not None:
+        return kind.read(associated_data, 0, kind.nbytes(associated_data))
+    return bytes(_host_data(associated_data, "associated_data"))
 
 
 def _check_nonce(nonce: Any) -> memoryview:
@@ -246,6 +260,11 @@ class AESGCM:
                     for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
         length = rows.nbytes(messages) // max(1, count)
         width = length + TAG_SIZE
+        plan = self._rows_plan(nonces, associated_data, aads, length)
+        if plan is not None:
+            result = self._rows_job(rows).seal_messages(messages, plan)
+            if result is not None:  # (one launch: device_messages.py)
+                return rows.finish(messages, result).reshape(count, width)
         result = rows.empty(messages, count * width)
         for index, (nonce, aad) in enumerate(zip(nonces, aads, strict=True)):
             cipher = self._cipher(_check_nonce(nonce), aad)
@@ -268,7 +287,7 @@ class AESGCM:
         aads = self._batch(nonces, range(count), associated_data)
         failed: list[int] = []
         if rows is not None:
-            return self._open_rows(rows, nonces, ciphertexts, aads)
+            return self._open_rows(rows, nonces, ciphertexts, aads, associated_data)
         results: list[Any] = []
         decrypt = (self._pyca.decrypt if _all_short_bytes(ciphertexts, TAG_SIZE)
                    else self.decrypt)  # (as in encrypt_many)
@@ -283,18 +302,53 @@ class AESGCM:
             raise InvalidTags(failed, results)
         return results
 
+    def _rows_job(self, rows: ArrayKind) -> Any:
+        """The engine's job for many messages in arrays of ``rows``'s kind, on the devices
+        this object's ``device`` allows."""
+        return rows.messages(self._key, array_device_rule(rows.name, team(self._device)))
+
+    def _rows_plan(self, nonces: list[Any], associated_data: Any, aads: list[Any],
+                   length: int) -> device_messages.MessagePlan | None:
+        """The J0s and tag masks of a 2-D device array's messages, for one launch a batch
+        (device_messages.py); None where its rows cannot go that way."""
+        if not device_messages.fits(length, len(nonces)):
+            return None
+        if all(type(nonce) is bytes for nonce in nonces):  # (the rows of a nonce array)
+            if not all(8 <= size <= 128 for size in {len(nonce) for nonce in nonces}):
+                raise ValueError("Nonce must be between 8 and 128 bytes")
+            checked = nonces
+        else:
+            checked = [bytes(_check_nonce(nonce)) for nonce in nonces]
+        if isinstance(associated_data, list | tuple):
+            return device_messages.plan(self._key, checked, length,
+                                        each_aad=[_aad_bytes(aad) for aad in aads])
+        return device_messages.plan(self._key, checked, length,
+                                    common_aad=_aad_bytes(associated_data))
+
     def _open_rows(self, rows: ArrayKind, nonces: list[bytes], sealed: Any,
-                   aads: list[Any]) -> Any:
+                   aads: list[Any], associated_data: Any = None) -> Any:
         """The rows of a 2-D device array of sealed messages opened into an N x L array of
-        its kind; a failed row is left zeros, and InvalidTags raised at the end."""
+        its kind; a failed row is left zeros, and InvalidTags raised at the end. All in
+        one launch a batch where the rows go that way (device_messages.py): from the
+        first row whose tag failed on, the rows are opened again one by one, to name
+        each failed one and zero it."""
         count = len(sealed)
         width = rows.nbytes(sealed) // max(1, count)
         if width < TAG_SIZE:
             raise ValueError(f"rows of {width} bytes cannot hold a {TAG_SIZE}-byte tag")
         length = width - TAG_SIZE
-        result = rows.empty(sealed, count * length)
+        start, result = 0, None
+        plan = self._rows_plan(nonces, associated_data, aads, length)
+        if plan is not None:
+            opened = self._rows_job(rows).open_messages(sealed, plan)
+            if opened is not None:
+                result, start = opened
+        if result is None:
+            result = rows.empty(sealed, count * length)
         failed: list[int] = []
         for index, (nonce, aad) in enumerate(zip(nonces, aads, strict=True)):
+            if index < start:
+                continue
             cipher = self._cipher(_check_nonce(nonce), aad)
             tag = rows.read(sealed, index * width + length, TAG_SIZE)
             try:

@@ -266,6 +266,12 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
  * a mismatch lowers *verdict to verdict_first + m (atomic_min: the host sets it to
  * 0xffffffff before). Where `tags` is NULL no tag is written.
  *
+ * Where `tag_masks` is not NULL, each tag is XORed (as its bytes) with
+ * tag_masks[m * tag_mask_step] before it is written or compared: the share of a
+ * message's associated data in its tag, which this kernel does not hash (GHASH is
+ * linear: the AAD's blocks times the powers of H past the text's, and its length in
+ * the length block), made on the host (aescl/engines/programs/device_messages.py).
+ *
  * -D GCM_CRYPT_HASH_MAX_GROUP: the largest L the host launches (default 256; the
  * sums' scratch is L 16-byte elements of __local memory). */
 #ifndef GCM_CRYPT_HASH_MAX_GROUP
@@ -282,6 +288,7 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
                              const ulong last_bytes,
                              __global const ulong2 *h_positions, __global uint4 *tags,
                              const uint tags_first, const uint tag_stride,
+                             __global const uint4 *tag_masks, const uint tag_mask_step,
                              __global const uint4 *received, const uint received_first,
                              const uint received_stride, __global uint *verdict,
                              const uint verdict_first,
@@ -336,7 +343,9 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
         if (t == 0u && m < message_count) {
             const ulong2 hash = ghash_multiply_positions_global(
                 partial ^ AES_ULONG2(0ul, 8ul * bytes), positions);
-            const uint4 tag = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
+            uint4 tag = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
+            if (tag_masks)
+                tag = tag ^ tag_masks[m * tag_mask_step];
             if (tags)
                 tags[tags_first + m * tag_stride] = tag;
             if (verdict) {

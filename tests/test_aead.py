@@ -278,6 +278,38 @@ def test_a_2d_device_array_is_n_messages_and_comes_back_n_rows(kind, length):
     assert rows == b"".join([*messages[:3], bytes(length), messages[4]])
 
 
+@pytest.mark.parametrize("kind", _device_array_kinds())
+@pytest.mark.parametrize("aad", ["none", "common", "each"])
+def test_rows_in_one_launch_name_every_failed_row_and_zero_it(kind, aad):
+    """Rows of whole blocks go in one launch (device_messages.py), whose opening finds
+    only the first failed tag; every failed row is still named, and zeroed."""
+    import numpy as np
+
+    to_device, to_bytes = kind()
+    count, length, key = 6, 64, os.urandom(16)
+    nonces = [os.urandom(12) for _ in range(count)]
+    messages = [os.urandom(length) for _ in range(count)]
+    given = {"none": None, "common": b"shared", "each": [os.urandom(i) for i in range(count)]}
+    aads = given[aad] if aad == "each" else [given[aad]] * count
+    pyca, cipher = PycaAESGCM(key), aescl.AESGCM(key)
+    grid = to_device(b"".join(messages)).reshape(count, length)
+    nonce_rows = np.frombuffer(b"".join(nonces), np.uint8).reshape(count, 12)
+    sealed = cipher.encrypt_many(nonce_rows, grid, given[aad])
+    expected = [pyca.encrypt(n, m, a) for n, m, a in zip(nonces, messages, aads, strict=True)]
+    assert to_bytes(sealed) == b"".join(expected)
+    assert to_bytes(cipher.decrypt_many(nonces, sealed, given[aad])) == b"".join(messages)
+    tampered = bytearray(b"".join(expected))
+    tampered[1 * (length + 16) + length + 15] ^= 0x80  # (row 1's tag)
+    tampered[4 * (length + 16)] ^= 1  # (row 4's text)
+    with pytest.raises(aead.InvalidTags) as caught:
+        cipher.decrypt_many(nonces, to_device(bytes(tampered)).reshape(count, length + 16),
+                            given[aad])
+    assert caught.value.failed == [1, 4]
+    assert to_bytes(caught.value.results) == b"".join(
+        bytes(length) if index in (1, 4) else message
+        for index, message in enumerate(messages))
+
+
 def test_a_device_array_is_taken_in_any_shape_to_seal_and_flat_to_open():
     import numpy as np
     import pyopencl.array as cl_array

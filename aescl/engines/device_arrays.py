@@ -142,6 +142,11 @@ class ArrayKind:
         """The engine's sealer and opener of one message's chunks in such arrays."""
         return self.engine().ArrayChunks(chunk_key, base_nonce, rule)
 
+    def messages(self, key: bytes, rule: Any) -> Any:
+        """The engine's sealer and opener of many GCM messages under ``key`` in such
+        arrays (its chunk job, the key as the chunk key: seal_messages, open_messages)."""
+        return self.engine().ArrayChunks(key, bytes(12), rule)
+
     def read(self, array: Any, offset: int, nbytes: int) -> bytes:
         """Bytes ``offset .. offset + nbytes`` of an array (a header), after the work
         before them."""

@@ -22,7 +22,8 @@ from ... import ghash
 from ..._arrays import check_in_place_or_apart
 from ..device_arrays import cuda_nbytes, dlpack_gpu, is_torch_tensor, on_cuda
 from ..interface import BlockTransform
-from ..programs import device_chunks
+from ..programs import device_chunks, device_messages
+from ..programs.device_messages import TAG_SIZE
 from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, pointer_gpu
 from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
 
@@ -469,6 +470,34 @@ class CudaArrayChunks:
             device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
                                       target, first, final)
         return self._run(sealed, out_bytes, work, output=output)
+
+    @keeps_callers_context
+    def seal_messages(self, rows: Any, messages: device_messages.MessagePlan) -> Any:
+        """Many GCM messages under this object's key (device_messages.py): the rows of
+        ``rows`` sealed into a new flat uint8 array of rows of ciphertext, then tag; None
+        where the kernels cannot take them."""
+        def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
+            device_messages.seal(kernels, messages, source, target)
+        try:
+            return self._run(rows, messages.count * (messages.nbytes + TAG_SIZE), work)
+        except device_messages.NotTaken:
+            return None
+
+    @keeps_callers_context
+    def open_messages(self, rows: Any, messages: device_messages.MessagePlan
+                      ) -> tuple[Any, int] | None:
+        """The sealed rows of ``rows`` opened into a new flat uint8 array, and the index of
+        the first message whose tag failed (the count where none did); None where the
+        kernels cannot take them."""
+        failed: list[int] = []
+
+        def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
+            failed.append(device_messages.open_rows(kernels, messages, source, target))
+        try:
+            result = self._run(rows, messages.count * messages.nbytes, work)
+        except device_messages.NotTaken:
+            return None
+        return result, failed[0]
 
     @staticmethod
     @keeps_callers_context

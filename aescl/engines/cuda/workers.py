@@ -24,6 +24,7 @@ from ..programs.device_chunks import (
     VERDICT_ALSO_AT,
     VERDICT_BYTES,
     ChunkRun,
+    Messages,
     TagCheck,
     fused_gcm,
 )
@@ -513,23 +514,32 @@ class CudaChunkKernels:
                      h_tables, tags.pointer, np.uint32(tag_stride), self._key)
 
     def crypt_and_tags(self, source: CudaBytes, target: CudaBytes, count: int, blocks: int,
-                       run: ChunkRun, strides: tuple[int, int], tags: CudaBytes | None,
-                       tag_stride: int, sealing: bool, check: TagCheck | None) -> None:
+                       run: ChunkRun | Messages, strides: tuple[int, int],
+                       tags: CudaBytes | None, tag_stride: int, sealing: bool,
+                       check: TagCheck | None) -> None:
         fused = self._crypt_hash
         grid = min(-(-count // (fused.threads // fused.items)), fused.most_blocks)
         received, received_stride, verdict, verdict_first = \
             (0, 0, 0, 0) if check is None else (check.received.pointer, check.stride,
                                                 check.verdict.pointer, check.first)
-        # (J0s and lengths made by the kernel: NULL pointers, the run by value)
+        if isinstance(run, Messages):
+            message_blocks, j0s, lengths = run.message_blocks, run.j0s.pointer, \
+                run.lengths.pointer
+            base_j0, first_chunk, last_bytes = bytes(BLOCK_SIZE), 0, 0
+            masks, mask_step = (0, 0) if run.masks is None else (run.masks.pointer,
+                                                                 run.mask_step)
+        else:  # (J0s and lengths made by the kernel: NULL pointers, the run by value)
+            message_blocks, j0s, lengths, masks, mask_step = SLOT_BLOCKS, 0, 0, 0, 0
+            base_j0, first_chunk, last_bytes = run.base_j0, run.first, run.last_bytes
         self._gpu.make_current()
         launch_kernel(fused.function, grid, fused.threads, fused.shared_bytes,
                       self._like.stream, source.pointer, target.pointer, np.uint32(blocks),
-                      np.uint32(SLOT_BLOCKS), np.uint32(strides[0]), np.uint32(strides[1]),
+                      np.uint32(message_blocks), np.uint32(strides[0]), np.uint32(strides[1]),
                       np.uint32(0), np.uint32(0), np.uint32(count), np.uint32(fused.items),
-                      np.uint32(sealing), 0, 0, np.frombuffer(run.base_j0, np.uint8),
-                      run.first, run.last_bytes, self._h_positions.pointer,
+                      np.uint32(sealing), j0s, lengths, np.frombuffer(base_j0, np.uint8),
+                      first_chunk, last_bytes, self._h_positions.pointer,
                       0 if tags is None else tags.pointer, np.uint32(0),
-                      np.uint32(tag_stride), received, np.uint32(0),
+                      np.uint32(tag_stride), masks, np.uint32(mask_step), received, np.uint32(0),
                       np.uint32(received_stride), verdict, np.uint32(verdict_first),
                       self._key)
 

@@ -24,7 +24,8 @@ from ..._arrays import check_in_place_or_apart
 from ...devices import Device, opencl_devices
 from ..device_arrays import on_opencl
 from ..interface import BLOCK_SIZE, BlockTransform
-from ..programs import device_chunks
+from ..programs import device_chunks, device_messages
+from ..programs.device_messages import TAG_SIZE
 from ..programs.device_runs import run_blocks
 from .gcm_kernels import GcmKernels
 from .runtime import device_runtime
@@ -367,6 +368,34 @@ class OpenclArrayChunks:
             device_chunks.open_sealed(kernels, self._base_nonce, source.at(at, nbytes),
                                       target, first, final)
         return self._run(sealed, 0, out_bytes, work, output, work_waits=True)
+
+    def seal_messages(self, rows: Any, messages: device_messages.MessagePlan) -> Any:
+        """Many GCM messages under this object's key (device_messages.py): the rows of
+        ``rows`` sealed into a new flat uint8 array of rows of ciphertext, then tag; None
+        where the kernels cannot take them (a CPU device's carry-less GHASH has no
+        fused kernel)."""
+        def work(kernels: OpenclChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
+            device_messages.seal(kernels, messages, source, target)
+        try:
+            return self._run(rows, 0, messages.count * (messages.nbytes + TAG_SIZE), work)
+        except device_messages.NotTaken:
+            return None
+
+    def open_messages(self, rows: Any, messages: device_messages.MessagePlan
+                      ) -> tuple[Any, int] | None:
+        """The sealed rows of ``rows`` opened into a new flat uint8 array, and the index of
+        the first message whose tag failed (the count where none did); None where the
+        kernels cannot take them."""
+        failed: list[int] = []
+
+        def work(kernels: OpenclChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
+            failed.append(device_messages.open_rows(kernels, messages, source, target))
+        try:
+            result = self._run(rows, 0, messages.count * messages.nbytes, work,
+                               work_waits=True)
+        except device_messages.NotTaken:
+            return None
+        return result, failed[0]
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:

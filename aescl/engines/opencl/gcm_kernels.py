@@ -306,6 +306,7 @@ class GcmKernels:
         sealing: bool, firsts: tuple[int, int, int] = (0, 0, 0),
         chunk_run: tuple[bytes, int, int] | None = None,
         check: tuple[Any, int, int, Any, int] | None = None,
+        tag_masks: tuple[Any, int] | None = None,
     ) -> Any:
         """CTR, GHASH and the tags of ``count`` messages of up to ``message_blocks`` blocks
         (``blocks`` in all) in one launch (aes_gcm.cl's gcm_crypt_hash), each from its first
@@ -319,7 +320,9 @@ class GcmKernels:
         None, made by the kernel for the chunked format's chunks ``chunk_run`` (base J0,
         first chunk, bytes of the last message). ``check`` (received tags, their first
         block and stride, the verdict word's buffer, the index of message 0 in it): each
-        tag compared with the received one, the verdict lowered to the first mismatch."""
+        tag compared with the received one, the verdict lowered to the first mismatch.
+        ``tag_masks`` (a buffer, the step from one message's mask to the next: 0 for one
+        mask for all): XORed into each tag before it is written or compared."""
         group, items = self._crypt_hash_group, self._crypt_hash_items
         groups = min(self._max_work_groups, -(-count // (group // items)))
         first_j0, first_chunk, last_bytes = chunk_run or (bytes(BLOCK_SIZE), 0, 0)
@@ -331,7 +334,8 @@ class GcmKernels:
             source, target, blocks, message_blocks, strides[0], strides[1], firsts[0],
             firsts[1], count, items, int(sealing), j0s, message_bytes,
             first_j0, first_chunk, last_bytes,
-            self.positions_of(self.h), tags, firsts[2], tag_stride, received, received_first,
+            self.positions_of(self.h), tags, firsts[2], tag_stride,
+            *(tag_masks or (None, 0)), received, received_first,
             received_stride, verdict, verdict_first, self.key,
         )
         return cl.enqueue_nd_range_kernel(self.runtime.queue, self._crypt_hash,

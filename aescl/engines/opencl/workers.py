@@ -259,9 +259,9 @@ class OpenclChunkKernels:
         self._queue.flush()  # (opening hashes first: the GPU starts while CTR is enqueued)
 
     def crypt_and_tags(self, source: BufferSpan, target: BufferSpan, count: int, blocks: int,
-                       run: device_chunks.ChunkRun, strides: tuple[int, int],
-                       tags: BufferSpan | None, tag_stride: int, sealing: bool,
-                       check: device_chunks.TagCheck | None) -> None:
+                       run: device_chunks.ChunkRun | device_chunks.Messages,
+                       strides: tuple[int, int], tags: BufferSpan | None, tag_stride: int,
+                       sealing: bool, check: device_chunks.TagCheck | None) -> None:
         spans = [self._at_block(span) for span in (source, target)]
         tags_at = (None, 0) if tags is None else self._at_block(tags)
         verdict_check = None
@@ -269,11 +269,17 @@ class OpenclChunkKernels:
             received, received_first = self._at_block(check.received)
             verdict_check = (received, received_first, check.stride, check.verdict.buffer,
                              check.first)
-        self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks,
-                                        device_chunks.SLOT_BLOCKS, count, strides, None, None,
-                                        tags_at[0], tag_stride, sealing,
-                                        (spans[0][1], spans[1][1], tags_at[1]), run,
-                                        verdict_check)
+        if isinstance(run, device_chunks.Messages):
+            message_blocks, j0s, lengths, chunk_run = \
+                run.message_blocks, self._buffer(run.j0s), self._buffer(run.lengths), None
+            masks = None if run.masks is None else (self._buffer(run.masks), run.mask_step)
+        else:
+            message_blocks, j0s, lengths, chunk_run, masks = \
+                device_chunks.SLOT_BLOCKS, None, None, run, None
+        self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks, message_blocks,
+                                        count, strides, j0s, lengths, tags_at[0], tag_stride,
+                                        sealing, (spans[0][1], spans[1][1], tags_at[1]),
+                                        chunk_run, verdict_check, masks)
         self._queue.flush()  # (the GPU starts on it while the rest is enqueued)
 
     def verdict(self) -> BufferSpan:

@@ -80,6 +80,21 @@ class TagCheck(NamedTuple):
     first: int
 
 
+class Messages(NamedTuple):
+    """A launch's messages given one by one, where they are not the chunked format's
+    chunks (device_messages.py): J0 (16 bytes each) and length (a 64-bit count of bytes
+    each) of every message in spans on the device, each message ``message_blocks``
+    blocks apart, and where ``masks`` is not None, a 16-byte mask XORed into each tag
+    (the share of its associated data), message m's at ``m * mask_step`` (0: one for
+    all)."""
+
+    j0s: Any
+    lengths: Any
+    message_blocks: int
+    masks: Any
+    mask_step: int
+
+
 class ChunkKernels(Protocol):
     """One call's device operations, each enqueued after the one before it."""
 
@@ -130,12 +145,13 @@ class ChunkKernels(Protocol):
     """Whether :meth:`crypt_and_tags` is there."""
 
     def crypt_and_tags(self, source: Any, target: Any, count: int, blocks: int,
-                       run: ChunkRun, strides: tuple[int, int], tags: Any, tag_stride: int,
-                       sealing: bool, check: TagCheck | None) -> None:
-        """:meth:`crypt` and :meth:`tags` in one launch over the chunks of ``run``: GHASH
-        over the ciphertext, the output when ``sealing``, else the input (which may be
-        the same memory). Where ``check`` is given, each tag is compared there, and
-        written to ``tags`` only where that is not None."""
+                       run: ChunkRun | Messages, strides: tuple[int, int], tags: Any,
+                       tag_stride: int, sealing: bool, check: TagCheck | None) -> None:
+        """:meth:`crypt` and :meth:`tags` in one launch over the chunks of ``run`` (or the
+        :class:`Messages` it gives): GHASH over the ciphertext, the output when
+        ``sealing``, else the input (which may be the same memory). Where ``check`` is
+        given, each tag is compared there, and written to ``tags`` only where that is not
+        None."""
 
     def gather_tags(self, sealed: Any, tags: Any, count: int) -> None:
         """The tags of ``count`` sealed full chunks, side by side into ``tags``."""

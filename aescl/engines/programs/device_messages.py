@@ -1,0 +1,168 @@
+"""Many independent AES-GCM messages of one length between device arrays, each with its
+own nonce (and associated data), sealed or opened in one launch of the fused GCM kernel
+(``cl/aes_gcm.cl``'s gcm_crypt_hash) a batch: ``aescl.AESGCM.encrypt_many`` and
+``decrypt_many`` on the rows of a 2-D device array.
+
+The kernel already takes messages at a stride with their J0s and lengths given (the
+chunked format is its other caller, which has it make them): message m of the plaintext
+at block ``m * L/16``, its sealed row at block ``m * (L/16 + 1)`` with the tag in the row's
+last block. What it does not hash is associated data. GHASH is linear, so a message's AAD
+adds to its tag a share that depends on nothing but the AAD, H and the text's length:
+the AAD's blocks times the powers of H past the text's, and its bit length in the length
+block. That share is made here on the host, once for an AAD common to all (the usual
+case) and once a message otherwise, and the kernel XORs it into each tag.
+
+The rows must lie on 16-byte boundaries (L a multiple of 16, the array aligned); other
+shapes go the message-by-message way (aead.py). Opening compares every tag on the device
+and returns the index of the first that failed (or the count); the caller finds the rest
+and zeroes their rows before it releases anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ... import ghash
+from ..interface import BLOCK_SIZE
+from .device_chunks import NO_MISMATCH, ChunkKernels, Messages, TagCheck
+
+TAG_SIZE = 16
+# Messages per launch: at most 1 GiB of text in one (the kernels index blocks in 32 bits).
+_BATCH_BYTES = 1 << 30
+
+
+class MessagePlan(NamedTuple):
+    """What the host makes for a batch of messages: ``count`` messages of ``nbytes`` each
+    (a multiple of 16), their J0s (16 bytes each), and the tag masks: None (no AAD), one
+    16-byte mask for all, or one a message."""
+
+    count: int
+    nbytes: int
+    j0s: bytes
+    masks: bytes | None
+    one_mask: bool
+
+
+def fits(nbytes: int, count: int) -> bool:
+    """Whether messages of ``nbytes`` each, ``count`` of them, go through one launch a
+    batch: rows on block boundaries, some text in each (an empty message's tag is one
+    block, made on the host), and a batch's blocks within the kernels' 32-bit index."""
+    return count > 0 and nbytes > 0 and nbytes % BLOCK_SIZE == 0 and nbytes <= _BATCH_BYTES
+
+
+class NotTaken(Exception):
+    """The kernels cannot take these messages where they lie (no fused kernel on the
+    device, or rows off 16-byte boundaries): the caller goes message by message."""
+
+
+def plan(key: bytes, nonces: list[bytes], nbytes: int, common_aad: bytes | None = None,
+         each_aad: list[bytes] | None = None) -> MessagePlan:
+    """J0s and tag masks of ``len(nonces)`` messages of ``nbytes`` each under ``key``,
+    with ``common_aad`` for all or ``each_aad`` (one a message; None: no AAD)."""
+    h = ghash.hash_subkey(key)
+    if all(len(nonce) == 12 for nonce in nonces):  # (J0 = nonce || 1, for all at once)
+        rows = np.frombuffer(b"".join(nonces), np.uint8).reshape(len(nonces), 12)
+        j0s = np.concatenate([rows, np.broadcast_to(np.array([0, 0, 0, 1], np.uint8),
+                                                    (len(nonces), 4))], axis=1).tobytes()
+    else:
+        j0s = b"".join(ghash.initial_counter(h, bytes(nonce)) for nonce in nonces)
+    if each_aad is None:
+        return MessagePlan(len(nonces), nbytes, j0s, _aad_share(h, common_aad, nbytes), True)
+    masks = [_aad_share(h, aad, nbytes) or bytes(TAG_SIZE) for aad in each_aad]
+    return MessagePlan(len(nonces), nbytes, j0s, b"".join(masks), False)
+
+
+def _aad_share(h: int, data: bytes | None, text_bytes: int) -> bytes | None:
+    """The share of AAD ``data`` in the tag of a message of ``text_bytes`` (None: no
+    AAD): its GHASH (blocks zero-padded) times H^(text blocks + 1), and its bit length
+    in the length block, times H."""
+    if not data:
+        return None
+    text_blocks = -(-text_bytes // BLOCK_SIZE)
+    share = ghash.multiply(ghash.ghash(h, data), ghash.power(h, text_blocks + 1))
+    share ^= ghash.multiply(ghash.length_block(len(data), 0), h)
+    return ghash.int_to_block(share)
+
+
+class _Uploaded(NamedTuple):
+    j0s: Any
+    lengths: Any
+    masks: Any
+
+
+def _upload(kernels: ChunkKernels, messages: MessagePlan) -> _Uploaded:
+    j0s = kernels.scratch(len(messages.j0s))
+    kernels.upload(j0s, messages.j0s)
+    lengths = kernels.scratch(8 * messages.count)
+    kernels.upload(lengths, np.full(messages.count, messages.nbytes, np.uint64).tobytes())
+    masks = None
+    if messages.masks is not None:
+        masks = kernels.scratch(len(messages.masks))
+        kernels.upload(masks, messages.masks)
+    return _Uploaded(j0s, lengths, masks)
+
+
+def _batches(messages: MessagePlan) -> list[tuple[int, int]]:
+    per_batch = max(1, _BATCH_BYTES // messages.nbytes)
+    return [(first, min(per_batch, messages.count - first))
+            for first in range(0, messages.count, per_batch)]
+
+
+def _launch_messages(uploaded: _Uploaded, messages: MessagePlan, first: int) -> Messages:
+    """The kernel's view of a batch from message ``first``."""
+    step = 0 if messages.one_mask else 1
+    masks = None if uploaded.masks is None else uploaded.masks.at(
+        first * TAG_SIZE * step, uploaded.masks.nbytes - first * TAG_SIZE * step)
+    return Messages(uploaded.j0s.at(first * BLOCK_SIZE, uploaded.j0s.nbytes - first * BLOCK_SIZE),
+                    uploaded.lengths.at(8 * first, uploaded.lengths.nbytes - 8 * first),
+                    messages.nbytes // BLOCK_SIZE, masks, step)
+
+
+def _check_taken(kernels: ChunkKernels, *spans: Any) -> None:
+    if not (kernels.fused and all(kernels.aligned(span) for span in spans)):
+        raise NotTaken
+
+
+def seal(kernels: ChunkKernels, messages: MessagePlan, plaintext: Any, sealed: Any) -> None:
+    """The messages in ``plaintext`` (rows of ``nbytes``) sealed into ``sealed`` (rows of
+    ``nbytes + 16``: the ciphertext, then the tag). Raises :class:`NotTaken` before any
+    work where the kernels cannot take them."""
+    _check_taken(kernels, plaintext, sealed)
+    uploaded = _upload(kernels, messages)
+    blocks = messages.nbytes // BLOCK_SIZE
+    for first, count in _batches(messages):
+        source = plaintext.at(first * messages.nbytes, count * messages.nbytes)
+        width = messages.nbytes + TAG_SIZE
+        target = sealed.at(first * width, count * width)
+        kernels.crypt_and_tags(source, target, count, count * blocks,
+                               _launch_messages(uploaded, messages, first),
+                               (blocks, blocks + 1),
+                               target.at(messages.nbytes, target.nbytes - messages.nbytes),
+                               blocks + 1, sealing=True, check=None)
+
+
+def open_rows(kernels: ChunkKernels, messages: MessagePlan, sealed: Any,
+              plaintext: Any) -> int:
+    """The messages in ``sealed`` (rows of ``nbytes + 16``) opened into ``plaintext`` (rows
+    of ``nbytes``), every tag compared on the device: the index of the first message
+    whose tag failed, or the count where none did. The plaintext of every row is written
+    either way; the caller zeroes the failed rows before it releases any of it. Returns
+    once the work is done (reading the verdict waits for it). Raises :class:`NotTaken`
+    before any work where the kernels cannot take them."""
+    _check_taken(kernels, sealed, plaintext)
+    uploaded = _upload(kernels, messages)
+    blocks = messages.nbytes // BLOCK_SIZE
+    width = messages.nbytes + TAG_SIZE
+    verdict = kernels.verdict()
+    for first, count in _batches(messages):
+        source = sealed.at(first * width, count * width)
+        target = plaintext.at(first * messages.nbytes, count * messages.nbytes)
+        check = TagCheck(source.at(messages.nbytes, source.nbytes - messages.nbytes),
+                         blocks + 1, verdict, first)
+        kernels.crypt_and_tags(source, target, count, count * blocks,
+                               _launch_messages(uploaded, messages, first),
+                               (blocks + 1, blocks), None, 0, sealing=False, check=check)
+    index, _ = kernels.read_verdict(verdict, None)
+    return messages.count if index == NO_MISMATCH else index
