@@ -313,8 +313,8 @@ class AESGCM:
         (device_messages.py); None where its rows cannot go that way."""
         if not device_messages.fits(length, len(nonces)):
             return None
-        if all(type(nonce) is bytes for nonce in nonces):  # (the rows of a nonce array)
-            if not all(8 <= size <= 128 for size in {len(nonce) for nonce in nonces}):
+        if set(map(type, nonces)) == {bytes}:  # (the rows of a nonce array: checked at once)
+            if not all(8 <= size <= 128 for size in set(map(len, nonces))):
                 raise ValueError("Nonce must be between 8 and 128 bytes")
             checked = nonces
         else:

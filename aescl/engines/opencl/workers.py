@@ -143,6 +143,10 @@ class BufferSpan(NamedTuple):
 
 
 
+# Bytes an upload sends as fill patterns at most (OpenclChunkKernels.upload).
+_UPLOAD_BY_FILLS = 4096
+
+
 class OpenclChunkKernels:
     """The chunked format's device operations (device_chunks.ChunkKernels) over spans of
     OpenCL buffers, on the queue of the GCM kernels' runtime: in a caller's context for
@@ -213,7 +217,18 @@ class OpenclChunkKernels:
         # copies: a write from ordinary memory waits (on NVIDIA's OpenCL) for all the work
         # queued before it, a call that returns before its work is done must hold no
         # host memory, and a buffer staged for it would be freed later, which waits
-        # there for all the work on the device.
+        # there for all the work on the device. Past a few KiB (the J0s of many
+        # messages: device_messages.py) those were thousands of commands, 0.1 s for 65,536
+        # messages on the CI kind: such data goes into a buffer of its own, made from it
+        # (the runtime copies it before it returns), and from there on the queue, the
+        # buffer held as the call's spans are.
+        if len(data) > _UPLOAD_BY_FILLS:
+            source = cl.Buffer(self._context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                               hostbuf=np.frombuffer(data, np.uint8))
+            self.held.append(source)
+            cl.enqueue_copy(self._queue, target.buffer, source, byte_count=len(data),
+                            dst_offset=target.offset)
+            return
         at = 0
         while at < len(data):
             size = 1

@@ -62,7 +62,7 @@ def plan(key: bytes, nonces: list[bytes], nbytes: int, common_aad: bytes | None 
     """J0s and tag masks of ``len(nonces)`` messages of ``nbytes`` each under ``key``,
     with ``common_aad`` for all or ``each_aad`` (one a message; None: no AAD)."""
     h = ghash.hash_subkey(key)
-    if all(len(nonce) == 12 for nonce in nonces):  # (J0 = nonce || 1, for all at once)
+    if set(map(len, nonces)) == {12}:  # (J0 = nonce || 1, for all at once)
         rows = np.frombuffer(b"".join(nonces), np.uint8).reshape(len(nonces), 12)
         j0s = np.concatenate([rows, np.broadcast_to(np.array([0, 0, 0, 1], np.uint8),
                                                     (len(nonces), 4))], axis=1).tobytes()
