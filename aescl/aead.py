@@ -118,7 +118,9 @@ def _nonce_list(nonces: Any) -> list[Any]:
     data = kind.read(nonces, 0, kind.nbytes(nonces)) if kind is not None else \
         bytes(memoryview(nonces).cast("B"))
     each = len(data) // max(1, count)
-    return [data[i * each : (i + 1) * each] for i in range(count)]
+    if not each:  # (no nonce bytes: each is refused as too short where it is checked)
+        return [b""] * count
+    return [data[at : at + each] for at in range(0, each * count, each)]
 
 
 def _aad_bytes(associated_data: Any) -> bytes | None:
@@ -374,7 +376,8 @@ class AESGCM:
         nonces as messages, and no nonce twice (the misuse a batch makes easy)."""
         if len(nonces) != len(messages):
             raise ValueError(f"{len(nonces)} nonces for {len(messages)} messages")
-        seen = {nonce if type(nonce) is bytes else bytes(byte_view(nonce)) for nonce in nonces}
+        seen = set(nonces) if set(map(type, nonces)) == {bytes} else \
+            {nonce if type(nonce) is bytes else bytes(byte_view(nonce)) for nonce in nonces}
         if len(seen) != len(nonces):
             raise ValueError("a nonce is repeated within the call: each message needs its "
                              "own")
