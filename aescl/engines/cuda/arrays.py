@@ -23,7 +23,6 @@ from ..._arrays import check_in_place_or_apart
 from ..device_arrays import cuda_nbytes, dlpack_gpu, is_torch_tensor, on_cuda
 from ..interface import BlockTransform
 from ..programs import device_chunks, device_messages
-from ..programs.device_messages import TAG_SIZE
 from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, pointer_gpu
 from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
 
@@ -476,10 +475,9 @@ class CudaArrayChunks:
         """Many GCM messages under this object's key (device_messages.py): the rows of
         ``rows`` sealed into a new flat uint8 array of rows of ciphertext, then tag; None
         where the kernels cannot take them."""
-        def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
-            device_messages.seal(kernels, messages, source, target)
+        work = device_messages.Sealing(messages)
         try:
-            return self._run(rows, messages.count * (messages.nbytes + TAG_SIZE), work)
+            return self._run(rows, work.result_bytes, work)
         except device_messages.NotTaken:
             return None
 
@@ -489,15 +487,11 @@ class CudaArrayChunks:
         """The sealed rows of ``rows`` opened into a new flat uint8 array, and the index of
         the first message whose tag failed (the count where none did); None where the
         kernels cannot take them."""
-        failed: list[int] = []
-
-        def work(kernels: CudaChunkKernels, source: Any, target: Any) -> None:
-            failed.append(device_messages.open_rows(kernels, messages, source, target))
+        work = device_messages.Opening(messages)
         try:
-            result = self._run(rows, messages.count * messages.nbytes, work)
+            return self._run(rows, work.result_bytes, work), work.first_failed
         except device_messages.NotTaken:
             return None
-        return result, failed[0]
 
     @staticmethod
     @keeps_callers_context

@@ -25,7 +25,6 @@ from ...devices import Device, opencl_devices
 from ..device_arrays import on_opencl
 from ..interface import BLOCK_SIZE, BlockTransform
 from ..programs import device_chunks, device_messages
-from ..programs.device_messages import TAG_SIZE
 from ..programs.device_runs import run_blocks
 from .gcm_kernels import GcmKernels
 from .runtime import device_runtime
@@ -374,28 +373,23 @@ class OpenclArrayChunks:
         ``rows`` sealed into a new flat uint8 array of rows of ciphertext, then tag; None
         where the kernels cannot take them (a CPU device's carry-less GHASH has no
         fused kernel)."""
-        def work(kernels: OpenclChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
-            device_messages.seal(kernels, messages, source, target)
+        work = device_messages.Sealing(messages)
         try:
-            return self._run(rows, 0, messages.count * (messages.nbytes + TAG_SIZE), work)
+            return self._run(rows, 0, work.result_bytes, work)
         except device_messages.NotTaken:
             return None
 
     def open_messages(self, rows: Any, messages: device_messages.MessagePlan
                       ) -> tuple[Any, int] | None:
-        """The sealed rows of ``rows`` opened into a new flat uint8 array, and the index of
-        the first message whose tag failed (the count where none did); None where the
-        kernels cannot take them."""
-        failed: list[int] = []
-
-        def work(kernels: OpenclChunkKernels, source: BufferSpan, target: BufferSpan) -> None:
-            failed.append(device_messages.open_rows(kernels, messages, source, target))
+        """:class:`device_messages.Opening` of pyopencl rows: the opened rows in a new flat
+        uint8 array and the first failed index, once every tag is checked (the work
+        waits); None where the kernels cannot take them."""
+        work = device_messages.Opening(messages)
         try:
-            result = self._run(rows, 0, messages.count * messages.nbytes, work,
-                               work_waits=True)
+            return self._run(rows, 0, work.result_bytes, work, work_waits=True), \
+                work.first_failed
         except device_messages.NotTaken:
             return None
-        return result, failed[0]
 
     @staticmethod
     def read(array: Any, offset: int, nbytes: int) -> bytes:

@@ -166,3 +166,28 @@ def open_rows(kernels: ChunkKernels, messages: MessagePlan, sealed: Any,
                                (blocks + 1, blocks), None, 0, sealing=False, check=check)
     index, _ = kernels.read_verdict(verdict, None)
     return messages.count if index == NO_MISMATCH else index
+
+
+class Sealing:
+    """:func:`seal` as the work of an engine's array call (``work(kernels, source,
+    target)``), with the result's size."""
+
+    def __init__(self, messages: MessagePlan) -> None:
+        self.messages = messages
+        self.result_bytes = messages.count * (messages.nbytes + TAG_SIZE)
+
+    def __call__(self, kernels: ChunkKernels, source: Any, target: Any) -> None:
+        seal(kernels, self.messages, source, target)
+
+
+class Opening:
+    """:func:`open_rows` as the work of an engine's array call, with the result's size,
+    and the index it found (``first_failed``) once it has run."""
+
+    def __init__(self, messages: MessagePlan) -> None:
+        self.messages = messages
+        self.result_bytes = messages.count * messages.nbytes
+        self.first_failed = messages.count
+
+    def __call__(self, kernels: ChunkKernels, source: Any, target: Any) -> None:
+        self.first_failed = open_rows(kernels, self.messages, source, target)
