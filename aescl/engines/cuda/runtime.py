@@ -37,12 +37,6 @@ def checked(result: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-# CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, asked of the driver library itself: cuda.bindings
-# reads it back from a field the driver never wrote and says 0 for every GPU
-# (NVIDIA/cuda-python#2928), which on 2 x H200 sent work on GPU 1's arrays to GPU 0.
-_DEVICE_ORDINAL_ATTRIBUTE = 9
-
-
 @functools.cache
 def _driver_pointer_attribute() -> Any:
     import ctypes
@@ -57,15 +51,18 @@ def _driver_pointer_attribute() -> Any:
 
 
 def pointer_gpu(pointer: int) -> int:
-    """The ordinal of the GPU whose memory ``pointer`` points into (the driver's answer)."""
+    """The ordinal of the GPU whose memory ``pointer`` points into: the driver's
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, asked of the driver library itself. cuda.bindings'
+    own call reads it back from a field the driver never wrote and says 0 for every GPU
+    (NVIDIA/cuda-python#2928), which on 2 x H200 sent work on GPU 1's arrays to GPU 0."""
     import ctypes
 
-    ordinal = ctypes.c_int(-1)
-    error = _driver_pointer_attribute()(ctypes.byref(ordinal), _DEVICE_ORDINAL_ATTRIBUTE,
-                                        pointer)
-    if error:
-        from cuda.bindings import driver
+    from cuda.bindings import driver
 
+    ordinal = ctypes.c_int(-1)
+    attribute = int(driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+    error = _driver_pointer_attribute()(ctypes.byref(ordinal), attribute, pointer)
+    if error:
         checked((driver.CUresult(error),))
     return ordinal.value
 

@@ -25,10 +25,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ... import ghash
+from ...chunkformat import TAG_SIZE
 from ..interface import BLOCK_SIZE
 from .device_chunks import NO_MISMATCH, ChunkKernels, Messages, TagCheck
 
-TAG_SIZE = 16
 # Messages per launch: at most 1 GiB of text in one (the kernels index blocks in 32 bits).
 _BATCH_BYTES = 1 << 30
 
