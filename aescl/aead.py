@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM as _PycaAESGCM
 
@@ -107,20 +108,74 @@ def _all_short_bytes(messages: Any, extra: int = 0) -> bool:
     return all(type(m) in (bytes, bytearray) and len(m) < limit for m in messages)
 
 
-def _nonce_list(nonces: Any) -> list[Any]:
-    """A batch's nonces as a list: as given, or the rows of an N x (nonce length) array
-    in host or device memory (read to the host: the nonces go into the host's key
-    set-up)."""
-    kind = array_kind_of(nonces)
-    if kind is None and getattr(nonces, "ndim", 1) != 2:
-        return list(nonces)
-    count = len(nonces)
-    data = kind.read(nonces, 0, kind.nbytes(nonces)) if kind is not None else \
-        bytes(memoryview(nonces).cast("B"))
-    each = len(data) // max(1, count)
-    if not each:  # (no nonce bytes: each is refused as too short where it is checked)
-        return [b""] * count
-    return [data[at : at + each] for at in range(0, each * count, each)]
+class _Nonces:
+    """A batch's nonces: a list as given, or the rows of an N x (nonce length) array in
+    host or device memory, read to the host once (the nonces go into the host's key
+    set-up) and kept as one NumPy array, whose checks and J0s run over all rows at once
+    (65,536 nonces: 11 ms for a set of their bytes on the 2-core CI kind, 1.4 ms sorted
+    as numbers)."""
+
+    def __init__(self, nonces: Any) -> None:
+        kind = array_kind_of(nonces)
+        self.rows: np.ndarray | None = None
+        self._list: list[Any] | None = None
+        if kind is None and getattr(nonces, "ndim", 1) != 2:
+            self._list = list(nonces)
+            return
+        count = len(nonces)
+        data = kind.read(nonces, 0, kind.nbytes(nonces)) if kind is not None else \
+            bytes(memoryview(nonces).cast("B"))
+        self.rows = np.frombuffer(data, np.uint8).reshape(count, len(data) // max(1, count))
+
+    def __len__(self) -> int:
+        return len(self._list) if self.rows is None else len(self.rows)
+
+    def as_list(self) -> list[Any]:
+        """Each nonce on its own (a row's bytes for an array)."""
+        if self._list is None:
+            assert self.rows is not None
+            data, each = self.rows.tobytes(), self.rows.shape[1]
+            self._list = [data[at : at + each] for at in range(0, len(data), each)] \
+                if each else [b""] * len(self.rows)
+        return self._list
+
+    def repeated(self) -> bool:
+        """Whether a nonce occurs twice."""
+        if self.rows is None:
+            nonces = self.as_list()
+            seen = set(nonces) if set(map(type, nonces)) == {bytes} else \
+                {nonce if type(nonce) is bytes else bytes(byte_view(nonce)) for nonce in nonces}
+            return len(seen) != len(nonces)
+        return _repeated_rows(self.rows)
+
+    def for_plan(self) -> np.ndarray | list[bytes]:
+        """The nonces checked as pyca checks each (8 to 128 bytes), for
+        device_messages.plan: the array itself, or a list of bytes."""
+        if self.rows is not None:
+            if not 8 <= self.rows.shape[1] <= 128:
+                raise ValueError("Nonce must be between 8 and 128 bytes")
+            return self.rows
+        return [bytes(_check_nonce(nonce)) for nonce in self.as_list()]
+
+
+def _repeated_rows(rows: np.ndarray) -> bool:
+    """Whether two rows of ``rows`` (N x n bytes) are equal: each row folded into a 64-bit
+    number, the numbers sorted, and only rows whose numbers repeat compared as bytes."""
+    count, width = rows.shape
+    if count < 2:
+        return False
+    padded = np.zeros((count, -(-max(1, width) // 8) * 8), np.uint8)
+    padded[:, :width] = rows
+    words = padded.view(np.uint64)
+    folded = words[:, 0].copy()
+    for column in range(1, words.shape[1]):
+        folded = folded * np.uint64(0x9E3779B97F4A7C15) ^ words[:, column]
+    ordered = np.sort(folded)
+    repeats = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not repeats.size:
+        return False
+    suspects = rows[np.isin(folded, repeats)]
+    return len({row.tobytes() for row in suspects}) != len(suspects)
 
 
 def _aad_bytes(associated_data: Any) -> bytes | None:
@@ -249,10 +304,11 @@ class AESGCM:
         nonce length) array, host or device. ``associated_data``: None, one bytes-like
         value for all, or a list (or tuple) of one per message. A nonce repeated within
         the call is refused (ValueError)."""
-        nonces = _nonce_list(nonces)
+        batch = _Nonces(nonces)
         rows = array_kind_of(messages)
         count = len(messages)
-        aads = self._batch(nonces, range(count), associated_data)
+        aads = self._batch(batch, count, associated_data)
+        nonces = batch.as_list() if rows is None else batch
         if rows is None:
             if _all_short_bytes(messages):  # (pyca's own loop: nothing of aescl's per call)
                 encrypt = self._pyca.encrypt
@@ -262,13 +318,13 @@ class AESGCM:
                     for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
         length = rows.nbytes(messages) // max(1, count)
         width = length + TAG_SIZE
-        plan = self._rows_plan(nonces, associated_data, aads, length)
+        plan = self._rows_plan(batch, associated_data, aads, length)
         if plan is not None:
             result = self._rows_job(rows).seal_messages(messages, plan)
             if result is not None:  # (one launch: device_messages.py)
                 return rows.finish(messages, result).reshape(count, width)
         result = rows.empty(messages, count * width)
-        for index, (nonce, aad) in enumerate(zip(nonces, aads, strict=True)):
+        for index, (nonce, aad) in enumerate(zip(batch.as_list(), aads, strict=True)):
             cipher = self._cipher(_check_nonce(nonce), aad)
             if length:
                 cipher.encrypt(messages[index], output=result[index * width :
@@ -283,13 +339,14 @@ class AESGCM:
         any tag fails, raises :class:`InvalidTags` (an ``InvalidTag``), naming the failed
         indices, with the other messages' plaintexts and zeros for each failed one
         (``results``: the list, or the array with those rows zeroed)."""
-        nonces = _nonce_list(nonces)
+        batch = _Nonces(nonces)
         rows = array_kind_of(ciphertexts)
         count = len(ciphertexts)
-        aads = self._batch(nonces, range(count), associated_data)
+        aads = self._batch(batch, count, associated_data)
         failed: list[int] = []
         if rows is not None:
-            return self._open_rows(rows, nonces, ciphertexts, aads, associated_data)
+            return self._open_rows(rows, batch, ciphertexts, aads, associated_data)
+        nonces = batch.as_list()
         results: list[Any] = []
         decrypt = (self._pyca.decrypt if _all_short_bytes(ciphertexts, TAG_SIZE)
                    else self.decrypt)  # (as in encrypt_many)
@@ -309,25 +366,20 @@ class AESGCM:
         this object's ``device`` allows."""
         return rows.messages(self._key, array_device_rule(rows.name, team(self._device)))
 
-    def _rows_plan(self, nonces: list[Any], associated_data: Any, aads: list[Any],
+    def _rows_plan(self, nonces: _Nonces, associated_data: Any, aads: list[Any],
                    length: int) -> device_messages.MessagePlan | None:
         """The J0s and tag masks of a 2-D device array's messages, for one launch a batch
         (device_messages.py); None where its rows cannot go that way."""
         if not device_messages.fits(length, len(nonces)):
             return None
-        if set(map(type, nonces)) == {bytes}:  # (the rows of a nonce array: checked at once)
-            if not all(8 <= size <= 128 for size in set(map(len, nonces))):
-                raise ValueError("Nonce must be between 8 and 128 bytes")
-            checked = nonces
-        else:
-            checked = [bytes(_check_nonce(nonce)) for nonce in nonces]
+        checked = nonces.for_plan()
         if isinstance(associated_data, list | tuple):
             return device_messages.plan(self._key, checked, length,
                                         each_aad=[_aad_bytes(aad) for aad in aads])
         return device_messages.plan(self._key, checked, length,
                                     common_aad=_aad_bytes(associated_data))
 
-    def _open_rows(self, rows: ArrayKind, nonces: list[bytes], sealed: Any,
+    def _open_rows(self, rows: ArrayKind, nonces: _Nonces, sealed: Any,
                    aads: list[Any], associated_data: Any = None) -> Any:
         """The rows of a 2-D device array of sealed messages opened into an N x L array of
         its kind; a failed row is left zeros, and InvalidTags raised at the end. All in
@@ -348,7 +400,7 @@ class AESGCM:
         if result is None:
             result = rows.empty(sealed, count * length)
         failed: list[int] = []
-        for index, (nonce, aad) in enumerate(zip(nonces, aads, strict=True)):
+        for index, (nonce, aad) in enumerate(zip(nonces.as_list(), aads, strict=True)):
             if index < start:
                 continue
             cipher = self._cipher(_check_nonce(nonce), aad)
@@ -370,21 +422,19 @@ class AESGCM:
         return opened
 
     @staticmethod
-    def _batch(nonces: Sequence[BytesLike], messages: Sequence[BytesLike],
-               associated_data: Any) -> list[Any]:
-        """The associated data of each message, after the batch's own checks: as many
-        nonces as messages, and no nonce twice (the misuse a batch makes easy)."""
-        if len(nonces) != len(messages):
-            raise ValueError(f"{len(nonces)} nonces for {len(messages)} messages")
-        seen = set(nonces) if set(map(type, nonces)) == {bytes} else \
-            {nonce if type(nonce) is bytes else bytes(byte_view(nonce)) for nonce in nonces}
-        if len(seen) != len(nonces):
+    def _batch(nonces: _Nonces, count: int, associated_data: Any) -> list[Any]:
+        """The associated data of each of ``count`` messages, after the batch's own
+        checks: as many nonces as messages, and no nonce twice (the misuse a batch makes
+        easy)."""
+        if len(nonces) != count:
+            raise ValueError(f"{len(nonces)} nonces for {count} messages")
+        if nonces.repeated():
             raise ValueError("a nonce is repeated within the call: each message needs its "
                              "own")
         if not isinstance(associated_data, list | tuple):  # (None, or one value for all)
-            return [associated_data] * len(messages)
+            return [associated_data] * count
         aads = list(associated_data)
-        if len(aads) != len(messages):
-            raise ValueError(f"{len(aads)} associated data for {len(messages)} messages")
+        if len(aads) != count:
+            raise ValueError(f"{len(aads)} associated data for {count} messages")
         return aads
 

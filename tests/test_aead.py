@@ -166,6 +166,38 @@ def test_a_nonce_repeated_within_a_batch_is_refused():
         cipher.encrypt_many([nonce], [b"a", b"b"])
 
 
+def test_a_nonce_repeated_in_a_nonce_array_is_refused():
+    import numpy as np
+
+    cipher = aescl.AESGCM(bytes(32))
+    nonces = np.frombuffer(os.urandom(12 * 1000), np.uint8).reshape(1000, 12).copy()
+    messages = [b"m"] * 1000
+    assert len(cipher.encrypt_many(nonces, messages)) == 1000
+    nonces[777] = nonces[3]
+    with pytest.raises(ValueError, match="repeated"):
+        cipher.encrypt_many(nonces, messages)
+    with pytest.raises(ValueError, match="repeated"):
+        cipher.decrypt_many(nonces, [bytes(17)] * 1000)
+
+
+def test_rows_whose_folded_numbers_collide_are_compared_as_bytes():
+    """Two different 16-byte nonces made to fold to the same number (the second word is
+    free to cancel the first's difference) are not a repeat; a true repeat among them is."""
+    import numpy as np
+
+    constant = 0x9E3779B97F4A7C15
+    first, other = 5, 6
+    second = 77
+    other_second = (first * constant % 2**64) ^ second ^ (other * constant % 2**64)
+    words = np.array([[first, second], [other, other_second], [9, 10]], np.uint64)
+    rows = words.view(np.uint8).reshape(3, 16)
+    folded = [int(w[0]) * constant % 2**64 ^ int(w[1]) for w in words]
+    assert folded[0] == folded[1]  # (the collision the check must see through)
+    assert not aead._repeated_rows(rows)
+    assert aead._repeated_rows(np.concatenate([rows, rows[1:2]]))
+    assert aead._repeated_rows(np.concatenate([rows[2:], rows]))
+
+
 def test_a_long_message_runs_on_the_engines_and_is_pycas():
     key, nonce, aad = os.urandom(32), os.urandom(12), os.urandom(33)
     data = os.urandom(aead.ENGINE_MIN_BYTES + 12345)

@@ -57,17 +57,23 @@ class NotTaken(Exception):
     device, or rows off 16-byte boundaries): the caller goes message by message."""
 
 
-def plan(key: bytes, nonces: list[bytes], nbytes: int, common_aad: bytes | None = None,
-         each_aad: list[bytes] | None = None) -> MessagePlan:
+def plan(key: bytes, nonces: list[bytes] | np.ndarray, nbytes: int,
+         common_aad: bytes | None = None, each_aad: list[bytes] | None = None
+         ) -> MessagePlan:
     """J0s and tag masks of ``len(nonces)`` messages of ``nbytes`` each under ``key``,
-    with ``common_aad`` for all or ``each_aad`` (one a message; None: no AAD)."""
+    with ``common_aad`` for all or ``each_aad`` (one a message; None: no AAD). ``nonces``:
+    a list of bytes, or their rows in an N x (nonce length) uint8 array."""
     h = ghash.hash_subkey(key)
-    if set(map(len, nonces)) == {12}:  # (J0 = nonce || 1, for all at once)
+    rows = nonces if isinstance(nonces, np.ndarray) else None
+    if rows is None and set(map(len, nonces)) == {12}:
         rows = np.frombuffer(b"".join(nonces), np.uint8).reshape(len(nonces), 12)
-        j0s = np.concatenate([rows, np.broadcast_to(np.array([0, 0, 0, 1], np.uint8),
-                                                    (len(nonces), 4))], axis=1).tobytes()
+    if rows is not None and rows.shape[1] == 12:  # (J0 = nonce || 1, for all at once)
+        j0s = np.empty((len(rows), 16), np.uint8)
+        j0s[:, :12], j0s[:, 12:] = rows, (0, 0, 0, 1)
+        j0s = j0s.tobytes()
     else:
-        j0s = b"".join(ghash.initial_counter(h, bytes(nonce)) for nonce in nonces)
+        listed = nonces if rows is None else list(map(bytes, rows))
+        j0s = b"".join(ghash.initial_counter(h, bytes(nonce)) for nonce in listed)
     if each_aad is None:
         return MessagePlan(len(nonces), nbytes, j0s, _aad_share(h, common_aad, nbytes), True)
     masks = [_aad_share(h, aad, nbytes) or bytes(TAG_SIZE) for aad in each_aad]
