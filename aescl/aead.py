@@ -222,9 +222,16 @@ class AESGCM:
     def _encrypt_array(self, kind: ArrayKind, nonce: Any, data: Any,
                        associated_data: Any) -> Any:
         """A device array sealed into a new flat uint8 array beside it: the ciphertext,
-        then the tag."""
-        cipher = self._cipher(_check_nonce(nonce), associated_data)
+        then the tag. Whole blocks go as one message of the many-messages program, its
+        tag made on the device (no round trip); other lengths through MODE_GCM."""
+        checked = _check_nonce(nonce)
         length = kind.nbytes(data)
+        plan = self._one_plan(checked, associated_data, length)
+        if plan is not None:
+            result = self._rows_job(kind).seal_messages(data, plan)
+            if result is not None:
+                return kind.finish(data, result)
+        cipher = self._cipher(checked, associated_data)
         result = kind.empty(data, length + TAG_SIZE)
         if length:
             cipher.encrypt(data, output=result[:length])
@@ -241,8 +248,18 @@ class AESGCM:
                             "(the ciphertext, then the tag), as encrypt returns it")
         if nbytes < TAG_SIZE:
             raise InvalidTag()  # (as pyca: too short to hold a tag)
-        cipher = self._cipher(_check_nonce(nonce), associated_data)
+        checked = _check_nonce(nonce)
         length = nbytes - TAG_SIZE
+        plan = self._one_plan(checked, associated_data, length)
+        if plan is not None:
+            opened = self._rows_job(kind).open_messages(data, plan)
+            if opened is not None:
+                result, failed_at = opened
+                if failed_at == 0:  # (its memory goes back to the library: no plaintext in it)
+                    kind.write(result, 0, bytes(length))
+                    raise InvalidTag()
+                return kind.finish(data, result)
+        cipher = self._cipher(checked, associated_data)
         tag = kind.read(data, length, TAG_SIZE)
         if not length:
             try:
@@ -377,6 +394,15 @@ class AESGCM:
             return device_messages.plan(self._key, checked, length,
                                         each_aad=[_aad_bytes(aad) for aad in aads])
         return device_messages.plan(self._key, checked, length,
+                                    common_aad=_aad_bytes(associated_data))
+
+    def _one_plan(self, nonce: memoryview, associated_data: Any,
+                  length: int) -> device_messages.MessagePlan | None:
+        """One message of ``length`` as a batch of one for the many-messages program;
+        None where its length cannot go that way."""
+        if not device_messages.fits(length, 1):
+            return None
+        return device_messages.plan(self._key, [bytes(nonce)], length,
                                     common_aad=_aad_bytes(associated_data))
 
     def _open_rows(self, rows: ArrayKind, nonces: _Nonces, sealed: Any,

@@ -243,7 +243,7 @@ def _device_array_kinds():
 
 
 @pytest.mark.parametrize("kind", _device_array_kinds())
-@pytest.mark.parametrize("size", [0, 1, 100, 16 * 1024 + 5])
+@pytest.mark.parametrize("size", [0, 1, 48, 100, 16 * 1024, 16 * 1024 + 5])
 def test_a_device_array_is_sealed_beside_it_as_pycas_message(kind, size):
     to_device, to_bytes = kind()
     key, nonce, data = os.urandom(32), os.urandom(12), os.urandom(size)
@@ -258,6 +258,26 @@ def test_a_device_array_is_sealed_beside_it_as_pycas_message(kind, size):
         cipher.decrypt(nonce, to_device(bytes(tampered)), b"header")
     with pytest.raises(InvalidTag):
         cipher.decrypt(nonce, sealed, b"other header")
+
+
+@pytest.mark.parametrize("kind", _device_array_kinds())
+def test_one_message_of_whole_blocks_has_its_tag_made_and_checked_on_the_device(
+        kind, monkeypatch):
+    """Whole blocks go as a batch of one through the many-messages program: no MODE_GCM
+    cipher (whose tag is made on the host) is asked for, and a failed tag still raises."""
+    to_device, to_bytes = kind()
+    key, nonce, data = os.urandom(16), os.urandom(12), os.urandom(4096)
+    cipher = aescl.AESGCM(key)
+
+    def no_host_tag(*args):
+        raise AssertionError("a MODE_GCM cipher was made: the tag went through the host")
+
+    monkeypatch.setattr(cipher, "_cipher", no_host_tag)
+    sealed = cipher.encrypt(nonce, to_device(data), b"ad")
+    assert to_bytes(sealed) == PycaAESGCM(key).encrypt(nonce, data, b"ad")
+    assert to_bytes(cipher.decrypt(nonce, sealed, b"ad")) == data
+    with pytest.raises(InvalidTag):
+        cipher.decrypt(nonce, sealed, b"other")
 
 
 @pytest.mark.parametrize("kind", _device_array_kinds())
