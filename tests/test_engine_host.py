@@ -116,6 +116,95 @@ def test_a_staged_piece_with_a_failed_chunk_never_leaves_staging(staging):
     assert opened[3 * CHUNK :] == b"\xaa" * (17 * CHUNK)
 
 
+@pytest.fixture
+def reaching(monkeypatch) -> HostEngine:
+    # Ordinary memory worked on by the worker processes straight (reach.py), from one
+    # chunk on; with jobs of 200 chunks each worker's piece crosses its 64-chunk buffers.
+    threads = host_device().compute_units
+    monkeypatch.setattr(host, "STAGE_MIN_CORES", threads)
+    monkeypatch.setattr(host, "REACH_MIN_BYTES", CHUNK)
+
+    def no_threads(*args):
+        raise AssertionError("the job ran on this process's threads, not in the workers")
+
+    monkeypatch.setattr(host, "_on_threads", no_threads)
+    engine = HostEngine(host_device(), threads=threads)
+    if not engine.processes:
+        pytest.skip("no worker processes here (memfd)")
+    from aescl.engines.host import processes
+
+    if not processes.workers(engine.device, engine.threads).can_reach():
+        pytest.skip("this kernel lets no child read its parent's memory (Yama ptrace_scope)")
+    return engine
+
+
+def _chunks_as_pycryptodome(key: bytes, base_nonce: bytes, first: int,
+                            plaintext: bytes) -> bytes:
+    sealed = []
+    for at in range(0, len(plaintext), CHUNK):
+        cipher = AES.new(key, AES.MODE_GCM,
+                         nonce=chunked.chunk_nonce(base_nonce, first + at // CHUNK))
+        sealed += cipher.encrypt_and_digest(plaintext[at : at + CHUNK])
+    return b"".join(sealed)
+
+
+def test_chunks_on_ordinary_memory_are_sealed_by_the_workers_in_place(reaching):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(200 * CHUNK)
+    worker = reaching.chunks(key, base_nonce)
+    sealed = np.zeros(200 * SEALED, np.uint8)  # (a NumPy array: the caller's output=)
+    worker.seal_ranges(plaintext, sealed, 5, iter([(0, 130), (130, 200)]))
+    assert reaching.staging._buffers is None  # (not copied through shared memory)
+    assert sealed.tobytes() == _chunks_as_pycryptodome(key, base_nonce, 5, plaintext)
+    opened = bytearray(200 * CHUNK)
+    worker.open_ranges(sealed, opened, 5, iter([(0, 200)]))
+    assert opened == plaintext
+    whole = worker.seal(plaintext[: 150 * CHUNK + 9], 0, final=True)  # (a fresh result)
+    assert bytes(whole) == _chunks_as_pycryptodome(key, base_nonce, 0,
+                                                   plaintext[: 150 * CHUNK + 9])
+
+
+def test_a_failed_chunk_opened_in_place_by_the_workers_is_never_written(reaching):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(200 * CHUNK)
+    worker = reaching.chunks(key, base_nonce)
+    sealed = bytearray(worker.seal(plaintext, 0, final=False))
+    sealed[70 * SEALED + 9] ^= 1
+    opened = bytearray(b"\xaa" * len(plaintext))
+    with pytest.raises(aescl.AuthenticationError, match="chunk 70 failed"):
+        worker.open_ranges(sealed, opened, 0, iter([(0, 200)]))
+    assert opened[70 * CHUNK : 71 * CHUNK] == b"\xaa" * CHUNK
+    # What was written is each chunk's own plaintext: authenticated, in its place.
+    for k in range(200):
+        got = opened[k * CHUNK : (k + 1) * CHUNK]
+        assert got in (b"\xaa" * CHUNK, plaintext[k * CHUNK : (k + 1) * CHUNK]), k
+
+
+def test_a_forked_child_starts_workers_of_its_own(reaching):
+    """A forked child's jobs must not go to its parent's workers: they share the parent's
+    sockets, and they would reach into the parent's memory."""
+    from aescl.engines.host import processes
+
+    parents = processes.workers(reaching.device, reaching.threads)
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(100 * CHUNK)
+    expected = _chunks_as_pycryptodome(key, base_nonce, 0, plaintext)
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            sealed = bytearray(100 * SEALED)
+            reaching.chunks(key, base_nonce).seal_ranges(plaintext, sealed, 0,
+                                                         iter([(0, 100)]))
+            ours = processes._workers
+            code = 0 if sealed == expected and ours is not parents else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert processes._workers is parents
+
+
 def test_a_small_job_or_a_host_of_few_cores_stays_on_threads(monkeypatch):
     monkeypatch.setattr(host, "STAGE_MIN_BYTES", 4 * CHUNK)
     key, base_nonce = os.urandom(32), os.urandom(12)

@@ -8,10 +8,10 @@ door of a call costs (README, "Fast paths"). Prints one JSON object.
     python3 docs/benchmarks/2026-11-27-plain-calls.py staging [MiB]
 
 ``reading``: the streaming Reader and decrypt_range on bytes, beside chunked.decrypt.
-``staging``: the host engine's chunked format on ordinary memory, staged through
-shared memory to its worker processes (hosts of ``STAGE_MIN_CORES`` cores or more),
-against the thread route (``STAGE_MIN_BYTES`` raised past the job) and against
-``pinned_empty(n, "host")``.
+``staging``: the host engine's chunked format on ordinary memory (hosts of
+``STAGE_MIN_CORES`` cores or more), worked on by its worker processes in place
+(reach.py), staged through shared memory to them (``REACH_MIN_BYTES`` raised past the
+job), and on a thread (both raised), against ``pinned_empty(n, "host")``.
 
 $PLAIN_DEVICE names a device for the five plain calls (default: none, the default team).
 """
@@ -135,8 +135,15 @@ def staging(mib: int) -> None:
     pinned_in[:] = plain
     sealed = aescl.chunked.encrypt(key, data, device="host")
     figures = {}
-    for route, stage_min in (("staged", host.STAGE_MIN_BYTES), ("thread", 1 << 62)):
-        host.STAGE_MIN_BYTES = stage_min
+    opened = np.empty(n, np.uint8)
+    sealed_array = np.frombuffer(sealed, np.uint8).copy()
+    never = 1 << 62
+    for route, reach_min, stage_min in (
+            ("reached", host.REACH_MIN_BYTES, host.STAGE_MIN_BYTES),
+            ("staged", never, host.STAGE_MIN_BYTES), ("thread", never, never)):
+        host.REACH_MIN_BYTES, host.STAGE_MIN_BYTES = reach_min, stage_min
+        figures[f"{route} output= ordinary decrypt"] = best(
+            lambda: aescl.chunked.decrypt(key, sealed_array, device="host", output=opened), n)
         figures[f"{route} bytes->bytes encrypt"] = best(
             lambda: aescl.chunked.encrypt(key, data, device="host"), n)
         figures[f"{route} bytes->bytes decrypt"] = best(

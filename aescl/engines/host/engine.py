@@ -16,8 +16,9 @@ call. The GIL is released inside OpenSSL, so the threads run at once.
   thread of the H100 host, 1.7 on 16: it runs on one thread (CHUNK_THREADS), and
   stays out of a split beside an OpenCL engine (HOLDS_GIL_FOR) unless it works
   apart from the interpreter (below). On a host of many cores (STAGE_MIN_CORES), a
-  large job on ordinary memory is copied through shared memory to the worker
-  processes instead, a piece at a time (_Staging).
+  job on ordinary memory goes to the worker processes instead: they read and write
+  the caller's memory straight where the kernel lets them (reach.py), else a large
+  job is copied through shared memory to them, a piece at a time (_Staging).
 * Arrays that all lie in aescl's shared memory (shared.py: ``pinned_empty`` for
   the host engine or a team with it) are worked on by worker processes instead
   (processes.py), each range cut into one piece per worker, with the
@@ -81,6 +82,9 @@ HOLDS_GIL_FOR = frozenset({"chunks"})
 # staged against 1.43-1.76 on a thread (docs/benchmarks), so from STAGE_MIN_CORES.
 STAGE_MIN_CORES = 8
 STAGE_MIN_BYTES = 64 << 20  # a job's plaintext, from which staging pays for its copies
+# Where the workers may read and write the caller's memory (reach.py), from this size on
+# they work on it straight, with no staging copies: a piece of 256 KiB a worker at least.
+REACH_MIN_BYTES = 4 << 20
 STAGE_CHUNKS = 2048  # chunks a piece: 32 MiB of plaintext, two buffers of it kept
 _COPY_SLICE = 4 << 20  # bytes a copying thread takes at a time
 
@@ -201,20 +205,20 @@ _FEEDING_THREADS = 2
 
 
 def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
-                  limit: int | None = None
+                  limit: int | None = None, reaching: bool = False
                   ) -> Callable[[tuple[Any, ...], Ranges], None] | None:
-    """When ``source`` and ``target`` both lie in shared memory: ``run(head, ranges)``,
-    which runs the task ``head`` on every range the job hands out, each cut into one
-    piece per worker process (at most ``limit`` workers). Else None (the job runs on
-    threads)."""
+    """When ``source`` and ``target`` both lie in shared memory, or with ``reaching`` where
+    the workers may read and write this process's ordinary memory (reach.py):
+    ``run(head, ranges)``, which runs the task ``head`` on every range the job hands
+    out, each cut into one piece per worker process (at most ``limit`` workers). Else
+    None (the job runs another way)."""
     if not engine.processes:
         return None
-    from .processes import WorkerFailed, reference, workers
+    from .processes import WorkerFailed, reference, reference_here, workers
 
     located = reference(source), reference(target)
-    if None in located:
+    if None in located and not reaching:
         return None
-    (source_region, source_ref), (target_region, target_ref) = located  # type: ignore[misc]
     try:
         pool = workers(engine.device, engine.threads)
     except WorkerFailed:
@@ -222,6 +226,11 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
         # engine's threads do its jobs from now on, as on ordinary memory.
         engine.processes = False
         return None
+    if None in located and not pool.can_reach():
+        return None
+    (source_region, source_ref), (target_region, target_ref) = (
+        place if place is not None else (_shared.ORDINARY, reference_here(view))
+        for place, view in zip(located, (source, target), strict=True))
     # Memory pinned for a device: two threads of this process need a core each, the
     # device's feeding thread and the one that feeds the workers, or the device slows
     # more than the workers add (H200 host, 1 GiB split at a fixed ratio: 15 workers
@@ -233,9 +242,11 @@ def _in_processes(engine: HostEngine, source: memoryview, target: memoryview,
         else pool.count
     count = min(count, limit or count)
 
+    regions = [region for region in (source_region, target_region)
+               if region is not _shared.ORDINARY]
+
     def run(head: tuple[Any, ...], ranges: Ranges) -> None:
-        pool.run(head, source_ref, target_ref, (source_region, target_region),
-                 _one_per_worker(ranges, count), count)
+        pool.run(head, source_ref, target_ref, regions, _one_per_worker(ranges, count), count)
 
     return run
 
@@ -340,6 +351,22 @@ class HostChunks:
                      _checked_chunks(ranges, first))
         return True
 
+    def _reached(self, kind: str, source: memoryview, target: memoryview, first: int,
+                 ranges: Ranges) -> bool:
+        """Run the job in the worker processes straight on its ordinary memory (reach.py),
+        where the host has cores enough (STAGE_MIN_CORES), the job is not small
+        (REACH_MIN_BYTES) and the workers may; whether it did."""
+        engine = self._engine
+        plain_bytes = len(source) if kind == "seal" else len(target)
+        if engine.threads < STAGE_MIN_CORES or plain_bytes < REACH_MIN_BYTES:
+            return False
+        in_processes = _in_processes(engine, source, target, reaching=True)
+        if in_processes is None:
+            return False
+        in_processes((kind, self._key, self._base_nonce_bytes, first),
+                     _checked_chunks(ranges, first))
+        return True
+
     def _staged(self, kind: str, source: memoryview, target: memoryview, first: int,
                 ranges: Ranges) -> bool:
         """Run the job in the worker processes through the engine's staging buffers, where
@@ -379,6 +406,8 @@ class HostChunks:
         src, dst = byte_view(plaintext), byte_view(sealed)
         if self._apart("seal", src, dst, first, ranges):
             return
+        if self._reached("seal", src, dst, first, ranges):
+            return
         if self._staged("seal", src, dst, first, ranges):
             return
 
@@ -395,6 +424,8 @@ class HostChunks:
     def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
         src, dst = byte_view(sealed), byte_view(plaintext)
         if self._apart("open", src, dst, first, ranges):
+            return
+        if self._reached("open", src, dst, first, ranges):
             return
         if self._staged("open", src, dst, first, ranges):
             return

@@ -16,8 +16,11 @@ Protocol over a socketpair (pickled messages), one exchange at a time:
 * ``("map", token, size)`` followed by the region's descriptor, before the first
   task that uses a region; ``("unmap", [tokens])`` once regions were freed (when
   freed, if no job is under way, else before the next task);
+* ``("reach", address, nbytes)``: whether the worker may read this process's ordinary
+  memory (reach.py). Reply: the bytes it read there, or ``("denied", text)``;
 * a task ``(kind, args..., source, target, lo, hi)``, where ``source`` and ``target``
-  are ``(token, offset, nbytes)`` and ``(lo, hi)`` the piece. Reply: ``None``, or
+  are ``(token, offset, nbytes)`` (a negative token: minus the id of the process whose
+  ordinary memory it is, the offset its address) and ``(lo, hi)`` the piece. Reply: ``None``, or
   ``("auth", message, chunk)`` for a chunk that failed authentication, or
   ``("error", text)``.
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import os
 import pickle
 import socket
 import struct
@@ -41,6 +45,7 @@ from typing import Any
 from ... import _python
 from ...devices import Device
 from ...errors import AuthenticationError, first_failure
+from . import reach
 from . import shared as _shared
 
 Reference = tuple[int, int, int]  # (region token, offset, nbytes)
@@ -57,6 +62,13 @@ def reference(data: Any) -> tuple[_shared.Region, Reference] | None:
         return None
     region, offset = located
     return region, (region.token, offset, memoryview(data).nbytes)
+
+
+def reference_here(data: memoryview) -> Reference:
+    """Ordinary memory of this process, which a worker reads and writes through reach.py:
+    the token is minus this process's id (region tokens are positive), the offset its
+    address."""
+    return (-os.getpid(), reach.address_of(data), data.nbytes)
 
 
 # Tasks and replies are a few hundred bytes, and the socket has room or the reply is
@@ -162,7 +174,9 @@ class Workers:
         self.count = count
         self._all: list[_Worker] = []
         self._job = threading.Lock()
+        self._reaches: bool | None = None
         self.broken = False
+        self.owner = os.getpid()  # (a forked child starts its own: the sockets are ours)
         try:
             for _ in range(count):
                 self._all.append(_Worker(device))
@@ -218,6 +232,21 @@ class Workers:
             self.broken = self.broken or any(isinstance(e, WorkerFailed) for e in errors)
             raise first_failure(errors)
 
+    def can_reach(self) -> bool:
+        """Whether the workers may read and write this process's ordinary memory
+        (reach.py): asked of one worker, with bytes it must read back, once."""
+        if self._reaches is None:
+            probe = memoryview(os.urandom(64))
+            worker = self._all[0]
+            with self._job:
+                try:
+                    worker.connection.send(("reach", reach.address_of(probe), len(probe)))
+                    reply = worker.connection.recv()
+                except (OSError, EOFError):
+                    reply = None
+            self._reaches = reply == bytes(probe)
+        return self._reaches
+
     def close(self) -> None:
         for worker in self._all:
             worker.close()
@@ -263,6 +292,8 @@ def workers(device: Device, count: int) -> Workers:
     """The running workers, started on first use (and again after one failed)."""
     global _workers
     with _lock:
+        if _workers is not None and _workers.owner != os.getpid():
+            _workers = None  # (a forked child's: its parent's workers stay its parent's)
         if _workers is None or _workers.broken or _workers.count < count:
             if _workers is not None:
                 _workers.close()

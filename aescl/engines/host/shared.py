@@ -37,6 +37,10 @@ class Region:
     beside_device: bool = False
 
 
+# Where a job's array is not in a region: the caller's ordinary memory, which worker
+# processes read and write through reach.py.
+ORDINARY = Region(0, -1, 0, 0)
+
 _regions: dict[int, Region] = {}
 _lock = threading.Lock()
 _tokens = iter(range(1, 1 << 62))
