@@ -56,6 +56,11 @@ TAG_SIZE = 16
 # device's (or the host engine's threads') fixed costs outweigh them, as the default team
 # keeps such jobs on the host.
 ENGINE_MIN_BYTES = SPLIT_MIN_BYTES
+# A device array up to this size goes as one message of the many-messages program (its
+# tag made on the device, one launch); a longer one through MODE_GCM, spread over the
+# whole device (one message of the program runs on one block of threads: 1 MiB took
+# 3.7 ms on the H200, against 0.28 ms through MODE_GCM).
+ONE_MESSAGE_MOST_BYTES = 64 << 10
 
 
 class InvalidTags(InvalidTag):
@@ -400,7 +405,7 @@ class AESGCM:
                   length: int) -> device_messages.MessagePlan | None:
         """One message of ``length`` as a batch of one for the many-messages program;
         None where its length cannot go that way."""
-        if not device_messages.fits(length, 1):
+        if not device_messages.fits(length, 1) or length > ONE_MESSAGE_MOST_BYTES:
             return None
         return device_messages.plan(self._key, [bytes(nonce)], length,
                                     common_aad=_aad_bytes(associated_data))
@@ -426,9 +431,9 @@ class AESGCM:
         if result is None:
             result = rows.empty(sealed, count * length)
         failed: list[int] = []
-        for index, (nonce, aad) in enumerate(zip(nonces.as_list(), aads, strict=True)):
-            if index < start:
-                continue
+        listed = nonces.as_list() if start < count else []  # (none left to open again)
+        for index in range(start, len(listed)):
+            nonce, aad = listed[index], aads[index]
             cipher = self._cipher(_check_nonce(nonce), aad)
             tag = rows.read(sealed, index * width + length, TAG_SIZE)
             try:

@@ -281,6 +281,21 @@ def test_one_message_of_whole_blocks_has_its_tag_made_and_checked_on_the_device(
 
 
 @pytest.mark.parametrize("kind", _device_array_kinds())
+def test_a_long_message_on_a_device_goes_through_mode_gcm(kind, monkeypatch):
+    """One message of the many-messages program runs on one block of threads: past
+    ONE_MESSAGE_MOST_BYTES a device array goes through MODE_GCM, over the whole device."""
+    to_device, to_bytes = kind()
+    monkeypatch.setattr(aead, "ONE_MESSAGE_MOST_BYTES", 32)
+    key, nonce, data = os.urandom(16), os.urandom(12), os.urandom(48)
+    cipher = aescl.AESGCM(key)
+    made = []
+    through = cipher._cipher
+    monkeypatch.setattr(cipher, "_cipher", lambda *args: made.append(1) or through(*args))
+    sealed = cipher.encrypt(nonce, to_device(data), None)
+    assert made and to_bytes(sealed) == PycaAESGCM(key).encrypt(nonce, data, None)
+
+
+@pytest.mark.parametrize("kind", _device_array_kinds())
 def test_device_arrays_in_a_batch_and_as_associated_data(kind):
     to_device, to_bytes = kind()
     key = os.urandom(16)
