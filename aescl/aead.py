@@ -42,6 +42,7 @@ import numpy as np
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM as _PycaAESGCM
 
+from . import ghash
 from ._arrays import BytesLike, BytesResult, byte_view, wipe
 from .engines.device_arrays import ArrayKind
 from .engines.programs import device_messages
@@ -209,6 +210,8 @@ class AESGCM:
         self._pyca = _PycaAESGCM(key)  # (pyca's own checks of the key, and its rules)
         self._key = bytes(byte_view(key))
         self._device = device
+        self._h: int | None = None  # (the GHASH key, made once asked for)
+        self._jobs: dict[str, Any] = {}  # (_rows_job)
 
     @classmethod
     def generate_key(cls, bit_length: int) -> bytes:
@@ -385,8 +388,12 @@ class AESGCM:
 
     def _rows_job(self, rows: ArrayKind) -> Any:
         """The engine's job for many messages in arrays of ``rows``'s kind, on the devices
-        this object's ``device`` allows."""
-        return rows.messages(self._key, array_device_rule(rows.name, team(self._device)))
+        this object's ``device`` allows: made once a kind and kept, with what it keeps
+        for the key (its schedule, H and H's tables on a GPU), as long as this object."""
+        if rows.name not in self._jobs:
+            self._jobs[rows.name] = rows.messages(
+                self._key, array_device_rule(rows.name, team(self._device)))
+        return self._jobs[rows.name]
 
     def _rows_plan(self, nonces: _Nonces, associated_data: Any, aads: list[Any],
                    length: int) -> device_messages.MessagePlan | None:
@@ -397,9 +404,10 @@ class AESGCM:
         checked = nonces.for_plan()
         if isinstance(associated_data, list | tuple):
             return device_messages.plan(self._key, checked, length,
-                                        each_aad=[_aad_bytes(aad) for aad in aads])
+                                        each_aad=[_aad_bytes(aad) for aad in aads],
+                                        h=self._hash_key())
         return device_messages.plan(self._key, checked, length,
-                                    common_aad=_aad_bytes(associated_data))
+                                    common_aad=_aad_bytes(associated_data), h=self._hash_key())
 
     def _one_plan(self, nonce: memoryview, associated_data: Any,
                   length: int) -> device_messages.MessagePlan | None:
@@ -408,7 +416,12 @@ class AESGCM:
         if not device_messages.fits(length, 1) or length > ONE_MESSAGE_MOST_BYTES:
             return None
         return device_messages.plan(self._key, [bytes(nonce)], length,
-                                    common_aad=_aad_bytes(associated_data))
+                                    common_aad=_aad_bytes(associated_data), h=self._hash_key())
+
+    def _hash_key(self) -> int:
+        if self._h is None:
+            self._h = ghash.hash_subkey(self._key)
+        return self._h
 
     def _open_rows(self, rows: ArrayKind, nonces: _Nonces, sealed: Any,
                    aads: list[Any], associated_data: Any = None) -> Any:

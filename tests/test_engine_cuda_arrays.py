@@ -860,3 +860,20 @@ def test_a_thread_with_no_current_context_has_none_after_a_call(call):
 def check_context(result: tuple) -> object:
     check_driver(result[:1])
     return result[1]
+
+
+@needs_gpu
+@pytest.mark.parametrize("library", libraries())
+def test_a_cipher_keeps_its_keys_tables_on_the_gpu_once_made(library):
+    """aescl.AESGCM keeps its many-messages job: H's position tables are made on a GPU
+    once, and every later call (another stream's too) reads them and is right."""
+    key = os.urandom(32)
+    cipher = aescl.AESGCM(key)
+    pyca = PycaAESGCM(key)
+    for round_ in range(3):
+        nonce, data = os.urandom(12), os.urandom(4096 + 16 * round_)
+        sealed = cipher.encrypt(nonce, to_gpu(library, data), b"ad")
+        assert to_host(sealed) == pyca.encrypt(nonce, data, b"ad")
+        assert to_host(cipher.decrypt(nonce, sealed, b"ad")) == data
+    (job,) = cipher._jobs.values()
+    assert len(job._tables._on) == 1

@@ -18,13 +18,13 @@ import sys
 import threading
 from typing import Any
 
-from ... import ghash
+from ... import ghash, keyschedule
 from ..._arrays import check_in_place_or_apart
 from ..device_arrays import cuda_nbytes, dlpack_gpu, is_torch_tensor, on_cuda
 from ..interface import BlockTransform
 from ..programs import device_chunks, device_messages
 from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, pointer_gpu
-from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, StreamMemory
+from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, KeyTables, StreamMemory
 
 
 def _library(obj: Any) -> str:
@@ -422,10 +422,14 @@ class CudaArrayChunks:
     def __init__(self, key: bytes, base_nonce: bytes, device: int | None = None) -> None:
         self._key, self._base_nonce = key, base_nonce
         self._device = device  # the only GPU allowed, when the call named one
+        # (H on the host: a GPU round trip for it would wait on the producer's stream)
+        self._h = ghash.hash_subkey(key)
+        self._key_argument = keyschedule.kernel_key_argument(key, "host", False)
+        self._tables = KeyTables(self._h)  # (on each GPU once used: a job kept is cheaper)
 
     def _kernels(self, source: Any) -> CudaChunkKernels:
-        # (H on the host: a GPU round trip for it would wait on the producer's stream)
-        return CudaChunkKernels(self._key, ghash.hash_subkey(self._key), source.device, source)
+        return CudaChunkKernels(self._key, self._h, source.device, source, self._tables,
+                                self._key_argument)
 
     def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0,
              output: Any = None) -> Any:

@@ -11,6 +11,7 @@ and misaligned arrays go through scratch memory on the device
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,15 @@ from ..programs.device_chunks import (
 )
 from ..programs.device_runs import run_blocks
 from .kernels import crypt_hash_defines, crypt_hash_tables, module, table_bytes
-from .runtime import CudaBytes, Gpu, checked, cuda_device, launch_function, launch_kernel
+from .runtime import (
+    CudaBytes,
+    Gpu,
+    checked,
+    cuda_device,
+    keeps_callers_context,
+    launch_function,
+    launch_kernel,
+)
 from .tuning import launch_shape
 
 # Launch shape of the kernels that stage no tables (the chunked format's layout
@@ -221,6 +230,40 @@ def launch_position_tables(gpu: Gpu, stream: int, base: int, positions: int) -> 
     launch_kernel(function,
                   _POSITION_ITEMS // 16, 16, 0, stream, np.uint64(base >> 64),
                   np.uint64(base & (2**64 - 1)), positions)
+
+
+class KeyTables:
+    """H's position tables (all the fused kernel reads of H) on each GPU, kept for as long
+    as the object that holds them (a cipher's many-messages job, for its key): a call
+    then makes none (a launch and an allocation less in a 4 KiB message's call). Made
+    once a GPU, and waited for, so that calls on any stream may read them."""
+
+    def __init__(self, h: int) -> None:
+        self._h = h
+        self._on: dict[int, CudaBytes] = {}
+        self._lock = threading.Lock()
+
+    def on(self, gpu: Gpu, like: CudaBytes) -> CudaBytes:
+        from cuda.bindings import driver
+
+        with self._lock:
+            if like.device not in self._on:
+                gpu.make_current()
+                pointer = int(checked(driver.cuMemAlloc(_POSITION_TABLES_BYTES)))
+                weakref.finalize(self, _free_on, gpu, pointer)
+                launch_position_tables(gpu, like.stream, self._h, pointer)
+                checked(driver.cuStreamSynchronize(like.stream))
+                self._on[like.device] = CudaBytes(pointer, _POSITION_TABLES_BYTES,
+                                                  like.device, 0, False)
+            return self._on[like.device]
+
+
+@keeps_callers_context
+def _free_on(gpu: Gpu, pointer: int) -> None:
+    from cuda.bindings import driver
+
+    gpu.make_current()
+    driver.cuMemFree(pointer)  # (unchecked: at exit the driver may have gone first)
 
 
 class _GhashTables:
@@ -422,7 +465,8 @@ class CudaChunkKernels:
     key on one GPU, on one stream: the GCM kernels of ``cl/aes_gcm.cl`` over slots,
     and ``cl/chunk_layout.cl``'s packing."""
 
-    def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes) -> None:
+    def __init__(self, key: bytes, h: int, ordinal: int, like: CudaBytes,
+                 tables: KeyTables | None = None, key_argument: Any = None) -> None:
         self._gpu = gpu = cuda_device(ordinal)
         gpu.core.set_current()
         rounds = keyschedule.rounds_for_key(key)
@@ -435,11 +479,15 @@ class CudaChunkKernels:
         # stream's order: nothing here waits. Its nibble tables only where the separate
         # kernels run (_nibble_tables).
         self._h = h
-        self._h_positions = self.scratch(_POSITION_TABLES_BYTES)
-        launch_position_tables(gpu, like.stream, h, self._h_positions.pointer)
+        if tables is not None:  # (kept for the key: tables.on)
+            self._h_positions = tables.on(gpu, like)
+        else:
+            self._h_positions = self.scratch(_POSITION_TABLES_BYTES)
+            launch_position_tables(gpu, like.stream, h, self._h_positions.pointer)
         self._h_tables: CudaBytes | None = None
         self._chunk_key = bytes(key)
-        self._key = keyschedule.kernel_key_argument(key, "host", False)
+        self._key = key_argument if key_argument is not None else \
+            keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
         self.fused = fused_gcm()
         if self.fused:

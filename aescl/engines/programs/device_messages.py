@@ -58,12 +58,13 @@ class NotTaken(Exception):
 
 
 def plan(key: bytes, nonces: list[bytes] | np.ndarray, nbytes: int,
-         common_aad: bytes | None = None, each_aad: list[bytes] | None = None
-         ) -> MessagePlan:
+         common_aad: bytes | None = None, each_aad: list[bytes] | None = None,
+         h: int | None = None) -> MessagePlan:
     """J0s and tag masks of ``len(nonces)`` messages of ``nbytes`` each under ``key``,
     with ``common_aad`` for all or ``each_aad`` (one a message; None: no AAD). ``nonces``:
-    a list of bytes, or their rows in an N x (nonce length) uint8 array."""
-    h = ghash.hash_subkey(key)
+    a list of bytes, or their rows in an N x (nonce length) uint8 array. ``h``: the key's
+    GHASH key where the caller keeps it."""
+    h = ghash.hash_subkey(key) if h is None else h
     rows = nonces if isinstance(nonces, np.ndarray) else None
     if rows is None and set(map(len, nonces)) == {12}:
         rows = np.frombuffer(b"".join(nonces), np.uint8).reshape(len(nonces), 12)
