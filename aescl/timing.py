@@ -27,5 +27,9 @@ def wall(action: Callable[[], Any]) -> float:
 
 
 def gb_s(nbytes: int, seconds: float) -> float:
-    """GB/s (10^9 bytes per second) to three decimals."""
-    return round(nbytes / seconds / 1e9, 3) if seconds > 0 else float("inf")
+    """GB/s (10^9 bytes per second) to three decimals, or to three significant digits
+    below 0.001: a slow figure (16 KiB in 40 ms on a busy machine) is small, not zero."""
+    if seconds <= 0:
+        return float("inf")
+    rate = nbytes / seconds / 1e9
+    return round(rate, 3) if rate >= 0.001 else float(f"{rate:.3g}")

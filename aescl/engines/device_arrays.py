@@ -17,6 +17,9 @@ An engine package that takes device arrays exports, from its root, three classes
   (``partial_sum``, ``read``, ``host_partial_sum`` for long AAD): GCM on device arrays;
 * ``ArrayChunks(chunk_key, base_nonce, rule)``: the chunked format's chunks between
   such arrays (``seal``, ``open``), and ``ArrayChunks.read(array, offset, nbytes)``;
+  ``ArrayChunks.for_messages(key, rule)`` makes the job of many GCM messages
+  (``seal_messages``, ``open_messages``: programs/device_messages.py), which its
+  caller keeps across calls;
 * ``ArrayBytes``: ``empty(like, nbytes)``, ``write(array, offset, data)`` and
   ``finish(like, result)``, for a result a call lays out itself (aescl.AESGCM).
 
@@ -144,8 +147,9 @@ class ArrayKind:
 
     def messages(self, key: bytes, rule: Any) -> Any:
         """The engine's sealer and opener of many GCM messages under ``key`` in such
-        arrays (its chunk job, the key as the chunk key: seal_messages, open_messages)."""
-        return self.engine().ArrayChunks(key, bytes(12), rule)
+        arrays (its chunk job, the key as the chunk key: seal_messages, open_messages),
+        to be kept by the caller across calls."""
+        return self.engine().ArrayChunks.for_messages(key, rule)
 
     def read(self, array: Any, offset: int, nbytes: int) -> bytes:
         """Bytes ``offset .. offset + nbytes`` of an array (a header), after the work

@@ -419,13 +419,22 @@ class CudaArrayChunks:
     is enqueued; opening waits for the chunks' tags at the end
     (device_chunks.open_sealed)."""
 
-    def __init__(self, key: bytes, base_nonce: bytes, device: int | None = None) -> None:
+    def __init__(self, key: bytes, base_nonce: bytes, device: int | None = None,
+                 kept: bool = False) -> None:
         self._key, self._base_nonce = key, base_nonce
         self._device = device  # the only GPU allowed, when the call named one
         # (H on the host: a GPU round trip for it would wait on the producer's stream)
         self._h = ghash.hash_subkey(key)
         self._key_argument = keyschedule.kernel_key_argument(key, "host", False)
-        self._tables = KeyTables(self._h)  # (on each GPU once used: a job kept is cheaper)
+        # H's tables on each GPU kept between calls, for a job its caller keeps (each
+        # call's own otherwise: made in the stream's order, with no wait).
+        self._tables = KeyTables(self._h) if kept else None
+
+    @classmethod
+    def for_messages(cls, key: bytes, device: int | None = None) -> CudaArrayChunks:
+        """The job of many GCM messages under ``key`` (seal_messages, open_messages),
+        made to be kept by its caller (aescl.AESGCM) across calls."""
+        return cls(key, bytes(12), device, kept=True)
 
     def _kernels(self, source: Any) -> CudaChunkKernels:
         return CudaChunkKernels(self._key, self._h, source.device, source, self._tables,

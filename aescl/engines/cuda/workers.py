@@ -234,14 +234,18 @@ def launch_position_tables(gpu: Gpu, stream: int, base: int, positions: int) -> 
 
 class KeyTables:
     """H's position tables (all the fused kernel reads of H) on each GPU, kept for as long
-    as the object that holds them (a cipher's many-messages job, for its key): a call
+    as the job that holds them (aescl.AESGCM's many-messages job, for its key): a call
     then makes none (a launch and an allocation less in a 4 KiB message's call). Made
-    once a GPU, and waited for, so that calls on any stream may read them."""
+    once a GPU, and waited for, so that calls on any stream may read them; freed once
+    the last work of each stream that read them is done (an event a stream, recorded
+    after each call's launches)."""
 
     def __init__(self, h: int) -> None:
         self._h = h
-        self._on: dict[int, CudaBytes] = {}
+        self._on: dict[int, int] = {}  # GPU ordinal -> the tables' address there
+        self._after: dict[tuple[int, int], Any] = {}  # (GPU, stream) -> event of last use
         self._lock = threading.Lock()
+        weakref.finalize(self, _free_tables, self._on, self._after)
 
     def on(self, gpu: Gpu, like: CudaBytes) -> CudaBytes:
         from cuda.bindings import driver
@@ -250,20 +254,38 @@ class KeyTables:
             if like.device not in self._on:
                 gpu.make_current()
                 pointer = int(checked(driver.cuMemAlloc(_POSITION_TABLES_BYTES)))
-                weakref.finalize(self, _free_on, gpu, pointer)
+                self._on[like.device] = pointer
                 launch_position_tables(gpu, like.stream, self._h, pointer)
                 checked(driver.cuStreamSynchronize(like.stream))
-                self._on[like.device] = CudaBytes(pointer, _POSITION_TABLES_BYTES,
-                                                  like.device, 0, False)
-            return self._on[like.device]
+            return CudaBytes(self._on[like.device], _POSITION_TABLES_BYTES, like.device, 0,
+                             False)
+
+    def used(self, gpu: Gpu, like: CudaBytes) -> None:
+        """The work just queued on ``like``'s stream reads the tables: they outlive it."""
+        from cuda.bindings import driver
+
+        with self._lock:
+            gpu.make_current()
+            event = self._after.get((like.device, like.stream))
+            if event is None:
+                event = checked(driver.cuEventCreate(
+                    driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+                self._after[(like.device, like.stream)] = event
+            checked(driver.cuEventRecord(event, like.stream))
 
 
 @keeps_callers_context
-def _free_on(gpu: Gpu, pointer: int) -> None:
+def _free_tables(on: dict[int, int], after: dict[tuple[int, int], Any]) -> None:
     from cuda.bindings import driver
 
-    gpu.make_current()
-    driver.cuMemFree(pointer)  # (unchecked: at exit the driver may have gone first)
+    # (unchecked: at exit the driver may have gone first)
+    for (ordinal, _), event in after.items():
+        cuda_device(ordinal).make_current()
+        driver.cuEventSynchronize(event)
+        driver.cuEventDestroy(event)
+    for ordinal, pointer in on.items():
+        cuda_device(ordinal).make_current()
+        driver.cuMemFree(pointer)
 
 
 class _GhashTables:
@@ -404,20 +426,22 @@ class CudaGhash:
 # Threads a message at most where few long messages would leave the GPU part idle
 # (_message_items): more halve each thread's Horner steps and add a level to the pairing,
 # whose barriers stall an SM (the sweep above), which matters only where SMs are busy:
-# 32 while messages are many; a whole block for a message alone (AESGCM.encrypt of one
+# 32 while messages are many; up to 256 for a message alone (AESGCM.encrypt of one
 # device array: 64 KiB on 32 threads, 128 Horner steps each, ran 285 us on the H200).
 _MESSAGE_ITEMS_MOST = 32
+_MESSAGE_ITEMS_ALONE = 256  # GCM_MAX_GHASH_ITEMS (cl/aes_gcm.cl): H's position tables end there
 
 
 def _message_items(fused: _CryptHash, count: int) -> int:
     """Threads a message for ``count`` messages given one by one (device_messages.py):
-    the chunked format's 8, or more, a power of two up to _MESSAGE_ITEMS_MOST (up to a
-    whole block where the messages are fewer than a wave's blocks), where
+    the chunked format's 8, or more, a power of two up to _MESSAGE_ITEMS_MOST (up to
+    _MESSAGE_ITEMS_ALONE where the messages are fewer than a wave's blocks), where
     ``count`` messages of 8 would not fill one wave of the launch (4,096 messages of
     64 KiB on an H200: 32,768 threads of a wave's 270,336, at 39% of one call's rate)."""
     wave = fused.most_blocks * fused.threads
     items = fused.items
-    most = fused.threads if count < fused.most_blocks else _MESSAGE_ITEMS_MOST
+    most = min(fused.threads, _MESSAGE_ITEMS_ALONE) if count < fused.most_blocks \
+        else _MESSAGE_ITEMS_MOST
     while items < most and count * items < wave \
             and fused.threads % (2 * items) == 0:
         items *= 2
@@ -479,6 +503,7 @@ class CudaChunkKernels:
         # stream's order: nothing here waits. Its nibble tables only where the separate
         # kernels run (_nibble_tables).
         self._h = h
+        self._tables = tables
         if tables is not None:  # (kept for the key: tables.on)
             self._h_positions = tables.on(gpu, like)
         else:
@@ -502,7 +527,10 @@ class CudaChunkKernels:
         return CudaBytes(span.pointer, nbytes, span.device, span.stream, False)
 
     def release_all(self) -> None:
-        """Free the scratch memory in the stream's order (after the work that uses it)."""
+        """Free the scratch memory in the stream's order (after the work that uses it),
+        and have the key's kept tables outlive that work."""
+        if self._tables is not None:
+            self._tables.used(self._gpu, self._like)
         for span in self._spans:
             self._memory.release(span)
         self._spans.clear()

@@ -289,6 +289,12 @@ class OpenclArrayChunks:
         self._key, self._base_nonce = key, base_nonce
         self._devices = devices  # the only devices an array may be on (None: any)
 
+    @classmethod
+    def for_messages(cls, key: bytes, devices: list[Device] | None = None
+                     ) -> OpenclArrayChunks:
+        """The job of many GCM messages under ``key`` (seal_messages, open_messages)."""
+        return cls(key, bytes(12), devices)
+
     def _kernels(self, array: Any, device: Device) -> tuple[OpenclChunkKernels, Any]:
         engine = GcmKernels(self._key, device, "host", array.context,
                            ghash.hash_subkey(self._key))
