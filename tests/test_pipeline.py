@@ -28,6 +28,25 @@ def test_pinned_memory_is_recognised_with_its_slices(device):
         aescl.pinned_empty(-1, device)
 
 
+def test_memory_for_a_team_of_opencl_gpus_is_pinned_for_each():
+    """Each OpenCL device has a context of its own: memory one pinned would be staged
+    through the others' copies. It needs two OpenCL GPUs and skips, visibly, elsewhere."""
+    gpus = [d for d in aescl.devices() if d.is_opencl and d.type == "gpu"]
+    if len(gpus) < 2:
+        pytest.skip("fewer than two OpenCL GPUs here")
+    team = gpus[:2]
+    memory = aescl.pinned_empty(1 << 20, [d.id for d in team])
+    assert all(is_pinned(memory, d) for d in team)
+    key = os.urandom(16)
+    data = np.frombuffer(os.urandom(memory.nbytes), np.uint8)
+    memory[:] = data
+    out = aescl.pinned_empty(memory.nbytes, [d.id for d in team])
+    nonce = os.urandom(8)
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=[d.id for d in team]).encrypt(
+        memory, output=out)
+    assert out.tobytes() == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data.tobytes())
+
+
 @pytest.mark.parametrize("source_pinned,target_pinned", [
     (False, False), (True, False), (False, True), (True, True)])
 def test_ctr_through_pinned_and_pageable_memory(device, monkeypatch, source_pinned,

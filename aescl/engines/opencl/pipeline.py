@@ -109,6 +109,16 @@ def pin_host_memory(memory: Any, device: Device) -> np.ndarray:
     return array
 
 
+def pin_for_another(array: np.ndarray, device: Device) -> None:
+    """``array`` (pinned for one OpenCL device) pinned for ``device`` too, for as long as
+    ``array`` lives, where its driver lets it (a buffer over it with CL_MEM_USE_HOST_PTR,
+    as :func:`pin_host_memory`); where it does not, ``device`` stages its copies."""
+    try:
+        pin_host_memory(array, device)
+    except cl.Error:
+        pass
+
+
 def is_pinned(array: np.ndarray, device: Device) -> bool:
     """Whether all of ``array`` lies in memory :func:`pinned_empty` allocated for ``device``."""
     start = _address(array)
