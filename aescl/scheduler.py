@@ -29,6 +29,8 @@ position alone.
   42.7, with the host engine's threads 42.7, with PoCL 52.0; H200 with a fixed split,
   alone 44, with 15 OpenSSL threads 35-45, with 15 worker processes 54-57), the one
   measured fastest for the kind of work among them; alone, the fastest of all.
+* In ``all``, beside two GPUs or more that take part (CORES_SIT_OUT_BESIDE), the
+  host's cores sit out: computing beside them, they starve the GPUs' feeding.
 * An engine that holds the GIL through a kind of work (the host engine's AEAD
   calls, for chunks, on its threads) sits out a split of that kind beside engines
   that do not: it would starve their feeding threads.
@@ -85,6 +87,13 @@ _worked_before: set[tuple[str, str]] = set()
 # A job this small runs on the leading engine alone: splitting it would cost more
 # (threads, a kernel launch per engine) than it saves.
 SPLIT_MIN_BYTES = 1 << 20
+
+# In ``all``, beside this many devices apart from host memory (GPUs) that take part, the
+# host's cores sit out: they compute for the team beside one GPU (pinned CTR-128, 1 GiB,
+# H100 host: 42.7 GB/s alone, 52.0 with PoCL), but beside two they starve the GPUs'
+# feeding (2 GiB pinned, 2 x H200: the CUDA team 67.8 GB/s CTR and 61.3 chunked, with
+# PoCL beside it 54.5 and 38.0; issue 57's 4 x H200: 77.8 CTR, 57.0 for ``all``).
+CORES_SIT_OUT_BESIDE = 2
 
 
 @dataclass
@@ -213,6 +222,9 @@ class Team:
             return [self.lead]
         if arrays and any(e.on_host_cores for e in engines):
             engines = [e for e in engines if not e.stages(*arrays)]
+        apart = [e for e in engines if not e.on_host_cores]
+        if self.whole_machine and len(apart) >= CORES_SIT_OUT_BESIDE:
+            engines = apart
         cores = [e for e in engines if e.on_host_cores]
         if self.whole_machine and len(cores) > 1:
             beside_devices = len(cores) < len(engines)

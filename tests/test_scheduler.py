@@ -536,6 +536,29 @@ def test_beside_a_device_all_gives_the_host_cores_to_an_opencl_cpu(
     assert [e.device for e in team.taking_part(64 << 20, "blocks", pageable)] == [host_device()]
 
 
+def test_beside_two_devices_apart_from_host_memory_all_leaves_the_host_cores_out(
+        no_device_named, apart_from_host_memory, opencl_cpu):
+    """Two devices apart from host memory (the one here listed twice, under another id:
+    only the team's choice is asked, no work runs) take a pinned job of ``all`` alone;
+    beside one, the host's cores join it."""
+    import dataclasses
+
+    from aescl.engines.opencl import host_memory
+
+    twin = dataclasses.replace(apart_from_host_memory, id=apart_from_host_memory.id + "-twin")
+    pinned = (host_memory(4096, [apart_from_host_memory, twin], None),) * 2  # (for both)
+    for kind in ("blocks", "chunks"):
+        two = scheduler.Team([apart_from_host_memory, twin, host_device(), opencl_cpu],
+                             whole_machine=True)
+        assert [e.device for e in two.taking_part(64 << 20, kind, pinned)] == [
+            apart_from_host_memory, twin]
+        one = scheduler.Team([apart_from_host_memory, host_device(), opencl_cpu],
+                             whole_machine=True)
+        assert any(e.on_host_cores for e in one.taking_part(64 << 20, "blocks", pinned))
+        named = scheduler.Team([apart_from_host_memory, twin, opencl_cpu])  # (a list: kept)
+        assert len(named.taking_part(64 << 20, kind, pinned)) == 3
+
+
 @pytest.mark.parametrize("mode", ["ctr", "chunked"])
 def test_a_job_on_all_matches_the_reference(mode, opencl_cpu):
     data = os.urandom((3 << 20) + 21)
