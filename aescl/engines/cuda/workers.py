@@ -625,9 +625,13 @@ class CudaChunkKernels:
             (0, 0, 0, 0) if check is None else (check.received.pointer, check.stride,
                                                 check.verdict.pointer, check.first)
         if isinstance(run, Messages):
-            message_blocks, j0s, lengths = run.message_blocks, run.j0s.pointer, \
-                run.lengths.pointer
-            base_j0, first_chunk, last_bytes = bytes(BLOCK_SIZE), 0, 0
+            message_blocks = run.message_blocks
+            if run.j0s is None:  # (a lone message, its J0 by value: a chunk run of one)
+                j0s, lengths = 0, 0
+                base_j0, first_chunk, last_bytes = run.j0, 0, message_blocks * BLOCK_SIZE
+            else:
+                j0s, lengths = run.j0s.pointer, run.lengths.pointer
+                base_j0, first_chunk, last_bytes = bytes(BLOCK_SIZE), 0, 0
             masks, mask_step = (0, 0) if run.masks is None else (run.masks.pointer,
                                                                  run.mask_step)
         else:  # (J0s and lengths made by the kernel: NULL pointers, the run by value)

@@ -285,8 +285,12 @@ class OpenclChunkKernels:
             verdict_check = (received, received_first, check.stride, check.verdict.buffer,
                              check.first)
         if isinstance(run, device_chunks.Messages):
-            message_blocks, j0s, lengths, chunk_run = \
-                run.message_blocks, self._buffer(run.j0s), self._buffer(run.lengths), None
+            message_blocks = run.message_blocks
+            if run.j0s is None:  # (a lone message, its J0 by value: a chunk run of one)
+                j0s = lengths = None
+                chunk_run = (run.j0, 0, message_blocks * BLOCK_SIZE)
+            else:
+                j0s, lengths, chunk_run = self._buffer(run.j0s), self._buffer(run.lengths), None
             masks = None if run.masks is None else (self._buffer(run.masks), run.mask_step)
         else:
             message_blocks, j0s, lengths, chunk_run, masks = \

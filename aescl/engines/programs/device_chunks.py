@@ -86,13 +86,16 @@ class Messages(NamedTuple):
     each) of every message in spans on the device, each message ``message_blocks``
     blocks apart, and where ``masks`` is not None, a 16-byte mask XORed into each tag
     (the share of its associated data), message m's at ``m * mask_step`` (0: one for
-    all)."""
+    all). A lone message may instead have ``j0s`` and ``lengths`` None and its J0 in
+    ``j0``, by value: it is ``message_blocks`` whole blocks, as a chunk run of one with
+    that J0 (nothing to upload for it)."""
 
     j0s: Any
     lengths: Any
     message_blocks: int
     masks: Any
     mask_step: int
+    j0: bytes | None = None
 
 
 class ChunkKernels(Protocol):

@@ -100,10 +100,16 @@ class _Uploaded(NamedTuple):
 
 
 def _upload(kernels: ChunkKernels, messages: MessagePlan) -> _Uploaded:
-    j0s = kernels.scratch(len(messages.j0s))
-    kernels.upload(j0s, messages.j0s)
-    lengths = kernels.scratch(8 * messages.count)
-    kernels.upload(lengths, np.full(messages.count, messages.nbytes, np.uint64).tobytes())
+    """The plan's J0s, lengths and masks on the device; a lone message's J0 and length
+    go by value instead (Messages.j0: an upload from pageable memory waits for the
+    stream, and each is an allocation and a copy in a call of a few microseconds)."""
+    j0s = lengths = None
+    if messages.count > 1:
+        j0s = kernels.scratch(len(messages.j0s))
+        kernels.upload(j0s, messages.j0s)
+        lengths = kernels.scratch(8 * messages.count)
+        kernels.upload(lengths, np.full(messages.count, messages.nbytes,
+                                        np.uint64).tobytes())
     masks = None
     if messages.masks is not None:
         masks = kernels.scratch(len(messages.masks))
@@ -122,6 +128,9 @@ def _launch_messages(uploaded: _Uploaded, messages: MessagePlan, first: int) -> 
     step = 0 if messages.one_mask else 1
     masks = None if uploaded.masks is None else uploaded.masks.at(
         first * TAG_SIZE * step, uploaded.masks.nbytes - first * TAG_SIZE * step)
+    if uploaded.j0s is None:  # (a lone message: its J0 by value)
+        return Messages(None, None, messages.nbytes // BLOCK_SIZE, masks, step,
+                        messages.j0s)
     return Messages(uploaded.j0s.at(first * BLOCK_SIZE, uploaded.j0s.nbytes - first * BLOCK_SIZE),
                     uploaded.lengths.at(8 * first, uploaded.lengths.nbytes - 8 * first),
                     messages.nbytes // BLOCK_SIZE, masks, step)
