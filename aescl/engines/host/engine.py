@@ -83,8 +83,11 @@ HOLDS_GIL_FOR = frozenset({"chunks"})
 STAGE_MIN_CORES = 8
 STAGE_MIN_BYTES = 64 << 20  # a job's plaintext, from which staging pays for its copies
 # Where the workers may read and write the caller's memory (reach.py), from this size on
-# they work on it straight, with no staging copies: a piece of 256 KiB a worker at least.
-REACH_MIN_BYTES = 4 << 20
+# they work on it straight, with no staging copies. Not below: a file job's batches (16
+# MiB) are bound by the files, and the workers beside its reading and writing threads
+# slowed it (4 GiB, /dev/shm, 16-core H200 host: 2.05-2.46 s to encrypt through them,
+# 1.63-2.23 on a thread; docs/benchmarks).
+REACH_MIN_BYTES = 64 << 20
 STAGE_CHUNKS = 2048  # chunks a piece: 32 MiB of plaintext, two buffers of it kept
 _COPY_SLICE = 4 << 20  # bytes a copying thread takes at a time
 
