@@ -31,10 +31,14 @@ on the device, in one launch a GiB (engines/programs/device_messages.py), on a d
 whose engine has the fused GCM kernel (GPUs, and CPUs without carry-less GHASH); other
 rows, and a list of device arrays, go message by message.
 
-Not yet here (issue 56): one launch for a list of device arrays, and a batch on host
-data faster than a loop of pyca calls (the many calls are that loop today: pyca's cost
-is its call, about 2 µs for 1 KiB on the 2-core CI kind, of which OpenSSL's work is a
-fraction, and no library call seals many messages at once).
+A list of device arrays of one library and size (whole blocks) is stacked into the rows
+of one 2-D array by the library (torch, CuPy, pyopencl) and goes the same way; the
+results are that array's rows. Other lists go message by message.
+
+Not yet here (issue 56): a batch on host data faster than a loop of pyca calls (the
+many calls are that loop today: pyca's cost is its call, about 2 µs for 1 KiB on the
+2-core CI kind, of which OpenSSL's work is a fraction, and no library call seals many
+messages at once).
 """
 
 from __future__ import annotations
@@ -188,6 +192,24 @@ def _repeated_rows(rows: np.ndarray) -> bool:
     return len({row.tobytes() for row in suspects}) != len(suspects)
 
 
+def _stacked(arrays: Any, tag_bytes: int) -> tuple[Any, Any]:
+    """A list of device arrays of one type and kind, each of the same whole blocks (past
+    ``tag_bytes`` of tag), as the rows of one new 2-D array of their kind (its
+    library's stack: one launch of a copy) and that kind, so that the messages go in one
+    launch too; (None, None) where they are not such a list, or the kind cannot stack
+    them (they then go message by message)."""
+    if len(arrays) < 2 or len({type(array) for array in arrays}) != 1:
+        return None, None
+    kind = array_kind_of(arrays[0])
+    if kind is None:
+        return None, None
+    length = kind.nbytes(arrays[0]) - tag_bytes
+    if not device_messages.fits(length, len(arrays)):
+        return None, None
+    grid = kind.stack(list(arrays))
+    return (kind, grid) if grid is not None else (None, None)
+
+
 def _aad_bytes(associated_data: Any) -> bytes | None:
     """Associated data as bytes on the host (a device array's read back), None for none."""
     if associated_data is None:
@@ -337,14 +359,26 @@ class AESGCM:
         rows = array_kind_of(messages)
         count = len(messages)
         aads = self._batch(batch, count, associated_data)
-        nonces = batch.as_list() if rows is None else batch
         if rows is None:
+            kind, grid = _stacked(messages, 0)
+            if grid is not None:  # (a list of device arrays as one 2-D array's rows)
+                sealed = self._seal_rows(kind, batch, grid, aads, associated_data)
+                return [sealed[index] for index in range(count)]
+            nonces = batch.as_list()
             if _all_short_bytes(messages):  # (pyca's own loop: nothing of aescl's per call)
                 encrypt = self._pyca.encrypt
                 return [encrypt(nonce, message, aad)
                         for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
             return [self.encrypt(nonce, message, aad)
                     for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
+        return self._seal_rows(rows, batch, messages, aads, associated_data)
+
+    def _seal_rows(self, rows: ArrayKind, batch: _Nonces, messages: Any, aads: list[Any],
+                   associated_data: Any) -> Any:
+        """The rows of a 2-D device array sealed into an N x (L + 16) array of its kind:
+        in one launch a batch where they go that way (device_messages.py), else one by
+        one."""
+        count = len(messages)
         length = rows.nbytes(messages) // max(1, count)
         width = length + TAG_SIZE
         plan = self._rows_plan(batch, associated_data, aads, length)
@@ -375,6 +409,15 @@ class AESGCM:
         failed: list[int] = []
         if rows is not None:
             return self._open_rows(rows, batch, ciphertexts, aads, associated_data)
+        kind, grid = _stacked(ciphertexts, TAG_SIZE)
+        if grid is not None:  # (a list of device arrays as one 2-D array's rows)
+            try:
+                opened = self._open_rows(kind, batch, grid, aads, associated_data)
+            except InvalidTags as failure:
+                results = failure.results
+                raise InvalidTags(failure.failed,
+                                  [results[index] for index in range(count)]) from None
+            return [opened[index] for index in range(count)]
         nonces = batch.as_list()
         results: list[Any] = []
         decrypt = (self._pyca.decrypt if _all_short_bytes(ciphertexts, TAG_SIZE)

@@ -318,6 +318,37 @@ def test_device_arrays_in_a_batch_and_as_associated_data(kind):
 
 
 @pytest.mark.parametrize("kind", _device_array_kinds())
+def test_a_list_of_device_arrays_of_one_size_goes_in_one_launch(kind, monkeypatch):
+    """Device arrays of one library and size (whole blocks) are stacked into one 2-D
+    array's rows and sealed and opened in one launch: no MODE_GCM cipher, message by
+    message, is asked for. A failed one is named, and its result zeroed."""
+    to_device, to_bytes = kind()
+    key, count = os.urandom(32), 5
+    nonces = [os.urandom(12) for _ in range(count)]
+    messages = [os.urandom(64) for _ in range(count)]
+    pyca, cipher = PycaAESGCM(key), aescl.AESGCM(key)
+
+    def no_message_by_message(*args):
+        raise AssertionError("a message went on its own, not in the launch")
+
+    monkeypatch.setattr(cipher, "_cipher", no_message_by_message)
+    sealed = cipher.encrypt_many(nonces, [to_device(m) for m in messages], b"ad")
+    assert isinstance(sealed, list) and len(sealed) == count
+    expected = [pyca.encrypt(n, m, b"ad") for n, m in zip(nonces, messages, strict=True)]
+    assert [to_bytes(s) for s in sealed] == expected
+    opened = cipher.decrypt_many(nonces, sealed, b"ad")
+    assert [to_bytes(o) for o in opened] == messages
+    tampered = [to_device(e) for e in expected]
+    tampered[2] = to_device(expected[2][:-1] + bytes([expected[2][-1] ^ 1]))
+    monkeypatch.undo()  # (from the failed row on, rows are opened again one by one)
+    with pytest.raises(aead.InvalidTags) as caught:
+        cipher.decrypt_many(nonces, tampered, b"ad")
+    assert caught.value.failed == [2]
+    assert [to_bytes(r) for r in caught.value.results] == [*messages[:2], bytes(64),
+                                                           *messages[3:]]
+
+
+@pytest.mark.parametrize("kind", _device_array_kinds())
 @pytest.mark.parametrize("length", [0, 1000])
 def test_a_2d_device_array_is_n_messages_and_comes_back_n_rows(kind, length):
     import numpy as np

@@ -20,8 +20,9 @@ An engine package that takes device arrays exports, from its root, three classes
   ``ArrayChunks.for_messages(key, rule)`` makes the job of many GCM messages
   (``seal_messages``, ``open_messages``: programs/device_messages.py), which its
   caller keeps across calls;
-* ``ArrayBytes``: ``empty(like, nbytes)``, ``write(array, offset, data)`` and
-  ``finish(like, result)``, for a result a call lays out itself (aescl.AESGCM).
+* ``ArrayBytes``: ``empty(like, nbytes)``, ``write(array, offset, data)``,
+  ``finish(like, result)`` and ``stack(arrays)`` (their bytes as the rows of one 2-D
+  array, or None), for a result a call lays out itself (aescl.AESGCM).
 
 ``rule`` is where a cipher's devices let the arrays run (``teams.array_device_rule``).
 """
@@ -163,6 +164,12 @@ class ArrayKind:
     def write(self, array: Any, offset: int, data: bytes) -> None:
         """Host ``data`` into bytes ``offset ..`` of ``array``, after the work before."""
         self.engine().ArrayBytes.write(array, offset, data)
+
+    def stack(self, arrays: list[Any]) -> Any:
+        """The bytes of ``arrays`` (all of this kind) as the rows of one new 2-D uint8
+        array of it, in one step of the library's; None where it cannot (aescl.AESGCM
+        then goes message by message)."""
+        return self.engine().ArrayBytes.stack(arrays)
 
     def finish(self, like: Any, result: Any) -> Any:
         """A result made by :meth:`empty` as the kind of array ``like`` is."""

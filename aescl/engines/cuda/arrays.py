@@ -542,3 +542,29 @@ class CudaArrayBytes:
         """``result`` as the caller's kind of array (a JAX input's result made in CuPy
         goes back to JAX)."""
         return as_kind_of(like, result)
+
+    @staticmethod
+    @keeps_callers_context
+    def stack(arrays: list[Any]) -> Any:
+        """The arrays' bytes as the rows of one new 2-D uint8 array of their library on
+        their GPU, by the library's own stack (one launch of its copy kernel); None
+        where the library has none here (JAX, Numba, DLPack-only objects), or the arrays
+        are not all C-contiguous, of one size and on one GPU."""
+        library = _library(arrays[0])
+        if library not in ("torch", "cupy"):
+            return None
+        first = arrays[0]
+        if any(a.device != first.device or a.nbytes != first.nbytes for a in arrays):
+            return None
+        if library == "torch":
+            import torch
+
+            if not all(a.is_contiguous() for a in arrays):
+                return None
+            return torch.stack([a.reshape(-1).view(torch.uint8) for a in arrays])
+        import cupy
+
+        if not all(a.flags.c_contiguous for a in arrays):
+            return None
+        with first.device:
+            return cupy.stack([a.ravel().view(cupy.uint8) for a in arrays])

@@ -435,3 +435,17 @@ class OpenclArrayBytes:
     @staticmethod
     def finish(like: Any, result: Any) -> Any:
         return result
+
+    @staticmethod
+    def stack(arrays: list[Any]) -> Any:
+        """The arrays' bytes as the rows of one new 2-D uint8 array in the first one's
+        queue (pyopencl's stack: a copy a row); None where they are not all C-contiguous,
+        of one size and in one context."""
+        import pyopencl.array as cl_array
+
+        first = arrays[0]
+        if any(a.context != first.context or a.nbytes != first.nbytes
+               or not a.flags.c_contiguous for a in arrays):
+            return None
+        return cl_array.stack([a.reshape(-1).view(np.uint8) for a in arrays],
+                              queue=first.queue)
