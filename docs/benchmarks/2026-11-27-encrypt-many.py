@@ -1,7 +1,8 @@
 """Issue 56: ``aescl.AESGCM.encrypt_many`` / ``decrypt_many`` on a 2-D torch tensor of
 N messages on a GPU (256 MiB in all, each message its own nonce, nonces an N x 12 host
 array), beside one ``AESGCM.encrypt`` over the same 256 MiB, in the same run: best of 5,
-synchronised after each call. Also the host's share of a call: the nonce rows read,
+synchronised after each call; the same rows given as a list of tensors (stacked by
+torch into one, then one launch). Also the host's share of a call: the nonce rows read,
 checked and made into J0s (device_messages.plan). Prints one JSON object.
 
     python3 docs/benchmarks/2026-11-27-encrypt-many.py
