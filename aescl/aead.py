@@ -362,8 +362,7 @@ class AESGCM:
         if rows is None:
             kind, grid = _stacked(messages, 0)
             if grid is not None:  # (a list of device arrays as one 2-D array's rows)
-                sealed = self._seal_rows(kind, batch, grid, aads, associated_data)
-                return [sealed[index] for index in range(count)]
+                return list(self._seal_rows(kind, batch, grid, aads, associated_data))
             nonces = batch.as_list()
             if _all_short_bytes(messages):  # (pyca's own loop: nothing of aescl's per call)
                 encrypt = self._pyca.encrypt
@@ -414,10 +413,8 @@ class AESGCM:
             try:
                 opened = self._open_rows(kind, batch, grid, aads, associated_data)
             except InvalidTags as failure:
-                results = failure.results
-                raise InvalidTags(failure.failed,
-                                  [results[index] for index in range(count)]) from None
-            return [opened[index] for index in range(count)]
+                raise InvalidTags(failure.failed, list(failure.results)) from None
+            return list(opened)
         nonces = batch.as_list()
         results: list[Any] = []
         decrypt = (self._pyca.decrypt if _all_short_bytes(ciphertexts, TAG_SIZE)
