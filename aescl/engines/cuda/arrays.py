@@ -554,28 +554,17 @@ class CudaArrayBytes:
         if library not in ("torch", "cupy"):
             return None
         first = arrays[0]
-        # (checks and conversions a tensor apiece are most of the time for many small
-        # ones: the rows of a uint8 array go to the stack as they are, and the stack
-        # itself refuses tensors on different GPUs or of different sizes)
+        if any(a.device != first.device or a.nbytes != first.nbytes for a in arrays):
+            return None
         if library == "torch":
             import torch
 
             if not all(a.is_contiguous() for a in arrays):
                 return None
-            if any(a.dtype != torch.uint8 or a.dim() != 1 for a in arrays):
-                arrays = [a.reshape(-1).view(torch.uint8) for a in arrays]
-            try:
-                return torch.stack(arrays)
-            except RuntimeError:
-                return None
+            return torch.stack([a.reshape(-1).view(torch.uint8) for a in arrays])
         import cupy
 
-        if any(a.device != first.device or not a.flags.c_contiguous for a in arrays):
+        if not all(a.flags.c_contiguous for a in arrays):
             return None
-        if any(a.dtype != cupy.uint8 or a.ndim != 1 for a in arrays):
-            arrays = [a.ravel().view(cupy.uint8) for a in arrays]
-        try:
-            with first.device:
-                return cupy.stack(arrays)
-        except ValueError:
-            return None
+        with first.device:
+            return cupy.stack([a.ravel().view(cupy.uint8) for a in arrays])
