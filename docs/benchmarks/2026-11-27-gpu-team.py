@@ -17,18 +17,15 @@ import sys
 import time
 
 import aescl
+from aescl.timing import wall
 
 NBYTES = int(os.environ.get("TEAM_GIB", "2")) << 30
 
 
 def rate(run, tries: int = 3) -> float:
+    """GB/s of the best of ``tries`` runs after a warm-up."""
     run()
-    best = float("inf")
-    for _ in range(tries):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return round(NBYTES / best / 1e9, 1)
+    return round(NBYTES / min(wall(run) for _ in range(tries)) / 1e9, 1)
 
 
 def team_figures(spec, key: bytes, nonce: bytes, source=None) -> tuple[float, float]:
