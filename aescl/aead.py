@@ -32,8 +32,9 @@ whose engine has the fused GCM kernel (GPUs, and CPUs without carry-less GHASH);
 rows, and a list of device arrays, go message by message.
 
 A list of device arrays of one library and size (whole blocks) is stacked into the rows
-of one 2-D array by the library (torch, CuPy, pyopencl) and goes the same way; the
-results are that array's rows. Other lists go message by message.
+of one 2-D array by the library (torch, CuPy, pyopencl), one array a device, and goes
+the same way, the devices at once (a thread each); the results are those arrays' rows.
+Other lists go message by message.
 
 Not yet here (issue 56): a batch on host data faster than a loop of pyca calls (the
 many calls are that loop today: pyca's cost is its call, about 2 µs for 1 KiB on the
@@ -144,6 +145,15 @@ class _Nonces:
     def __len__(self) -> int:
         return len(self._list) if self.rows is None else len(self.rows)
 
+    def subset(self, indices: list[int]) -> _Nonces:
+        """The nonces at ``indices``, in that order (checked as a whole already)."""
+        part = _Nonces([])
+        if self.rows is not None:
+            part.rows, part._list = self.rows[indices], None
+        else:
+            part._list = [self.as_list()[index] for index in indices]
+        return part
+
     def as_list(self) -> list[Any]:
         """Each nonce on its own (a row's bytes for an array)."""
         if self._list is None:
@@ -192,22 +202,53 @@ def _repeated_rows(rows: np.ndarray) -> bool:
     return len({row.tobytes() for row in suspects}) != len(suspects)
 
 
-def _stacked(arrays: Any, tag_bytes: int) -> tuple[Any, Any]:
+def _stacked_groups(arrays: Any, tag_bytes: int) -> list[tuple[Any, list[int], Any]] | None:
     """A list of device arrays of one type and kind, each of the same whole blocks (past
-    ``tag_bytes`` of tag), as the rows of one new 2-D array of their kind (its
-    library's stack: one launch of a copy) and that kind, so that the messages go in one
-    launch too; (None, None) where they are not such a list, or the kind cannot stack
-    them (they then go message by message)."""
+    ``tag_bytes`` of tag), as (kind, indices, rows): the arrays at ``indices``, all on one
+    device, stacked into the rows of one new 2-D array of their kind there (the
+    library's stack: one launch of a copy), one group a device. None where they are not
+    such a list, or their kind cannot stack them (they go message by message)."""
     if len(arrays) < 2 or len({type(array) for array in arrays}) != 1:
-        return None, None
+        return None
     kind = array_kind_of(arrays[0])
-    if kind is None:
-        return None, None
-    length = kind.nbytes(arrays[0]) - tag_bytes
-    if not device_messages.fits(length, len(arrays)):
-        return None, None
-    grid = kind.stack(list(arrays))
-    return (kind, grid) if grid is not None else (None, None)
+    if kind is None or not device_messages.fits(kind.nbytes(arrays[0]) - tag_bytes,
+                                                 len(arrays)):
+        return None
+    rows = kind.stack(list(arrays))
+    if rows is not None:  # (the usual case: all on one device)
+        return [(kind, list(range(len(arrays))), rows)]
+    places: dict[Any, list[int]] = {}
+    for index, array in enumerate(arrays):
+        places.setdefault(kind.device_of(array), []).append(index)
+    if len(places) < 2:  # (one device, and the stack refused them: sizes or layouts)
+        return None
+    groups = []
+    for indices in places.values():
+        rows = kind.stack([arrays[index] for index in indices])
+        if rows is None:
+            return None
+        groups.append((kind, indices, rows))
+    return groups
+
+
+def _each_at_once(work: Any, groups: list[Any]) -> list[Any]:
+    """``work(group)`` for every group, a thread each where there are several (one group a
+    device: the devices work at once, and an opening's wait for its verdict holds up no
+    other device's)."""
+    if len(groups) == 1:
+        return [work(groups[0])]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(groups), thread_name_prefix="aescl-aead") as pool:
+        return list(pool.map(work, groups))
+
+
+def _at(associated_data: Any, indices: list[int]) -> Any:
+    """The associated data of the messages at ``indices``: its items there for one a
+    message, else the same for all."""
+    if isinstance(associated_data, list | tuple):
+        return [associated_data[index] for index in indices]
+    return associated_data
 
 
 def _aad_bytes(associated_data: Any) -> bytes | None:
@@ -360,9 +401,9 @@ class AESGCM:
         count = len(messages)
         aads = self._batch(batch, count, associated_data)
         if rows is None:
-            kind, grid = _stacked(messages, 0)
-            if grid is not None:  # (a list of device arrays as one 2-D array's rows)
-                return list(self._seal_rows(kind, batch, grid, aads, associated_data))
+            groups = _stacked_groups(messages, 0)
+            if groups is not None:  # (device arrays as the rows of one 2-D array a device)
+                return self._seal_groups(groups, batch, aads, associated_data)
             nonces = batch.as_list()
             if _all_short_bytes(messages):  # (pyca's own loop: nothing of aescl's per call)
                 encrypt = self._pyca.encrypt
@@ -371,6 +412,22 @@ class AESGCM:
             return [self.encrypt(nonce, message, aad)
                     for nonce, message, aad in zip(nonces, messages, aads, strict=True)]
         return self._seal_rows(rows, batch, messages, aads, associated_data)
+
+    def _seal_groups(self, groups: list[tuple[Any, list[int], Any]], batch: _Nonces,
+                     aads: list[Any], associated_data: Any) -> list[Any]:
+        """A list's messages sealed a device's group at a time (_stacked_groups), the
+        devices at once: the results in the list's order, rows of each group's array."""
+        def seal(group: tuple[Any, list[int], Any]) -> Any:
+            kind, indices, rows = group
+            return self._seal_rows(kind, batch.subset(indices), rows,
+                                   [aads[index] for index in indices],
+                                   _at(associated_data, indices))
+
+        results: list[Any] = [None] * len(batch)
+        for (_, indices, _), sealed in zip(groups, _each_at_once(seal, groups), strict=True):
+            for index, row in zip(indices, sealed, strict=True):
+                results[index] = row
+        return results
 
     def _seal_rows(self, rows: ArrayKind, batch: _Nonces, messages: Any, aads: list[Any],
                    associated_data: Any) -> Any:
@@ -408,13 +465,9 @@ class AESGCM:
         failed: list[int] = []
         if rows is not None:
             return self._open_rows(rows, batch, ciphertexts, aads, associated_data)
-        kind, grid = _stacked(ciphertexts, TAG_SIZE)
-        if grid is not None:  # (a list of device arrays as one 2-D array's rows)
-            try:
-                opened = self._open_rows(kind, batch, grid, aads, associated_data)
-            except InvalidTags as failure:
-                raise InvalidTags(failure.failed, list(failure.results)) from None
-            return list(opened)
+        groups = _stacked_groups(ciphertexts, TAG_SIZE)
+        if groups is not None:  # (device arrays as the rows of one 2-D array a device)
+            return self._open_groups(groups, batch, aads, associated_data)
         nonces = batch.as_list()
         results: list[Any] = []
         decrypt = (self._pyca.decrypt if _all_short_bytes(ciphertexts, TAG_SIZE)
@@ -428,6 +481,31 @@ class AESGCM:
                 results.append(_zeros_like_opened(sealed))
         if failed:
             raise InvalidTags(failed, results)
+        return results
+
+    def _open_groups(self, groups: list[tuple[Any, list[int], Any]], batch: _Nonces,
+                     aads: list[Any], associated_data: Any) -> list[Any]:
+        """A list's sealed messages opened a device's group at a time, the devices at
+        once (as :meth:`_seal_groups`); InvalidTags, naming every failed index of the
+        list, once all are done."""
+        def open_group(group: tuple[Any, list[int], Any]) -> tuple[list[int], list[Any]]:
+            kind, indices, rows = group
+            try:
+                return [], list(self._open_rows(kind, batch.subset(indices), rows,
+                                                [aads[index] for index in indices],
+                                                _at(associated_data, indices)))
+            except InvalidTags as failure:
+                return [indices[at] for at in failure.failed], list(failure.results)
+
+        results: list[Any] = [None] * len(batch)
+        failed: list[int] = []
+        for (_, indices, _), (group_failed, opened) in zip(
+                groups, _each_at_once(open_group, groups), strict=True):
+            failed += group_failed
+            for index, row in zip(indices, opened, strict=True):
+                results[index] = row
+        if failed:
+            raise InvalidTags(sorted(failed), results)
         return results
 
     def _rows_job(self, rows: ArrayKind) -> Any:

@@ -348,6 +348,48 @@ def test_a_list_of_device_arrays_of_one_size_goes_in_one_launch(kind, monkeypatc
                                                            *messages[3:]]
 
 
+def test_a_list_over_two_devices_goes_a_launch_a_device_and_each_result_stays_on_its_own(
+        monkeypatch):
+    """pyopencl arrays in two devices' contexts (PoCL and Oclgrind here; two GPUs where
+    there are): each device's arrays are stacked and sealed there, the devices at once,
+    and the results come back in the list's order, each in its input's context. A failed
+    message on either device is named by its index in the list."""
+    pytest.importorskip("pyopencl.array")
+    import numpy as np
+    import pyopencl as cl
+    import pyopencl.array as cl_array
+
+    devices = [d for d in aescl.devices() if d.is_opencl][:2]
+    if len(devices) < 2:
+        pytest.skip("fewer than two OpenCL devices here")
+    queues = [cl.CommandQueue(cl.Context([d.cl_device])) for d in devices]
+    key, count = os.urandom(16), 5
+    nonces = [os.urandom(12) for _ in range(count)]
+    messages = [os.urandom(32) for _ in range(count)]
+    arrays = [cl_array.to_device(queues[index % 2], np.frombuffer(m, np.uint8).copy())
+              for index, m in enumerate(messages)]
+    pyca, cipher = PycaAESGCM(key), aescl.AESGCM(key)
+    stacked = []
+    stack = aead._stacked_groups
+    monkeypatch.setattr(aead, "_stacked_groups", lambda *args: stacked.append(
+        stack(*args)) or stacked[-1])
+    sealed = cipher.encrypt_many(nonces, arrays, b"ad")
+    assert [sorted(indices) for _, indices, _ in stacked[0]] == [[0, 2, 4], [1, 3]]
+    expected = [pyca.encrypt(n, m, b"ad") for n, m in zip(nonces, messages, strict=True)]
+    assert [s.get().tobytes() for s in sealed] == expected
+    assert [s.context for s in sealed] == [a.context for a in arrays]
+    assert [o.get().tobytes() for o in cipher.decrypt_many(nonces, sealed, b"ad")] == messages
+    tampered = [cl_array.to_device(queues[index % 2], np.frombuffer(e, np.uint8).copy())
+                for index, e in enumerate(expected)]
+    for bad in (1, 2):  # (one on each device)
+        tampered[bad][0] = tampered[bad][0] ^ 1
+    with pytest.raises(aead.InvalidTags) as caught:
+        cipher.decrypt_many(nonces, tampered, b"ad")
+    assert caught.value.failed == [1, 2]
+    assert [r.get().tobytes() for r in caught.value.results] == [
+        messages[0], bytes(32), bytes(32), messages[3], messages[4]]
+
+
 @pytest.mark.parametrize("kind", _device_array_kinds())
 @pytest.mark.parametrize("length", [0, 1000])
 def test_a_2d_device_array_is_n_messages_and_comes_back_n_rows(kind, length):

@@ -21,8 +21,9 @@ An engine package that takes device arrays exports, from its root, three classes
   (``seal_messages``, ``open_messages``: programs/device_messages.py), which its
   caller keeps across calls;
 * ``ArrayBytes``: ``empty(like, nbytes)``, ``write(array, offset, data)``,
-  ``finish(like, result)`` and ``stack(arrays)`` (their bytes as the rows of one 2-D
-  array, or None), for a result a call lays out itself (aescl.AESGCM).
+  ``finish(like, result)``, ``stack(arrays)`` (their bytes as the rows of one 2-D
+  array, or None) and ``device_of(array)``, for a result a call lays out itself
+  (aescl.AESGCM).
 
 ``rule`` is where a cipher's devices let the arrays run (``teams.array_device_rule``).
 """
@@ -164,6 +165,11 @@ class ArrayKind:
     def write(self, array: Any, offset: int, data: bytes) -> None:
         """Host ``data`` into bytes ``offset ..`` of ``array``, after the work before."""
         self.engine().ArrayBytes.write(array, offset, data)
+
+    def device_of(self, array: Any) -> Any:
+        """Where ``array`` lies (a GPU's ordinal, an OpenCL context): arrays alike in it
+        can go in one launch."""
+        return self.engine().ArrayBytes.device_of(array)
 
     def stack(self, arrays: list[Any]) -> Any:
         """The bytes of ``arrays`` (all of this kind) as the rows of one new 2-D uint8

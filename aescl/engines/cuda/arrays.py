@@ -544,6 +544,11 @@ class CudaArrayBytes:
         return as_kind_of(like, result)
 
     @staticmethod
+    def device_of(array: Any) -> int:
+        """The ordinal of the GPU ``array`` lies on."""
+        return cuda_bytes(array, "the input").device
+
+    @staticmethod
     @keeps_callers_context
     def stack(arrays: list[Any]) -> Any:
         """The arrays' bytes as the rows of one new 2-D uint8 array of their library on

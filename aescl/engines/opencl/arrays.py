@@ -437,6 +437,11 @@ class OpenclArrayBytes:
         return result
 
     @staticmethod
+    def device_of(array: Any) -> Any:
+        """The OpenCL context ``array`` lies in (its device's, for aescl's arrays)."""
+        return array.context
+
+    @staticmethod
     def stack(arrays: list[Any]) -> Any:
         """The arrays' bytes as the rows of one new 2-D uint8 array in the first one's
         queue (pyopencl's stack: a copy a row); None where they are not all C-contiguous,
