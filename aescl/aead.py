@@ -208,12 +208,10 @@ def _stacked_groups(arrays: Any, tag_bytes: int) -> list[tuple[Any, list[int], A
     device, stacked into the rows of one new 2-D array of their kind there (the
     library's stack: one launch of a copy), one group a device. None where they are not
     such a list, or their kind cannot stack them (they go message by message)."""
-    if len(arrays) < 2 or len({type(array) for array in arrays}) != 1:
-        return None
-    kind = array_kind_of(arrays[0])
-    if kind is None or not device_messages.fits(kind.nbytes(arrays[0]) - tag_bytes,
-                                                 len(arrays)):
-        return None
+    kind = array_kind_of(arrays[0]) if len(arrays) > 1 else None
+    if kind is None or len({type(array) for array in arrays}) != 1 \
+            or not device_messages.fits(kind.nbytes(arrays[0]) - tag_bytes, len(arrays)):
+        return None  # (host data is known by its first message: nothing more is read)
     rows = kind.stack(list(arrays))
     if rows is not None:  # (the usual case: all on one device)
         return [(kind, list(range(len(arrays))), rows)]
