@@ -346,24 +346,13 @@ class HostChunks:
 
     def _apart(self, kind: str, source: memoryview, target: memoryview, first: int,
                ranges: Ranges) -> bool:
-        """Run the job in the worker processes when its arrays are shared; whether it did."""
-        in_processes = _in_processes(self._engine, source, target)
-        if in_processes is None:
-            return False
-        in_processes((kind, self._key, self._base_nonce_bytes, first),
-                     _checked_chunks(ranges, first))
-        return True
-
-    def _reached(self, kind: str, source: memoryview, target: memoryview, first: int,
-                 ranges: Ranges) -> bool:
-        """Run the job in the worker processes straight on its ordinary memory (reach.py),
-        where the host has cores enough (STAGE_MIN_CORES), the job is not small
-        (REACH_MIN_BYTES) and the workers may; whether it did."""
+        """Run the job in the worker processes when its arrays are shared, or straight on
+        its ordinary memory (reach.py) where the host has cores enough (STAGE_MIN_CORES),
+        the job is not small (REACH_MIN_BYTES) and the workers may; whether it did."""
         engine = self._engine
         plain_bytes = len(source) if kind == "seal" else len(target)
-        if engine.threads < STAGE_MIN_CORES or plain_bytes < REACH_MIN_BYTES:
-            return False
-        in_processes = _in_processes(engine, source, target, reaching=True)
+        reaching = engine.threads >= STAGE_MIN_CORES and plain_bytes >= REACH_MIN_BYTES
+        in_processes = _in_processes(engine, source, target, reaching=reaching)
         if in_processes is None:
             return False
         in_processes((kind, self._key, self._base_nonce_bytes, first),
@@ -409,8 +398,6 @@ class HostChunks:
         src, dst = byte_view(plaintext), byte_view(sealed)
         if self._apart("seal", src, dst, first, ranges):
             return
-        if self._reached("seal", src, dst, first, ranges):
-            return
         if self._staged("seal", src, dst, first, ranges):
             return
 
@@ -427,8 +414,6 @@ class HostChunks:
     def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
         src, dst = byte_view(sealed), byte_view(plaintext)
         if self._apart("open", src, dst, first, ranges):
-            return
-        if self._reached("open", src, dst, first, ranges):
             return
         if self._staged("open", src, dst, first, ranges):
             return
