@@ -255,9 +255,11 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
  * output_stride: offsets in the buffers, so that the host needs no sub-buffers, whose
  * release waits in NVIDIA's OpenCL for all the work on the device.
  *
- * J0s and lengths come from j0s and message_bytes; where those are NULL, the messages
- * are chunks first_chunk, first_chunk + 1, ... of the chunked format (J0 from base_j0,
- * chunk_j0.h), all message_blocks long but the last, of last_bytes. Opening a device
+ * Where j0s is not NULL, message m's J0 is j0s[m] and every message is message_blocks
+ * whole blocks (many independent messages of one length: no lengths to upload); where
+ * it is NULL, the messages are chunks first_chunk, first_chunk + 1, ... of the chunked
+ * format (J0 from base_j0, chunk_j0.h), all message_blocks long but the last, of
+ * last_bytes. Opening a device
  * array this way launches nothing before this kernel: each command before it is host
  * time in which the device idles, since an opening waits for its verdict.
  *
@@ -283,7 +285,7 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
                              const uint input_first, const uint output_first,
                              const uint message_count, const uint items,
                              const uint hash_output,
-                             __global const uint4 *j0s, __global const ulong *message_bytes,
+                             __global const uint4 *j0s,
                              const uint4 base_j0, const ulong first_chunk,
                              const ulong last_bytes,
                              __global const ulong2 *h_positions, __global uint4 *tags,
@@ -315,7 +317,7 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
         ulong bytes = 0ul;
         if (m < message_count && j0s) {
             j0 = aes_load(j0s[m]);
-            bytes = message_bytes[m];
+            bytes = 16ul * message_blocks;
         } else if (m < message_count) {
             j0 = chunk_j0(base_j0, first_chunk + m);
             bytes = m + 1u < message_count ? 16ul * message_blocks : last_bytes;

@@ -450,6 +450,32 @@ def test_rows_in_one_launch_name_every_failed_row_and_zero_it(kind, aad):
         for index, message in enumerate(messages))
 
 
+@pytest.mark.parametrize("kind", _device_array_kinds())
+def test_a_repeat_in_a_large_batch_of_rows_is_refused_though_checked_beside_the_work(
+        kind, monkeypatch):
+    """A large batch's nonces are checked on a thread of their own while the device
+    works (aead._RepeatCheck); a repeat is still refused, sealing and opening, and no
+    result leaves the call."""
+    import numpy as np
+
+    monkeypatch.setattr(aead, "_CHECK_BESIDE_FROM", 4)  # (the thread, on a small batch)
+    to_device, to_bytes = kind()
+    count, length, key = 8, 32, os.urandom(32)
+    cipher, pyca = aescl.AESGCM(key), PycaAESGCM(key)
+    nonces = np.frombuffer(os.urandom(12 * count), np.uint8).reshape(count, 12).copy()
+    messages = os.urandom(count * length)
+    grid = to_device(messages).reshape(count, length)
+    sealed = cipher.encrypt_many(nonces, grid)
+    assert to_bytes(sealed) == b"".join(
+        pyca.encrypt(bytes(nonce), messages[i * length : (i + 1) * length], None)
+        for i, nonce in enumerate(nonces))
+    nonces[6] = nonces[1]
+    with pytest.raises(ValueError, match="repeated"):
+        cipher.encrypt_many(nonces, grid)
+    with pytest.raises(ValueError, match="repeated"):
+        cipher.decrypt_many(nonces, sealed)
+
+
 def test_a_device_array_is_taken_in_any_shape_to_seal_and_flat_to_open():
     import numpy as np
     import pyopencl.array as cl_array

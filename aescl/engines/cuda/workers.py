@@ -627,22 +627,20 @@ class CudaChunkKernels:
         if isinstance(run, Messages):
             message_blocks = run.message_blocks
             if run.j0s is None:  # (a lone message, its J0 by value: a chunk run of one)
-                j0s, lengths = 0, 0
-                base_j0, first_chunk, last_bytes = run.j0, 0, message_blocks * BLOCK_SIZE
+                j0s, base_j0, first_chunk, last_bytes = 0, run.j0, 0, message_blocks * BLOCK_SIZE
             else:
-                j0s, lengths = run.j0s.pointer, run.lengths.pointer
-                base_j0, first_chunk, last_bytes = bytes(BLOCK_SIZE), 0, 0
+                j0s, base_j0, first_chunk, last_bytes = run.j0s.pointer, bytes(BLOCK_SIZE), 0, 0
             masks, mask_step = (0, 0) if run.masks is None else (run.masks.pointer,
                                                                  run.mask_step)
-        else:  # (J0s and lengths made by the kernel: NULL pointers, the run by value)
-            message_blocks, j0s, lengths, masks, mask_step = SLOT_BLOCKS, 0, 0, 0, 0
+        else:  # (J0s and lengths made by the kernel: a NULL pointer, the run by value)
+            message_blocks, j0s, masks, mask_step = SLOT_BLOCKS, 0, 0, 0
             base_j0, first_chunk, last_bytes = run.base_j0, run.first, run.last_bytes
         self._gpu.make_current()
         launch_kernel(fused.function, grid, fused.threads, fused.shared_bytes,
                       self._like.stream, source.pointer, target.pointer, np.uint32(blocks),
                       np.uint32(message_blocks), np.uint32(strides[0]), np.uint32(strides[1]),
                       np.uint32(0), np.uint32(0), np.uint32(count), np.uint32(items),
-                      np.uint32(sealing), j0s, lengths, np.frombuffer(base_j0, np.uint8),
+                      np.uint32(sealing), j0s, np.frombuffer(base_j0, np.uint8),
                       first_chunk, last_bytes, self._h_positions.pointer,
                       0 if tags is None else tags.pointer, np.uint32(0),
                       np.uint32(tag_stride), masks, np.uint32(mask_step), received, np.uint32(0),

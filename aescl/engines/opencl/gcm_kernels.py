@@ -302,7 +302,7 @@ class GcmKernels:
 
     def enqueue_crypt_hash(
         self, source: Any, target: Any, blocks: int, message_blocks: int, count: int,
-        strides: tuple[int, int], j0s: Any, message_bytes: Any, tags: Any, tag_stride: int,
+        strides: tuple[int, int], j0s: Any, tags: Any, tag_stride: int,
         sealing: bool, firsts: tuple[int, int, int] = (0, 0, 0),
         chunk_run: tuple[bytes, int, int] | None = None,
         check: tuple[Any, int, int, Any, int] | None = None,
@@ -316,11 +316,12 @@ class GcmKernels:
         ``firsts`` (source, target, tags) of its buffer; GHASH over the output when
         ``sealing``, else over the input.
 
-        J0s and lengths are read from ``j0s`` and ``message_bytes``, or, where those are
-        None, made by the kernel for the chunked format's chunks ``chunk_run`` (base J0,
-        first chunk, bytes of the last message). ``check`` (received tags, their first
-        block and stride, the verdict word's buffer, the index of message 0 in it): each
-        tag compared with the received one, the verdict lowered to the first mismatch.
+        Message m's J0 is read from ``j0s`` (each message ``message_blocks`` whole
+        blocks), or, where that is None, J0s and lengths are made by the kernel for the
+        chunked format's chunks ``chunk_run`` (base J0, first chunk, bytes of the last
+        message). ``check`` (received tags, their first block and stride, the verdict
+        word's buffer, the index of message 0 in it): each tag compared with the
+        received one, the verdict lowered to the first mismatch.
         ``tag_masks`` (a buffer, the step from one message's mask to the next: 0 for one
         mask for all): XORed into each tag before it is written or compared."""
         group, items = self._crypt_hash_group, self._crypt_hash_items
@@ -332,7 +333,7 @@ class GcmKernels:
         # and a numpy scalar apiece cost more than the packing)
         self._crypt_hash.set_args(
             source, target, blocks, message_blocks, strides[0], strides[1], firsts[0],
-            firsts[1], count, items, int(sealing), j0s, message_bytes,
+            firsts[1], count, items, int(sealing), j0s,
             first_j0, first_chunk, last_bytes,
             self.positions_of(self.h), tags, firsts[2], tag_stride,
             *(tag_masks or (None, 0)), received, received_first,

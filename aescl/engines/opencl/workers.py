@@ -287,16 +287,14 @@ class OpenclChunkKernels:
         if isinstance(run, device_chunks.Messages):
             message_blocks = run.message_blocks
             if run.j0s is None:  # (a lone message, its J0 by value: a chunk run of one)
-                j0s = lengths = None
-                chunk_run = (run.j0, 0, message_blocks * BLOCK_SIZE)
+                j0s, chunk_run = None, (run.j0, 0, message_blocks * BLOCK_SIZE)
             else:
-                j0s, lengths, chunk_run = self._buffer(run.j0s), self._buffer(run.lengths), None
+                j0s, chunk_run = self._buffer(run.j0s), None
             masks = None if run.masks is None else (self._buffer(run.masks), run.mask_step)
         else:
-            message_blocks, j0s, lengths, chunk_run, masks = \
-                device_chunks.SLOT_BLOCKS, None, None, run, None
+            message_blocks, j0s, chunk_run, masks = device_chunks.SLOT_BLOCKS, None, run, None
         self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks, message_blocks,
-                                        count, strides, j0s, lengths, tags_at[0], tag_stride,
+                                        count, strides, j0s, tags_at[0], tag_stride,
                                         sealing, (spans[0][1], spans[1][1], tags_at[1]),
                                         chunk_run, verdict_check, masks)
         self._queue.flush()  # (the GPU starts on it while the rest is enqueued)

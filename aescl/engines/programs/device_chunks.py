@@ -82,16 +82,14 @@ class TagCheck(NamedTuple):
 
 class Messages(NamedTuple):
     """A launch's messages given one by one, where they are not the chunked format's
-    chunks (device_messages.py): J0 (16 bytes each) and length (a 64-bit count of bytes
-    each) of every message in spans on the device, each message ``message_blocks``
-    blocks apart, and where ``masks`` is not None, a 16-byte mask XORed into each tag
-    (the share of its associated data), message m's at ``m * mask_step`` (0: one for
-    all). A lone message may instead have ``j0s`` and ``lengths`` None and its J0 in
-    ``j0``, by value: it is ``message_blocks`` whole blocks, as a chunk run of one with
-    that J0 (nothing to upload for it)."""
+    chunks (device_messages.py), each ``message_blocks`` whole blocks: the J0 (16 bytes)
+    of every message in a span on the device, and where ``masks`` is not None, a
+    16-byte mask XORed into each tag (the share of its associated data), message m's at
+    ``m * mask_step`` (0: one for all). A lone message may instead have ``j0s`` None and
+    its J0 in ``j0``, by value, as a chunk run of one with that J0 (nothing to upload
+    for it)."""
 
     j0s: Any
-    lengths: Any
     message_blocks: int
     masks: Any
     mask_step: int
