@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ... import ghash, keyschedule
@@ -495,12 +496,13 @@ class CudaArrayChunks:
             return None
 
     @keeps_callers_context
-    def open_messages(self, rows: Any, messages: device_messages.MessagePlan
-                      ) -> tuple[Any, int] | None:
+    def open_messages(self, rows: Any, messages: device_messages.MessagePlan,
+                      meanwhile: Callable[[], Any] | None = None) -> tuple[Any, int] | None:
         """The sealed rows of ``rows`` opened into a new flat uint8 array, and the index of
         the first message whose tag failed (the count where none did); None where the
-        kernels cannot take them."""
-        work = device_messages.Opening(messages)
+        kernels cannot take them. ``meanwhile``: called while the device works, before
+        the wait for the verdict."""
+        work = device_messages.Opening(messages, meanwhile)
         try:
             return self._run(rows, work.result_bytes, work), work.first_failed
         except device_messages.NotTaken:

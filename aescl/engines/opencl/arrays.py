@@ -14,6 +14,7 @@ enqueued. No data byte passes through host memory.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -385,12 +386,13 @@ class OpenclArrayChunks:
         except device_messages.NotTaken:
             return None
 
-    def open_messages(self, rows: Any, messages: device_messages.MessagePlan
-                      ) -> tuple[Any, int] | None:
+    def open_messages(self, rows: Any, messages: device_messages.MessagePlan,
+                      meanwhile: Callable[[], Any] | None = None) -> tuple[Any, int] | None:
         """:class:`device_messages.Opening` of pyopencl rows: the opened rows in a new flat
         uint8 array and the first failed index, once every tag is checked (the work
-        waits); None where the kernels cannot take them."""
-        work = device_messages.Opening(messages)
+        waits); None where the kernels cannot take them. ``meanwhile``: called while the
+        device works, before the wait for the verdict."""
+        work = device_messages.Opening(messages, meanwhile)
         try:
             return self._run(rows, 0, work.result_bytes, work, work_waits=True), \
                 work.first_failed

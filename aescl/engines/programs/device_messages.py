@@ -20,6 +20,7 @@ and zeroes their rows before it releases anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -166,13 +167,14 @@ def seal(kernels: ChunkKernels, messages: MessagePlan, plaintext: Any, sealed: A
 
 
 def open_rows(kernels: ChunkKernels, messages: MessagePlan, sealed: Any,
-              plaintext: Any) -> int:
+              plaintext: Any, meanwhile: Callable[[], Any] | None = None) -> int:
     """The messages in ``sealed`` (rows of ``nbytes + 16``) opened into ``plaintext`` (rows
     of ``nbytes``), every tag compared on the device: the index of the first message
     whose tag failed, or the count where none did. The plaintext of every row is written
     either way; the caller zeroes the failed rows before it releases any of it. Returns
-    once the work is done (reading the verdict waits for it). Raises :class:`NotTaken`
-    before any work where the kernels cannot take them."""
+    once the work is done (reading the verdict waits for it); ``meanwhile`` is called
+    while the device works, before that wait (the caller's own checks of the batch).
+    Raises :class:`NotTaken` before any work where the kernels cannot take them."""
     _check_taken(kernels, sealed, plaintext)
     uploaded = _upload(kernels, messages)
     blocks = messages.nbytes // BLOCK_SIZE
@@ -186,6 +188,8 @@ def open_rows(kernels: ChunkKernels, messages: MessagePlan, sealed: Any,
         kernels.crypt_and_tags(source, target, count, count * blocks,
                                _launch_messages(uploaded, messages, first),
                                (blocks + 1, blocks), None, 0, sealing=False, check=check)
+    if meanwhile is not None:
+        meanwhile()
     index, _ = kernels.read_verdict(verdict, None)
     return messages.count if index == NO_MISMATCH else index
 
@@ -206,10 +210,12 @@ class Opening:
     """:func:`open_rows` as the work of an engine's array call, with the result's size,
     and the index it found (``first_failed``) once it has run."""
 
-    def __init__(self, messages: MessagePlan) -> None:
+    def __init__(self, messages: MessagePlan, meanwhile: Callable[[], Any] | None = None
+                 ) -> None:
         self.messages = messages
+        self.meanwhile = meanwhile
         self.result_bytes = messages.count * messages.nbytes
         self.first_failed = messages.count
 
     def __call__(self, kernels: ChunkKernels, source: Any, target: Any) -> None:
-        self.first_failed = open_rows(kernels, self.messages, source, target)
+        self.first_failed = open_rows(kernels, self.messages, source, target, self.meanwhile)
