@@ -32,9 +32,13 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import json
 import os
 import platform
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +47,7 @@ import numpy as np
 from . import __version__, chunked, rates, teams
 from .benchreport import (  # noqa: F401  (re-exported: bench.Settings, bench.table, ...)
     DEFAULT_SIZES,
+    DEVICE_MEASURES,
     KEY_BITS,
     MEASURE_LABELS,
     MEASURES,
@@ -63,6 +68,7 @@ from .benchreport import (  # noqa: F401  (re-exported: bench.Settings, bench.ta
 )
 from .devices import Device
 from .engines import engine_for
+from .engines.registry import get_device
 from .modes import MODE_CTR, MODE_ECB, new, pinned_empty
 from .teams import DevicesSpec
 from .timing import gb_s, repeat, wall
@@ -209,12 +215,32 @@ def _plain_calls(job: _Job, device: DevicesSpec, data: np.ndarray, min_seconds: 
     return seconds, np.frombuffer(last[0], np.uint8)
 
 
+def _kernels_at_once(devices: list[Device], job: _Job, data: np.ndarray, min_seconds: float
+                     ) -> float | None:
+    """A team's kernel figure: each of its devices with kernels (not the host engine)
+    measuring its own kernel figure on the data in its own memory, all at once (a
+    thread each), the GB/s summed. None where fewer than two members have kernels."""
+    members = [d for d in devices if d.type != "host"]
+    if len(members) < 2:
+        return None
+
+    def kernel_seconds(device: Device) -> float:
+        return engine_for(device).resident_seconds(
+            job.mode, job.key, job.iv, data, job.output_bytes(data.nbytes), min_seconds)[0]
+
+    with ThreadPoolExecutor(len(members)) as pool:
+        seconds = list(pool.map(kernel_seconds, members))
+    return round(sum(gb_s(data.nbytes, each) for each in seconds), 3)
+
+
 def _measure_engines(devices: list[Device], spec: DevicesSpec, job: _Job, data: np.ndarray,
                      reference: np.ndarray | None, min_seconds: float,
-                     pinned: tuple[np.ndarray, np.ndarray] | None) -> Result:
+                     pinned: tuple[np.ndarray, np.ndarray] | None,
+                     processes: _Processes | None = None) -> Result:
     """host->host (and pinned->pinned, given pinned memory) of one library call on the
     host engine or on a job split over ``devices`` (named by ``spec``), with each
-    device's share."""
+    device's share; for a team, its kernel figure (:func:`_kernels_at_once`) and, given
+    ``processes``, their yardstick."""
     size, out_bytes = data.nbytes, job.output_bytes(data.nbytes)
     outputs = [np.empty(out_bytes, np.uint8)]
     host = repeat(lambda: wall(lambda: library_call(job, spec, data, outputs[0])),
@@ -232,10 +258,89 @@ def _measure_engines(devices: list[Device], spec: DevicesSpec, job: _Job, data: 
     outputs.append(plain_out)
     verified = None if reference is None else all(
         np.array_equal(out, reference) for out in outputs)
-    return Result(job.mode, 8 * len(job.key), size, None, None, gb_s(size, host), verified,
-                  None if pinned_seconds is None else gb_s(size, pinned_seconds),
+    team_kernel = _kernels_at_once(devices, job, data, min_seconds)
+    return Result(job.mode, 8 * len(job.key), size, team_kernel, None, gb_s(size, host),
+                  verified, None if pinned_seconds is None else gb_s(size, pinned_seconds),
                   {share.device.id: round(share.units / units, 3) for share in shares}
-                  if len(devices) > 1 and units else None, gb_s(size, plain_seconds))
+                  if len(devices) > 1 and units else None, gb_s(size, plain_seconds),
+                  None if processes is None else processes.gb_s(job, size, min_seconds))
+
+
+class _Processes:
+    """``bench --processes``: a team's yardstick. One process a device of the team (the
+    host engine's too), each with pinned memory of its own device
+    (``aescl.pinned_empty``), all running the same library call at once; the sum of
+    their GB/s is what the host gives that many independent jobs, which no split within
+    one process can pass. (On 4 x H200 it was 85 GB/s, not 4 x one GPU's 49:
+    docs/benchmarks, issue 57.)
+
+    The processes are fresh interpreters (``python -c``, not multiprocessing's spawn,
+    which would run the caller's main script again), started once for every
+    configuration, and spoken to in JSON lines: each warms up and says so, and all
+    start timing when every one has (the "go")."""
+
+    def __init__(self, devices: list[Device], largest: int) -> None:
+        code = "from aescl.bench import _yardstick_process; _yardstick_process()"
+        self._processes = [
+            subprocess.Popen([sys.executable, "-c", code, device.id, str(largest)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for device in devices]
+
+    def _ask(self, message: dict[str, Any]) -> list[Any]:
+        try:
+            for process in self._processes:
+                process.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+                process.stdin.flush()  # type: ignore[union-attr]
+            replies = [json.loads(process.stdout.readline() or "null")  # type: ignore[union-attr]
+                       for process in self._processes]
+        except (OSError, ValueError):
+            replies = [None]
+        for reply in replies:
+            if not isinstance(reply, (int, float)):
+                raise RuntimeError(f"bench --processes: {reply or 'a process ended'}")
+        return replies
+
+    def gb_s(self, job: _Job, size: int, min_seconds: float) -> float:
+        self._ask({"mode": job.mode, "key": job.key.hex(), "iv": job.iv.hex(),
+                   "size": size, "min_seconds": min_seconds})  # (each warmed up: ready)
+        seconds = self._ask({"go": True})
+        return round(sum(gb_s(size, each) for each in seconds), 3)
+
+    def close(self) -> None:
+        for process in self._processes:
+            try:
+                process.stdin.close()  # type: ignore[union-attr]
+                process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                process.kill()
+                process.wait()
+            process.stdout.close()  # type: ignore[union-attr]
+
+
+def _yardstick_process() -> None:
+    """One process of :class:`_Processes` (arguments: the device's id, the largest
+    size): for each configuration asked on stdin, a warm-up and ``0`` ("ready"), then on
+    "go" the median seconds of the call on its own pinned memory; the error's text in
+    place of a number."""
+    device_id, largest = sys.argv[1], int(sys.argv[2])
+    try:
+        device = get_device(device_id)
+        slack = largest // chunked.CHUNK_SIZE * chunked.TAG_SIZE + chunked.TAG_SIZE
+        source, target = pinned_empty(largest, device), pinned_empty(largest + slack, device)
+        source[:] = np.random.default_rng().integers(0, 256, largest, dtype=np.uint8)
+        for line in sys.stdin:
+            asked = json.loads(line)
+            job = _Job(asked["mode"], bytes.fromhex(asked["key"]), bytes.fromhex(asked["iv"]))
+            piece, out = source[: asked["size"]], target[: job.output_bytes(asked["size"])]
+
+            def call(job: _Job = job, piece: np.ndarray = piece, out: np.ndarray = out) -> None:
+                library_call(job, device, piece, out)
+            call()  # (built, tuned, memory touched)
+            print(0, flush=True)
+            sys.stdin.readline()  # ("go": every process is ready)
+            print(repeat(lambda: wall(call), asked["min_seconds"]), flush=True)
+    except Exception as exc:
+        print(json.dumps(f"{device_id}: {type(exc).__name__}: {exc}"), flush=True)
 
 
 def _measure_device(device: Device, job: _Job, data: np.ndarray,
@@ -300,8 +405,9 @@ def run(devices: list[Device], settings: Settings | None = None,
     # The split job: every benched device, as `all` has them (GPUs and accelerators, a GPU
     # that two engines see once, the host engine, OpenCL CPUs). It runs as `all` where it
     # is every device `all` names; a part of them runs as a list of devices.
-    team = (teams.one_engine_per_gpu([d for d in devices if d.type in ("gpu", "accelerator")])
-            + engines_only + [d for d in devices if d.type == "cpu"])
+    # The GPUs alone are a team of their own where there are several and `all` has more.
+    gpus = teams.one_engine_per_gpu([d for d in devices if d.type in ("gpu", "accelerator")])
+    team = gpus + engines_only + [d for d in devices if d.type == "cpu"]
     team_spec: DevicesSpec = team
     if {d.id for d in team} == {d.id for d in teams.resolve_devices("all")}:
         team_spec = "all"
@@ -321,6 +427,10 @@ def run(devices: list[Device], settings: Settings | None = None,
         ([d], [d], Target(d.id, d.name, "host-engine", "host", d.driver_version,
                           device_limit(d)))
         for d in engines_only]
+    if len(gpus) > 1 and len(gpus) < len(team):
+        engine_rows.append((gpus, gpus, Target(
+            "gpus", " + ".join(d.id for d in gpus), "scheduler", "gpus",
+            max_bytes=min(device_limit(d) for d in gpus))))
     if len(team) > 1:
         engine_rows.append((team, team_spec, Target(
             "all", " + ".join(d.id for d in team), "scheduler", "all",
@@ -336,11 +446,43 @@ def run(devices: list[Device], settings: Settings | None = None,
     owners: list[tuple[str, DevicesSpec, Target]] = [
         (d.id, d, t) for d, t in zip(devices, targets, strict=False)]
     owners += [(target.id, members, target) for members, _, target in engine_rows]
+
+    def largest_for(target: Target) -> int:
+        return max([s for s in settings.sizes if s <= (target.max_bytes or 0)], default=0)
+
     for key, owner, target in owners:
-        largest = max([s for s in settings.sizes if s <= (target.max_bytes or 0)], default=0)
+        largest = largest_for(target)
         output_slack = largest // chunked.CHUNK_SIZE * chunked.TAG_SIZE + chunked.TAG_SIZE
         pinned[key] = (pinned_empty(largest, owner),
                        pinned_empty(largest + output_slack, owner))
+    yardsticks = {target.id: _Processes(members, largest_for(target))
+                  for members, _, target in engine_rows
+                  if settings.processes and len(members) > 1}
+    try:
+        _measure_all(settings, baselines, devices, targets, engine_rows, data, pinned,
+                     yardsticks, progress)
+    finally:
+        for yardstick in yardsticks.values():
+            yardstick.close()
+    _store_rates([*devices, *engines_only], targets)
+    return Report(
+        aescl_version=__version__,
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        host={"python": platform.python_version(), "platform": platform.platform(),
+              "cpus": os.cpu_count(), "pyopencl": _version_of("pyopencl")},
+        settings={"modes": list(settings.modes), "key_bits": list(settings.key_bits),
+                  "sizes": list(settings.sizes), "min_seconds": settings.min_seconds,
+                  "measures": {m: MEASURE_LABELS[m] for m in MEASURES}},
+        targets=targets,
+    )
+
+
+def _measure_all(settings: Settings, baselines: list[tuple[Target, Callable[[_Job], HostRun]]],
+                 devices: list[Device], targets: list[Target],
+                 engine_rows: list[tuple[list[Device], DevicesSpec, Target]],
+                 data: np.ndarray, pinned: dict[str, tuple[np.ndarray, np.ndarray]],
+                 yardsticks: dict[str, _Processes], progress: Progress) -> None:
+    """Every configuration and size on the baselines, each device and each engine row."""
     for mode, bits in settings.configurations():
         job = _Job(mode, os.urandom(bits // 8), os.urandom(
             chunked.NONCE_SIZE if mode == "gcm-chunked" else 16))
@@ -368,15 +510,4 @@ def run(devices: list[Device], settings: Settings | None = None,
                 progress(f"{target.id}: {mode} AES-{bits} {format_size(size)}")
                 target.results.append(_measure_engines(
                     members, spec, job, piece, reference, settings.min_seconds,
-                    pinned.get(target.id)))
-    _store_rates([*devices, *engines_only], targets)
-    return Report(
-        aescl_version=__version__,
-        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        host={"python": platform.python_version(), "platform": platform.platform(),
-              "cpus": os.cpu_count(), "pyopencl": _version_of("pyopencl")},
-        settings={"modes": list(settings.modes), "key_bits": list(settings.key_bits),
-                  "sizes": list(settings.sizes), "min_seconds": settings.min_seconds,
-                  "measures": {m: MEASURE_LABELS[m] for m in MEASURES}},
-        targets=targets,
-    )
+                    pinned.get(target.id), yardsticks.get(target.id)))

@@ -12,9 +12,11 @@ KEY_BITS = (128, 192, 256)
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 DEFAULT_SIZES = (16 * KiB, 256 * KiB, 4 * MiB, 64 * MiB, 1 * GiB)
 QUICK_SIZES = (16 * KiB, 1 * MiB, 16 * MiB)
-MEASURES = ("kernel", "resident", "host", "pinned", "bytes")
+DEVICE_MEASURES = ("kernel", "resident", "host", "pinned", "bytes")  # (each device's)
+MEASURES = (*DEVICE_MEASURES, "processes")
 MEASURE_LABELS = {"kernel": "kernel", "resident": "resident", "host": "host->host",
-                  "pinned": "pinned->pinned", "bytes": "bytes->bytes"}
+                  "pinned": "pinned->pinned", "bytes": "bytes->bytes",
+                  "processes": "N processes"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,8 @@ class Settings:
     sizes: tuple[int, ...] = DEFAULT_SIZES
     min_seconds: float = 0.2  # per figure, after a warm-up run; at least 3 runs
     host_baselines: bool = True
+    # A team's yardstick: its devices' pinned->pinned jobs in a process each, at once.
+    processes: bool = False
 
     def __post_init__(self) -> None:
         for mode in self.modes:
@@ -62,6 +66,10 @@ class Result:
     # The plain call: bytes in, a new bytes result out (no output=), as a user first
     # writes it. (Absent from reports saved before it was measured.)
     bytes_gb_s: float | None = None
+    # A team (backend "scheduler"): its devices' pinned->pinned jobs, each in a process of
+    # its own, all at once, summed (bench --processes): what the host gives N
+    # independent jobs, beside which the team's pinned figure reads.
+    processes_gb_s: float | None = None
 
     def figure(self, measure: str) -> float | None:
         return getattr(self, f"{measure}_gb_s")
@@ -176,10 +184,12 @@ def table(report: Report) -> str:
             lines.append(f"  pinned transfers of {format_size(t['bytes'])}: host->device "
                          f"{t['pinned_h2d_gb_s']:.1f} GB/s, device->host "
                          f"{t['pinned_d2h_gb_s']:.1f} GB/s")
-        measures = {"opencl": MEASURES, "cuda": MEASURES,
-                    "scheduler": ("host", "pinned", "bytes"),
+        measures = {"opencl": DEVICE_MEASURES, "cuda": DEVICE_MEASURES,
                     "host-engine": ("host", "pinned", "bytes")}.get(
             target.backend, ("host",))
+        if target.backend == "scheduler":  # (kernel and N processes: where measured)
+            measures = tuple(m for m in ("kernel", "host", "pinned", "bytes", "processes")
+                             if any(r.figure(m) is not None for r in target.results))
         rows = [("GB/s", "", "", *[format_size(s) for s in sizes])]
         for mode, bits in sorted({(r.mode, r.key_bits) for r in target.results},
                                  key=lambda k: (MODES.index(k[0]), k[1])):
@@ -221,8 +231,11 @@ _BASELINES = ("pycryptodome", "openssl")
 
 def _best(report: Report, mode: str, bits: int, size: int | None, measure: str
           ) -> tuple[str, float] | None:
-    """The choosable target with the highest ``measure`` (at ``size``, or at any size)."""
+    """The choosable target with the highest ``measure`` (at ``size``, or at any size).
+    A team's kernel figure is its devices' at once, each on data in its own memory: not
+    what one array in device memory can have, so it never wins that."""
     figures = [(r.figure(measure), t.id) for t in report.targets if t.backend not in _BASELINES
+               and not (measure == "kernel" and t.backend == "scheduler")
                for r in t.results
                if (r.mode, r.key_bits) == (mode, bits) and (size is None or r.bytes == size)
                and r.figure(measure) is not None and r.verified is not False]
@@ -263,7 +276,7 @@ def fastest(report: Report) -> list[str]:
 
 # How each measure is drawn in the plot; "resident" stays in the table (it tracks kernel).
 _PLOT_STYLES = {"kernel": ("-", "o"), "host": ("--", "s"), "pinned": (":", "^"),
-                "bytes": ("-.", "x")}
+                "bytes": ("-.", "x"), "processes": ((0, (1, 3)), "d")}
 
 
 def save_plot(report: Report, path: str) -> None:
@@ -279,7 +292,8 @@ def plot(report: Report) -> Any:
     """Throughput against size, one panel per mode and key size: a matplotlib Figure.
     Every target is one colour in every panel; the measure is the line style (kernel
     solid, host->host dashed, pinned->pinned dotted), so which device wins at which size
-    reads off one panel."""
+    reads off one panel, and a team (the GPUs, ``all``) is drawn beside its members,
+    with its N-process yardstick where measured."""
     import matplotlib
 
     matplotlib.use("Agg")

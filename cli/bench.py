@@ -53,6 +53,10 @@ def _finite(ctx, param, value: float | None) -> float | None:
               callback=_finite,
               help="Keep timing each figure at least this long (default 0.2, --quick 0.02).")
 @click.option("--no-host", is_flag=True, help="Skip the host baselines (pycryptodome, OpenSSL).")
+@click.option("--processes", is_flag=True,
+              help="Also run each team's yardstick: its devices' pinned->pinned jobs, one "
+                   "process a device, all at once (what the host gives that many "
+                   "independent jobs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--plot", "plot_path", metavar="FILE.png", type=click.Path(dir_okay=False),
               help="Also draw throughput against size to FILE.png (needs aescl[plot]).")
@@ -63,8 +67,8 @@ def _finite(ctx, param, value: float | None) -> float | None:
                    "table copies) and keep them for later runs. GPUs are otherwise tuned once, "
                    "on first use; CPUs keep their defaults until tuned here.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host, as_json,
-                  plot_path, load_path, tune, quiet) -> None:
+def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host, processes,
+                  as_json, plot_path, load_path, tune, quiet) -> None:
     """Measure throughput on each device and on the host, in GB/s.
 
     Four figures per device, mode, key size and input size: kernel (OpenCL
@@ -74,6 +78,9 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
     with page-locked input and output). Host baselines run the same
     work on one CPU thread; every device's output is checked against theirs.
     Also reports cold and warm kernel build times and pinned transfer rates.
+    A team (the GPUs, when there are several; all) gets host->host, pinned->pinned
+    and bytes->bytes rows, a kernel row (its devices at once, each on data in its
+    own memory) and, with --processes, its N-process yardstick.
     Exit status 1 if any output differs from the reference.
     """
     if plot_path:
@@ -95,7 +102,7 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
             raise Refusal(f"{load_path.name} is not an aescl bench --json report ({exc})") from None
     else:
         report = _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host,
-                            tune, quiet)
+                            processes, tune, quiet)
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else benchreport.table(report),
                nl=not as_json)
     if plot_path:
@@ -109,8 +116,8 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
                          EXIT_FAILED)
 
 
-def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, tune, quiet
-               ) -> benchreport.Report:
+def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, processes,
+               tune, quiet) -> benchreport.Report:
     from aescl import bench  # numpy and OpenCL: only when measuring
 
     base = benchreport.QUICK if quick else benchreport.Settings()
@@ -121,6 +128,7 @@ def _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host, t
             sizes=sizes or base.sizes,
             min_seconds=base.min_seconds if min_time is None else min_time,
             host_baselines=not no_host,
+            processes=processes,
         )
     except ValueError as exc:
         raise Refusal(str(exc)) from None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import aescl
-from aescl import bench, chunked
+from aescl import bench, benchreport, chunked, teams
 from aescl.engines.opencl.kernels import aes_options, time_builds
 from aescl.engines.opencl.tuning import launch_config
 
@@ -35,7 +35,7 @@ def test_every_configuration_has_three_figures_and_matches_the_host(device, repo
     assert {(r.mode, r.key_bits, r.bytes) for r in target.results} == wanted
     for result in target.results:
         assert result.verified is True, result
-        for measure in bench.MEASURES:
+        for measure in bench.DEVICE_MEASURES:
             assert 0 < result.figure(measure) < float("inf"), (result, measure)
     assert report.mismatches == []
 
@@ -129,3 +129,57 @@ def test_settings_refuse_what_cannot_be_benched():
 def test_sizes_are_named_readably():
     assert [bench.format_size(n) for n in (16 << 10, 1 << 30, 16432)] == [
         "16 KiB", "1 GiB", "16432 B"]
+
+
+def test_a_team_row_has_its_n_process_yardstick():
+    """``all`` of the host engine and an OpenCL CPU: host->host, pinned and plain
+    figures, and with ``processes`` each member's pinned job in a process of its own, at
+    once (real processes), checked against the host like every figure."""
+    members = [d for d in aescl.devices() if d.type in ("host", "cpu")]
+    if len(members) < 2:
+        pytest.skip("needs the host engine and an OpenCL CPU device (PoCL)")
+    settings = bench.Settings(modes=("ctr",), key_bits=(128,), sizes=(64 << 10,),
+                              min_seconds=0, processes=True)
+    report = bench.run(members, settings)
+    team = next(t for t in report.targets if t.id == "all")
+    (result,) = team.results
+    assert result.verified is True and result.processes_gb_s > 0 and result.pinned_gb_s > 0
+    assert result.kernel_gb_s is None  # (one member with kernels: no team kernel figure)
+    assert "N processes" in bench.table(report)
+
+
+def test_a_team_of_gpus_is_benched_beside_its_members(tmp_path):
+    """On a host of two GPUs or more: a "gpus" row (one engine a GPU) with the kernel
+    figure of the GPUs at once, host->host, pinned and the N-process yardstick, drawn
+    in the plot beside each GPU."""
+    gpus = teams.one_engine_per_gpu([d for d in aescl.devices() if d.type == "gpu"])
+    if len(gpus) < 2:
+        pytest.skip("needs two GPUs or more")
+    pytest.importorskip("matplotlib")
+    host = [d for d in aescl.devices() if d.type == "host"]
+    settings = bench.Settings(modes=("ctr", "gcm-chunked"), key_bits=(256,),
+                              sizes=(4 << 20,), min_seconds=0, processes=True,
+                              host_baselines=False)
+    report = bench.run(gpus + host, settings)
+    team = next(t for t in report.targets if t.id == "gpus")
+    assert team.name == " + ".join(d.id for d in gpus)
+    for result in team.results:
+        assert result.verified is True
+        for measure in ("kernel", "host", "pinned", "bytes", "processes"):
+            assert result.figure(measure) > 0, (result, measure)
+        assert set(result.shares) == {d.id for d in gpus}
+    bench.save_plot(report, str(tmp_path / "team.png"))
+    assert (tmp_path / "team.png").stat().st_size > 0
+
+
+def test_a_teams_kernel_figure_never_wins_in_device_memory():
+    """A team's kernel figure is its devices' at once on data in each one's memory: the
+    summary's "in device memory" column names a device, not the team."""
+    one = bench.Result("ctr", 128, 4096, 10.0, 9.0, 1.0, True)
+    team = bench.Result("ctr", 128, 4096, 20.0, None, 1.5, True)
+    report = bench.Report("0", "now", {}, {"sizes": [4096]}, [
+        bench.Target("cuda:0", "GPU", "cuda", "gpu", results=[one]),
+        bench.Target("gpus", "cuda:0 + cuda:1", "scheduler", "gpus", results=[team])])
+    summary = "\n".join(benchreport.fastest(report))
+    assert "cuda:0 10.0" in summary and "gpus 20" not in summary
+    assert "gpus 1.50" in summary  # (from host memory the team may win)
