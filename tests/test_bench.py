@@ -158,8 +158,7 @@ def test_a_team_of_gpus_is_benched_beside_its_members(tmp_path):
     pytest.importorskip("matplotlib")
     host = [d for d in aescl.devices() if d.type == "host"]
     settings = bench.Settings(modes=("ctr", "gcm-chunked"), key_bits=(256,),
-                              sizes=(4 << 20,), min_seconds=0, processes=True,
-                              host_baselines=False)
+                              sizes=(4 << 20,), min_seconds=0, processes=True)
     report = bench.run(gpus + host, settings)
     team = next(t for t in report.targets if t.id == "gpus")
     assert team.name == " + ".join(d.id for d in gpus)
