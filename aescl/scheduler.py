@@ -34,6 +34,10 @@ position alone.
 * An engine that holds the GIL through a kind of work (the host engine's AEAD
   calls, for chunks, on its threads) sits out a split of that kind beside engines
   that do not: it would starve their feeding threads.
+* In ``all``, a job between files runs on one device where one is expected to keep
+  up with the files alone, the host engine first (:meth:`Team.for_job`): no team is
+  faster than the files, and a team's transfers cost (4 GiB, 4 x H200: ``all``
+  3.1-3.4 s, the host engine 1.8-2.2 s).
 
 Engines left out stay in reserve for faults. A list of devices runs on the devices
 named, under the first, second and last rule.
@@ -195,6 +199,7 @@ class Team:
         self.engines = [engine_for(d) for d in devices]
         self.whole_machine = whole_machine  # ``all``: the host's cores go to one engine
         self.shares: list[Share] = []  # of the last job
+        self._alone: dict[str, Team] = {}  # (``all``'s one-device teams for file jobs)
 
     @property
     def lead(self) -> Engine:
@@ -210,8 +215,31 @@ class Team:
 
     def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
         """The team that runs a job of ``nbytes`` of ``kind`` of work (between files, for a
-        ``file_job``): this one."""
-        return self
+        ``file_job``): this one; but in ``all``, a job between files runs on one device
+        where one is expected to keep up with the files alone (:meth:`_files_alone`)."""
+        if not (self.whole_machine and file_job and len(self.devices) > 1):
+            return self
+        alone = self._files_alone(nbytes, kind)
+        if alone is None:
+            return self
+        if alone.id not in self._alone:
+            self._alone[alone.id] = Team([alone])
+        return self._alone[alone.id]
+
+    def _files_alone(self, nbytes: int, kind: str) -> Device | None:
+        """The device of ``all`` that runs a job between files alone: one expected to go
+        as fast as the files are read and written (rates.fastest_seconds), the host
+        engine first (it moves nothing to a device), else the fastest such; None where
+        none is. No team goes faster than the files, and splitting a file's windows
+        over a team costs transfers and hand-overs (4 GiB in /dev/shm, 4 x H200, 64
+        cores: ``all`` of the four GPUs 3.1-3.4 s, the host engine alone 1.8-2.2, one
+        GPU 2.3-2.7, cp 1.7-1.9; docs/benchmarks)."""
+        files = rates.fastest_seconds(nbytes, file_job=True)
+        keeping_up = [d for d in self.devices
+                      if rates.expected_seconds(d, kind, nbytes, True, True) <= files]
+        if not keeping_up:
+            return None
+        return max(keeping_up, key=lambda d: (d.type == "host", expected_rate(d, kind)))
 
     def taking_part(self, nbytes: int, kind: str, arrays: Sequence[Any] = ()) -> list[Engine]:
         """The engines that run a job of ``nbytes`` of ``kind`` of work on host

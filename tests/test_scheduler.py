@@ -289,6 +289,23 @@ def test_a_large_job_runs_on_the_device_measured_fastest(no_device_named, opencl
         assert no_device_named.for_job(large, kind).devices == [fast]
 
 
+def test_in_all_a_file_job_runs_alone_on_a_device_that_keeps_up_with_the_files(
+        no_device_named):
+    """No team is faster than the files: in ``all``, a job between files runs on the
+    host engine where it is expected to keep up with them (nothing measured: its
+    guessed rate), and on the team where no device is; a job in memory stays the
+    team's."""
+    everyone = teams.team("all")
+    if len(everyone.devices) < 2:
+        pytest.skip("all is one device on this machine")
+    size = 1 << 30
+    assert everyone.for_job(size, "chunks") is everyone
+    assert everyone.for_job(size, "chunks", file_job=True).devices == [host_device()]
+    for device in everyone.devices:  # (each measured slower than the files)
+        assert rates.store_rates(device, {"chunks": rates.GUESSED_FILE_GB_S / 2}, 64 << 20)
+    assert everyone.for_job(size, "chunks", file_job=True) is everyone
+
+
 _COLD_CHOICES = """
 import json, sys
 from aescl import teams
