@@ -30,8 +30,16 @@ def test_a_launchs_parameters_point_at_each_arguments_bytes():
     assert len(pointers) == len(arguments)
     for pointer, value in zip(pointers, expected, strict=True):
         assert ctypes.string_at(pointer, len(value)) == value
-    assert pointers[0] == storage.buffer_info()[0]
+    assert pointers[0] == ctypes.addressof(ctypes.c_char.from_buffer(storage))
     assert all((pointer - pointers[0]) % 16 == 0 for pointer in pointers)  # (uint4's 16)
+    # Arguments of the same kinds again, other values: the layout is reused, the bytes new.
+    other = [1, np.uint32(2), np.frombuffer(bytes(16), np.uint8), key[::-1].copy(), 3,
+             np.uint32(4)]
+    storage, pointers = kernel_parameters(other)
+    assert [ctypes.string_at(pointer, 8) for pointer in (pointers[0], pointers[4])] == [
+        (1).to_bytes(8, "little"), (3).to_bytes(8, "little")]
+    assert ctypes.string_at(pointers[3], 240) == key[::-1].tobytes()
+    assert ctypes.string_at(pointers[5], 4) == (4).to_bytes(4, "little")
 
 
 @needs_gpu

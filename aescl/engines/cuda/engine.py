@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import ghash
+from ... import ghash, keyschedule
 from ..._arrays import input_array
 from ...chunkformat import (
     CHUNK_SIZE,
@@ -29,7 +29,7 @@ from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
 from .pipeline import PIECE_BYTES, Piece, Slot, is_pinned, pieces_of, pinned_empty, pipeline
 from .runtime import CudaBytes, keeps_callers_context, ordinal_of
-from .workers import CudaBlocks, CudaChunkKernels
+from .workers import CudaBlocks, CudaChunkKernels, KeyTables
 
 
 class CudaEngine:
@@ -126,13 +126,19 @@ class CudaHostChunks:
         check_key(key)
         check_base_nonce(base_nonce)
         self._key, self._base_nonce, self._ordinal = bytes(key), bytes(base_nonce), ordinal
-        # H = E(0^128): one block, on the host.
+        # H = E(0^128): one block, on the host. The round keys and H's tables on the GPU
+        # are made once for the job, not once a piece: each piece's set-up runs on a
+        # feeding thread under the GIL, which the feeding threads of every GPU of a team
+        # share (four GPUs: sixteen threads).
         self._h = ghash.hash_subkey(self._key)
+        self._key_argument = keyschedule.kernel_key_argument(self._key, "host", False)
+        self._tables = KeyTables(self._h)
 
     def _piece(self, source: np.ndarray, target: np.ndarray, first: int, final: bool,
                opening: bool) -> Piece:
         def work(slot: Slot, device_in: CudaBytes, device_out: CudaBytes) -> None:
-            kernels = CudaChunkKernels(self._key, self._h, self._ordinal, device_in)
+            kernels = CudaChunkKernels(self._key, self._h, self._ordinal, device_in,
+                                       self._tables, self._key_argument)
             try:
                 if opening:
                     device_chunks.open_sealed(kernels, self._base_nonce, device_in, device_out,

@@ -234,8 +234,9 @@ def launch_position_tables(gpu: Gpu, stream: int, base: int, positions: int) -> 
 
 class KeyTables:
     """H's position tables (all the fused kernel reads of H) on each GPU, kept for as long
-    as the job that holds them (aescl.AESGCM's many-messages job, for its key): a call
-    then makes none (a launch and an allocation less in a 4 KiB message's call). Made
+    as the job that holds them (aescl.AESGCM's many-messages job, for its key; a chunked
+    job on host arrays, for its pieces): a call then makes none (a launch and an
+    allocation less in a 4 KiB message's call, or in a piece's set-up). Made
     once a GPU, and waited for, so that calls on any stream may read them; freed once
     the last work of each stream that read them is done (an event a stream, recorded
     after each call's launches)."""
