@@ -489,3 +489,35 @@ def test_a_device_array_is_taken_in_any_shape_to_seal_and_flat_to_open():
     with pytest.raises(TypeError, match="nonce: must be in host memory"):
         aescl.AESGCM(key).encrypt(cl_array.to_device(queue, np.zeros(12, np.uint8)), grid,
                                   None)
+
+
+def test_lone_messages_on_a_tensor_share_their_streams_kernels_and_stay_pycas():
+    """A cipher's lone messages with no AAD reuse the kernels kept for their GPU and
+    stream (engines/cuda/arrays.py, _lone_kernels): many calls, on two streams, each
+    with its own nonce, are each pyca's message and open again; one with AAD between
+    them (its own kernels) too."""
+    from cuda_arrays import cuda_gpu_present
+
+    torch = pytest.importorskip("torch")
+    if not cuda_gpu_present():
+        pytest.skip("no CUDA GPU on this machine")
+    key = os.urandom(32)
+    cipher, pyca = aescl.AESGCM(key), PycaAESGCM(key)
+    streams = [torch.cuda.current_stream(), torch.cuda.Stream()]
+    for round_ in range(6):
+        stream = streams[round_ % 2]
+        with torch.cuda.stream(stream):
+            data = os.urandom(4096)
+            nonce, aad = os.urandom(12), (b"header" if round_ == 3 else None)
+            tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8).to("cuda")
+            sealed = cipher.encrypt(nonce, tensor, aad)
+            opened = cipher.decrypt(nonce, sealed, aad)
+            stream.synchronize()
+            assert sealed.cpu().numpy().tobytes() == pyca.encrypt(nonce, data, aad)
+            assert opened.cpu().numpy().tobytes() == data
+    (job,) = cipher._jobs.values()
+    assert len(job._lone_kernels) == 2  # (one a stream, made once each)
+    with pytest.raises(InvalidTag):
+        tampered = sealed.clone()
+        tampered[0] ^= 1
+        cipher.decrypt(nonce, tampered, aad)

@@ -430,6 +430,10 @@ class CudaArrayChunks:
         # H's tables on each GPU kept between calls, for a job its caller keeps (each
         # call's own otherwise: made in the stream's order, with no wait).
         self._tables = KeyTables(self._h) if kept else None
+        # A kept job's kernels for lone messages with no AAD, a (GPU, stream): such a
+        # call keeps nothing of its own in them (no scratch, no uploads), so one serves
+        # every such call there (making them was a tenth of a 4 KiB message's call).
+        self._lone_kernels: dict[tuple[int, int], CudaChunkKernels] = {}
 
     @classmethod
     def for_messages(cls, key: bytes, device: int | None = None) -> CudaArrayChunks:
@@ -437,12 +441,23 @@ class CudaArrayChunks:
         made to be kept by its caller (aescl.AESGCM) across calls."""
         return cls(key, bytes(12), device, kept=True)
 
-    def _kernels(self, source: Any) -> CudaChunkKernels:
-        return CudaChunkKernels(self._key, self._h, source.device, source, self._tables,
-                                self._key_argument)
+    def _kernels(self, source: Any, lone: bool = False) -> CudaChunkKernels:
+        """The kernels of one call on ``source``'s GPU and stream; for a ``lone`` message
+        with no AAD of a kept job, those kept for its GPU and stream."""
+        if not (lone and self._tables is not None):
+            return CudaChunkKernels(self._key, self._h, source.device, source, self._tables,
+                                    self._key_argument)
+        where = (source.device, source.stream)
+        kernels = self._lone_kernels.get(where)
+        if kernels is None:
+            kernels = CudaChunkKernels(self._key, self._h, source.device, source,
+                                       self._tables, self._key_argument)
+            if kernels.fused:  # (the separate kernels keep H's nibble tables in scratch)
+                kernels = self._lone_kernels.setdefault(where, kernels)
+        return kernels
 
     def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0,
-             output: Any = None) -> Any:
+             output: Any = None, lone: bool = False) -> Any:
         source = _on_gpu(cuda_bytes(data, "the input"), self._device)
         if output is None:
             # So that the chunks after a header lie aligned; not for JAX, which takes in
@@ -454,7 +469,7 @@ class CudaArrayChunks:
             target = cuda_bytes(result, "the result", writable=True, stream=source.stream)
         else:
             result, target = None, _chunked_output(output, source, out_bytes)
-        kernels = self._kernels(source)
+        kernels = self._kernels(source, lone)
         try:
             work(kernels, source, target)
         finally:
@@ -491,7 +506,7 @@ class CudaArrayChunks:
         where the kernels cannot take them."""
         work = device_messages.Sealing(messages)
         try:
-            return self._run(rows, work.result_bytes, work)
+            return self._run(rows, work.result_bytes, work, lone=_lone(messages))
         except device_messages.NotTaken:
             return None
 
@@ -504,7 +519,8 @@ class CudaArrayChunks:
         the wait for the verdict."""
         work = device_messages.Opening(messages, meanwhile)
         try:
-            return self._run(rows, work.result_bytes, work), work.first_failed
+            return self._run(rows, work.result_bytes, work, lone=_lone(messages)), \
+                work.first_failed
         except device_messages.NotTaken:
             return None
 
@@ -513,6 +529,11 @@ class CudaArrayChunks:
     def read(array: Any, offset: int, nbytes: int) -> bytes:
         """Bytes of an array (a header), after the work before them on its stream."""
         return CudaGhash.read(cuda_bytes(array, "the input").at(offset, nbytes))
+
+
+def _lone(messages: device_messages.MessagePlan) -> bool:
+    """Whether a batch is one message with no AAD (its J0 by value: nothing uploaded)."""
+    return messages.count == 1 and messages.masks is None
 
 
 class CudaArrayBytes:

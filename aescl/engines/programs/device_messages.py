@@ -67,6 +67,10 @@ def plan(key: bytes, nonces: list[bytes] | np.ndarray, nbytes: int,
     GHASH key where the caller keeps it."""
     h = ghash.hash_subkey(key) if h is None else h
     rows = nonces if isinstance(nonces, np.ndarray) else None
+    if rows is None and len(nonces) == 1 and len(nonces[0]) == 12:  # (a lone message:
+        aad = common_aad if each_aad is None else each_aad[0]  # no NumPy for 16 bytes)
+        return MessagePlan(1, nbytes, bytes(nonces[0]) + b"\0\0\0\1",
+                           _aad_share(h, aad, nbytes), True)
     if rows is None and set(map(len, nonces)) == {12}:
         rows = np.frombuffer(b"".join(nonces), np.uint8).reshape(len(nonces), 12)
     if rows is not None and rows.shape[1] == 12:  # (J0 = nonce || 1, for all at once)
