@@ -424,9 +424,14 @@ class TeamChunks:
         out = new_buffer(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0))
         self.seal_full(source[: full * CHUNK_SIZE], out[: full * SEALED_CHUNK_SIZE], first)
         if final:
-            out[full * SEALED_CHUNK_SIZE :] = byte_view(self.worker(self._team.lead).seal(
+            out[full * SEALED_CHUNK_SIZE :] = byte_view(self.worker(self._final_lead(rest)).seal(
                 source[full * CHUNK_SIZE :], first + full, final=True))
         return out
+
+    def _final_lead(self, nbytes: int) -> Engine:
+        """The engine of a run's final chunk: the lead of the team for a job its size
+        (``all`` and the default team run one on the host engine, starting no device)."""
+        return self._team.for_job(nbytes, "chunks").lead
 
     def open(self, ciphertext: Any, first: int, final: bool) -> memoryview:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
@@ -437,7 +442,7 @@ class TeamChunks:
         try:
             self.open_full(source[: full * SEALED_CHUNK_SIZE], out[: full * CHUNK_SIZE], first)
             if final:
-                out[full * CHUNK_SIZE :] = byte_view(self.worker(self._team.lead).open(
+                out[full * CHUNK_SIZE :] = byte_view(self.worker(self._final_lead(rest)).open(
                     source[full * SEALED_CHUNK_SIZE :], first + full, final=True))
         except BaseException:
             wipe(out)

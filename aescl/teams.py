@@ -12,7 +12,7 @@ from typing import Any
 
 from . import scheduler
 from .devices import Device, host_device, select
-from .engines import Engine
+from .engines import Engine, engine_for
 from .engines.registry import get_device, gpu_engine_started, list_devices, started
 from .errors import DeviceNotFound
 from .rates import (
@@ -169,6 +169,50 @@ class DefaultTeam(Team):
         return team(self.best_device("gcm")).lead
 
 
+class WholeMachineTeam(Team):
+    """What ``device="all"`` names: every device (:func:`resolve_devices`), listed when a
+    job first needs more than the host engine. Two kinds of job run on the host engine
+    without listing any, as with no device named:
+
+    * a job below :data:`scheduler.SPLIT_MIN_BYTES` (the default team's rule: a device
+      call's fixed costs outweigh it);
+    * a job between files that the host engine is expected to keep up with alone
+      (:meth:`Team.for_job`: no team goes faster than the files, and the host engine
+      comes first among the devices that keep up).
+
+    Listing the devices starts OpenCL and CUDA (0.4 s on the 2-core CI kind, most of
+    ``aescl encrypt --device all`` of a small file there), which such a job never needs.
+    """
+
+    def __init__(self) -> None:
+        self.whole_machine = True
+        self.shares: list[scheduler.Share] = []
+        self._alone: dict[str, Team] = {}
+        self._listed: list[Device] | None = None
+        self._engines: list[Engine] | None = None
+
+    @property
+    def devices(self) -> list[Device]:
+        if self._listed is None:
+            self._listed = resolve_devices("all")
+        return self._listed
+
+    @property
+    def engines(self) -> list[Engine]:
+        if self._engines is None:
+            self._engines = [engine_for(d) for d in self.devices]
+        return self._engines
+
+    def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
+        host = host_device()
+        if nbytes < scheduler.SPLIT_MIN_BYTES or (file_job and expected_seconds(
+                host, kind, nbytes, True, True) <= fastest_seconds(nbytes, True)):
+            if host.id not in self._alone:
+                self._alone[host.id] = Team([host])
+            return self._alone[host.id]
+        return super().for_job(nbytes, kind, file_job)
+
+
 class CudaTeam(Team):
     """What ``device="cuda"`` or ``"cuda:N"`` names: the CUDA engine (aescl[cuda]). Host
     data runs on GPU ``ordinal`` (``cuda``: the first); CUDA arrays on that GPU, or
@@ -208,6 +252,14 @@ def array_device_rule(kind: str, team: Team) -> Any:
 _teams: dict[tuple[str, ...], Team] = {}
 
 
+def _only_all(device: DevicesSpec) -> bool:
+    """Whether ``device`` is the spec ``all`` alone (or a list of it alone, as the CLI
+    passes ``--device all``)."""
+    if isinstance(device, list | tuple) and len(device) == 1:
+        device = device[0]
+    return isinstance(device, str) and device.strip().lower() == "all"
+
+
 _default_team: list[DefaultTeam] = []
 
 
@@ -220,6 +272,10 @@ def team(device: DevicesSpec) -> Team:
         if not _default_team:
             _default_team.append(DefaultTeam())
         return _default_team[0]
+    if _only_all(device):
+        if ("all",) not in _teams:
+            _teams[("all",)] = WholeMachineTeam()
+        return _teams[("all",)]
     is_cuda, ordinal = cuda_spec(device)
     if is_cuda:
         key = ("cuda", str(ordinal))
@@ -235,5 +291,5 @@ def team(device: DevicesSpec) -> Team:
     return existing
 
 
-__all__ = ["CudaTeam", "DefaultTeam", "DeviceSpec", "DevicesSpec",
+__all__ = ["CudaTeam", "DefaultTeam", "DeviceSpec", "DevicesSpec", "WholeMachineTeam",
            "array_device_rule", "cuda_spec", "resolve_devices", "team"]

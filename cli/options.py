@@ -51,6 +51,8 @@ def chosen_device(specs: tuple[str, ...]) -> list[aescl.Device | str] | None:
     are checked here and passed on as given, so that ``all`` keeps its meaning."""
     if not specs and not os.environ.get("AESCL_DEVICE"):
         return None
+    if [spec.strip().lower() for spec in specs] == ["all"]:
+        return list(specs)  # (always something: listing it would start every device)
     try:
         found = aescl.teams.resolve_devices(list(specs) if specs else None)
     except aescl.DeviceNotFound as exc:

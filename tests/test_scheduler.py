@@ -306,6 +306,23 @@ def test_in_all_a_file_job_runs_alone_on_a_device_that_keeps_up_with_the_files(
     assert everyone.for_job(size, "chunks", file_job=True) is everyone
 
 
+def test_all_lists_no_device_for_work_the_host_engine_takes_alone(no_device_named,
+                                                                   monkeypatch):
+    """``all`` lists (and starts) its devices only when a job needs more than the host
+    engine: not for a job below SPLIT_MIN_BYTES or between files that the host engine
+    keeps up with (guessed, nothing measured), which run there; a job in memory lists
+    them."""
+    monkeypatch.setattr(teams, "_teams", {})
+    everyone = teams.team(["all"])  # (as the CLI passes --device all)
+    assert everyone is teams.team("all")
+    small = everyone.for_job(scheduler.SPLIT_MIN_BYTES - 16, "blocks")
+    by_files = everyone.for_job(1 << 30, "chunks", file_job=True)
+    assert small.devices == by_files.devices == [host_device()]
+    assert everyone._listed is None
+    assert everyone.for_job(1 << 30, "chunks") is everyone
+    assert everyone.devices == teams.resolve_devices("all")
+
+
 _COLD_CHOICES = """
 import json, sys
 from aescl import teams

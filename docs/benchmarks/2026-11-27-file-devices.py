@@ -11,20 +11,11 @@ trip compared with ``cmp``. Prints one JSON object.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
+
+from file_rounds import file_rounds
 
 import aescl
-
-SHM = "/dev/shm"
-
-
-def seconds(command: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return round(time.perf_counter() - start, 2)
 
 
 def device_choices() -> dict[str, list[str]]:
@@ -41,38 +32,21 @@ def device_choices() -> dict[str, list[str]]:
     return choices
 
 
-def main(gib: int, rounds: int) -> None:
-    plain, sealed, opened = (os.path.join(SHM, name) for name in
-                             ("devices.plain", "devices.aescl", "devices.opened"))
-    key = os.path.join(SHM, "devices.key")
-    with open(plain, "wb") as file:
-        for _ in range(gib * 16):
-            file.write(os.urandom(64 << 20))
+def commands(options: list[str]):
     aescl_cli = [sys.executable, "-m", "aescl"]
-    subprocess.run([*aescl_cli, "keygen", "-o", key, "--force"], check=True,
-                   stdout=subprocess.DEVNULL)
-    hex_key, iv = os.urandom(32).hex(), os.urandom(16).hex()
+
+    def made(key: str, plain: str, sealed: str, opened: str) -> tuple[list[str], list[str]]:
+        return ([*aescl_cli, "encrypt", *options, "--key-file", key, plain, "-o", sealed,
+                 "--force"],
+                [*aescl_cli, "decrypt", *options, "--key-file", key, sealed, "-o", opened,
+                 "--force"])
+    return made
+
+
+def main(gib: int, rounds: int) -> None:
     figures: dict[str, object] = {"GiB": gib, "devices": [d.id for d in aescl.devices()]}
-    try:
-        for _ in range(rounds):
-            figures.setdefault("cp", []).append(seconds(["cp", plain, opened]))
-            figures.setdefault("openssl enc -aes-256-ctr", []).append(seconds(
-                ["openssl", "enc", "-aes-256-ctr", "-K", hex_key, "-iv", iv, "-in", plain,
-                 "-out", opened]))
-            for name, options in device_choices().items():
-                figures.setdefault(f"{name} encrypt", []).append(seconds(
-                    [*aescl_cli, "encrypt", *options, "--key-file", key, plain, "-o", sealed,
-                     "--force"]))
-                figures.setdefault(f"{name} decrypt", []).append(seconds(
-                    [*aescl_cli, "decrypt", *options, "--key-file", key, sealed, "-o", opened,
-                     "--force"]))
-                same = subprocess.run(["cmp", "-s", plain, opened]).returncode == 0
-                figures.setdefault(f"{name} round trip identical", []).append(same)
-    finally:
-        for path in (plain, sealed, opened, key):
-            if os.path.exists(path):
-                os.unlink(path)
-    print(json.dumps(figures))
+    variants = {name: commands(options) for name, options in device_choices().items()}
+    print(json.dumps(file_rounds("devices", gib, rounds, variants, figures)))
 
 
 if __name__ == "__main__":

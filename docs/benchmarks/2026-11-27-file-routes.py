@@ -10,12 +10,10 @@ Each command in a fresh process, three rounds, seconds. Prints one JSON object.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
 
-SHM = "/dev/shm"
+from file_rounds import file_rounds
+
 ROUTES = {"reached": "", "staged": "h.REACH_MIN_BYTES = 1 << 62; "}
 
 
@@ -26,41 +24,18 @@ def aescl_command(route: str, *arguments: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def seconds(command: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return round(time.perf_counter() - start, 2)
+def commands(route: str):
+    def made(key: str, plain: str, sealed: str, opened: str) -> tuple[list[str], list[str]]:
+        return (aescl_command(route, "encrypt", "--key-file", key, plain, "-o", sealed,
+                              "--force"),
+                aescl_command(route, "decrypt", "--key-file", key, sealed, "-o", opened,
+                              "--force"))
+    return made
 
 
 def main(gib: int) -> None:
-    plain, sealed, opened = (os.path.join(SHM, name) for name in
-                             ("routes.plain", "routes.aescl", "routes.opened"))
-    key = os.path.join(SHM, "routes.key")
-    with open(plain, "wb") as file:
-        for _ in range(gib * 16):
-            file.write(os.urandom(64 << 20))
-    subprocess.run([sys.executable, "-m", "aescl", "keygen", "-o", key, "--force"],
-                   check=True, stdout=subprocess.DEVNULL)
-    hex_key, iv = os.urandom(32).hex(), os.urandom(16).hex()
-    figures: dict[str, list[float]] = {}
-    try:
-        for _ in range(3):
-            figures.setdefault("cp", []).append(seconds(["cp", plain, opened]))
-            figures.setdefault("openssl enc -aes-256-ctr", []).append(seconds(
-                ["openssl", "enc", "-aes-256-ctr", "-K", hex_key, "-iv", iv, "-in", plain,
-                 "-out", opened]))
-            for route in ROUTES:
-                figures.setdefault(f"{route} encrypt", []).append(seconds(aescl_command(
-                    route, "encrypt", "--key-file", key, plain, "-o", sealed, "--force")))
-                figures.setdefault(f"{route} decrypt", []).append(seconds(aescl_command(
-                    route, "decrypt", "--key-file", key, sealed, "-o", opened, "--force")))
-                same = subprocess.run(["cmp", "-s", plain, opened]).returncode == 0
-                figures.setdefault(f"{route} round trip identical", []).append(same)
-    finally:
-        for path in (plain, sealed, opened, key):
-            if os.path.exists(path):
-                os.unlink(path)
-    print(json.dumps(figures))
+    variants = {route: commands(route) for route in ROUTES}
+    print(json.dumps(file_rounds("routes", gib, 3, variants, {})))
 
 
 if __name__ == "__main__":
