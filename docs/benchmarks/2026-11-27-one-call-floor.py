@@ -14,37 +14,30 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import torch
 
 import aescl
+from aescl.timing import wall
+
+
+def synchronised(call, times: int = 1):
+    """``call`` ``times`` over, then a wait for the GPU: what one timing covers."""
+    def run() -> None:
+        for _ in range(times):
+            call()
+        torch.cuda.synchronize()
+    return run
 
 
 def per_call_us(call, calls: int = 2000) -> float:
-    for _ in range(50):
-        call()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return round(best * 1e6, 1)
+    synchronised(call, 50)()  # (warm)
+    return round(min(wall(synchronised(call, calls)) for _ in range(3)) / calls * 1e6, 1)
 
 
 def large_gb_s(call, nbytes: int, runs: int = 8) -> float:
-    call()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return round(nbytes / best / 1e9, 1)
+    synchronised(call)()  # (warm)
+    return round(nbytes / min(wall(synchronised(call)) for _ in range(runs)) / 1e9, 1)
 
 
 def main() -> None:
