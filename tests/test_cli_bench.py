@@ -47,6 +47,24 @@ def test_bench_json_reports_each_figure_and_writes_a_plot(tmp_path):
     assert table.returncode == 0 and "host->host" in table.stdout and DEVICE.name in table.stdout
 
 
+def test_bench_processes_adds_a_teams_yardstick_row():
+    """``--processes`` on a team (the host engine and a device: ``all``'s block) measures
+    its N-process yardstick, in processes of their own, and the table shows the row;
+    without it there is none."""
+    common = ("bench", "--device", "host", "--device", DEVICE.id, "--mode", "ctr",
+              "--key-bits", "128", "--sizes", "64K", "--min-time", "0", "--no-host", "-q")
+    result = run(*common, "--processes", "--json")
+    assert result.returncode == 0, result.stderr
+    team = next(t for t in json.loads(result.stdout)["targets"] if t["id"] == "all")
+    (row,) = team["results"]
+    assert row["processes_gb_s"] > 0 and row["pinned_gb_s"] > 0
+    table = run(*common, "--processes")
+    assert table.returncode == 0 and "N processes" in table.stdout
+    plain = run(*common, "--json")
+    team = next(t for t in json.loads(plain.stdout)["targets"] if t["id"] == "all")
+    assert team["results"][0]["processes_gb_s"] is None
+
+
 def test_a_file_that_is_not_a_report_is_refused(tmp_path):
     bogus = tmp_path / "bogus.json"
     bogus.write_text('{"targets": 3}')
