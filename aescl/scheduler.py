@@ -189,6 +189,13 @@ class _Claims:
         return claimed
 
 
+def keeps_up_with_files(device: Device, kind: str, nbytes: int) -> bool:
+    """Whether ``device`` alone is expected to do a job of ``nbytes`` between files as
+    fast as the files are read and written (rates.fastest_seconds), start-up aside."""
+    return (rates.expected_seconds(device, kind, nbytes, True, True)
+            <= rates.fastest_seconds(nbytes, file_job=True))
+
+
 class Team:
     """The engines of one or more devices, running each job together."""
 
@@ -234,9 +241,7 @@ class Team:
         over a team costs transfers and hand-overs (4 GiB in /dev/shm, 4 x H200, 64
         cores: ``all`` of the four GPUs 3.1-3.4 s, the host engine alone 1.8-2.2, one
         GPU 2.3-2.7, cp 1.7-1.9; docs/benchmarks)."""
-        files = rates.fastest_seconds(nbytes, file_job=True)
-        keeping_up = [d for d in self.devices
-                      if rates.expected_seconds(d, kind, nbytes, True, True) <= files]
+        keeping_up = [d for d in self.devices if keeps_up_with_files(d, kind, nbytes)]
         if not keeping_up:
             return None
         return max(keeping_up, key=lambda d: (d.type == "host", expected_rate(d, kind)))

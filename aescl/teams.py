@@ -205,8 +205,8 @@ class WholeMachineTeam(Team):
 
     def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
         host = host_device()
-        if nbytes < scheduler.SPLIT_MIN_BYTES or (file_job and expected_seconds(
-                host, kind, nbytes, True, True) <= fastest_seconds(nbytes, True)):
+        if nbytes < scheduler.SPLIT_MIN_BYTES or (
+                file_job and scheduler.keeps_up_with_files(host, kind, nbytes)):
             if host.id not in self._alone:
                 self._alone[host.id] = Team([host])
             return self._alone[host.id]
