@@ -300,8 +300,8 @@ def _aad_bytes(associated_data: Any) -> bytes | None:
     return bytes(_host_data(associated_data, "associated_data"))
 
 
-def _check_nonce(nonce: Any) -> memoryview:
-    view = _host_data(nonce, "nonce")
+def _check_nonce(nonce: Any) -> bytes | memoryview:
+    view = nonce if type(nonce) is bytes else _host_data(nonce, "nonce")
     if not 8 <= len(view) <= 128:
         raise ValueError("Nonce must be between 8 and 128 bytes")
     return view

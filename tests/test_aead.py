@@ -521,3 +521,77 @@ def test_lone_messages_on_a_tensor_share_their_streams_kernels_and_stay_pycas():
         tampered = sealed.clone()
         tampered[0] ^= 1
         cipher.decrypt(nonce, tampered, aad)
+
+
+def test_kept_lone_sealings_of_other_lengths_and_threads_stay_pycas():
+    """A lone message is sealed through a launch kept for its length and stream
+    (engines/cuda/workers.py, _lone_sealing), of which only the addresses and J0 change
+    a call: lengths taken in turn each get their own, and threads sealing on one stream
+    at once each get their own message back (the kept buffer is packed and launched
+    under a lock)."""
+    import threading
+
+    from cuda_arrays import cuda_gpu_present
+
+    torch = pytest.importorskip("torch")
+    if not cuda_gpu_present():
+        pytest.skip("no CUDA GPU on this machine")
+    key = os.urandom(16)
+    cipher, pyca = aescl.AESGCM(key), PycaAESGCM(key)
+
+    def sealed_matches(length: int) -> bool:
+        data, nonce = os.urandom(length), os.urandom(12)
+        tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8).to("cuda")
+        sealed = cipher.encrypt(nonce, tensor, None)
+        return sealed.cpu().numpy().tobytes() == pyca.encrypt(nonce, data, None)
+
+    lengths = [4096, 16, 65536, 4096, 48, 16, 65536]
+    assert all(sealed_matches(length) for length in lengths)
+    (job,) = cipher._jobs.values()
+    (kernels,) = job._lone_kernels.values()
+    assert sorted(kernels._lone_sealings) == sorted(set(lengths))
+
+    results: list[bool] = []
+
+    def seal_many() -> None:
+        results.extend(sealed_matches(4096) for _ in range(40))
+
+    threads = [threading.Thread(target=seal_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 160
+
+
+def test_a_jax_array_that_fails_its_tag_raises_invalid_tag_and_zeroes_its_rows(jax_gpu):
+    """A JAX array is immutable, so aescl makes its results in CuPy and hands them to JAX
+    last. A failed tag must still raise InvalidTag (InvalidTags naming the rows of a
+    batch), with the failed rows zeroed in the batch's result: the zeroing writes to the
+    result before it becomes JAX's (a JAX result refuses to be written)."""
+    import numpy as np
+    from cuda_arrays import to_jax
+
+    jax, gpu = jax_gpu
+    key = os.urandom(16)
+    cipher, pyca = aescl.AESGCM(key), PycaAESGCM(key)
+    nonce, data = os.urandom(12), os.urandom(4096)
+    sealed = cipher.encrypt(nonce, to_jax(jax, gpu, data), None)
+    assert isinstance(sealed, jax.Array)
+    assert np.asarray(sealed).tobytes() == pyca.encrypt(nonce, data, None)
+    tampered = bytearray(np.asarray(sealed).tobytes())
+    tampered[0] ^= 1
+    with pytest.raises(InvalidTag):
+        cipher.decrypt(nonce, to_jax(jax, gpu, bytes(tampered)), None)
+
+    nonces = [os.urandom(12) for _ in range(4)]
+    rows = [os.urandom(64) for _ in range(4)]
+    grid = jax.device_put(np.frombuffer(b"".join(rows), np.uint8).reshape(4, 64), gpu)
+    batch = np.asarray(cipher.encrypt_many(nonces, grid)).copy()
+    batch[2, 0] ^= 1
+    with pytest.raises(aead.InvalidTags) as caught:
+        cipher.decrypt_many(nonces, jax.device_put(batch, gpu))
+    assert caught.value.failed == [2]
+    opened = np.asarray(caught.value.results)
+    assert opened[2].tobytes() == bytes(64)
+    assert [opened[i].tobytes() for i in (0, 1, 3)] == [rows[i] for i in (0, 1, 3)]

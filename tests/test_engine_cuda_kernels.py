@@ -22,16 +22,18 @@ import aescl
 def test_every_cuda_kernel_compiles_from_the_one_core(arch, tables, rounds):
     from aescl.engines.cuda import KERNELS, compile_cubin, cuda_defines
     from aescl.engines.cuda.kernels import crypt_hash_defines
-    from aescl.engines.cuda.workers import _CRYPT_HASH_SHAPE
+    from aescl.engines.cuda.workers import _CRYPT_HASH_SHAPE, _LONE_CRYPT_HASH_SHAPE
 
-    # gcm_crypt_hash's own build too: its tables, block and stride tables as the engine
-    # sets them, on a GPU whose blocks hold ``tables``. (Several compiles at a time: one
-    # after another, this test took a minute of the suite on the 2-core CI kind.)
-    _, threads, in_local = _CRYPT_HASH_SHAPE
+    # gcm_crypt_hash's own builds too (batches, and a lone message): their tables, block
+    # and stride tables as the engine sets them, on a GPU whose blocks hold ``tables``.
+    # (Several compiles at a time: one after another, this test took a minute of the
+    # suite on the 2-core CI kind.)
     builds = [(filename, cuda_defines(rounds, tables), names)
               for filename, names in KERNELS.items()]
-    builds.append(("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
-                   ("gcm_crypt_hash",)))
+    for most_tables, threads, in_local, lanes in (_CRYPT_HASH_SHAPE, _LONE_CRYPT_HASH_SHAPE):
+        builds.append(("aes_gcm.cl", crypt_hash_defines(rounds, min(tables, most_tables),
+                                                        threads, in_local, lanes),
+                       ("gcm_crypt_hash",)))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         cubins = list(pool.map(lambda build: compile_cubin(build[0], build[1], arch), builds))
     for (filename, _, names), cubin in zip(builds, cubins, strict=True):

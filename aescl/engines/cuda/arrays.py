@@ -14,6 +14,7 @@ produced the input and precedes the work the caller enqueues next on that stream
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -21,8 +22,9 @@ from typing import Any
 
 from ... import ghash, keyschedule
 from ..._arrays import check_in_place_or_apart
+from ...chunkformat import TAG_SIZE
 from ..device_arrays import cuda_nbytes, dlpack_gpu, is_torch_tensor, on_cuda
-from ..interface import BlockTransform
+from ..interface import BLOCK_SIZE, BlockTransform
 from ..programs import device_chunks, device_messages
 from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, pointer_gpu
 from .workers import CudaBlocks, CudaChunkKernels, CudaGhash, KeyTables, StreamMemory
@@ -122,11 +124,15 @@ def _torch_stream(device: int) -> int:
     """The handle of torch's current stream on a GPU. torch.cuda.current_stream builds
     a Stream object (7 µs on the H100 host, a quarter of a small call); the raw handle
     comes from the call torch's own compiled code uses, where this torch has it."""
-    torch = sys.modules["torch"]
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    raw = _torch_raw_stream()
     if raw is not None:
         return int(raw(device))
-    return int(torch.cuda.current_stream(device).cuda_stream)
+    return int(sys.modules["torch"].cuda.current_stream(device).cuda_stream)
+
+
+@functools.cache
+def _torch_raw_stream() -> Any:
+    return getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)
 
 
 def _producer_stream(obj: Any, device: int, interface: dict[str, Any]) -> int:
@@ -457,7 +463,7 @@ class CudaArrayChunks:
         return kernels
 
     def _run(self, data: Any, out_bytes: int, work: Any, header_bytes: int = 0,
-             output: Any = None, lone: bool = False) -> Any:
+             output: Any = None, lone: bool = False, as_callers: bool = True) -> Any:
         source = _on_gpu(cuda_bytes(data, "the input"), self._device)
         if output is None:
             # So that the chunks after a header lie aligned; not for JAX, which takes in
@@ -475,7 +481,7 @@ class CudaArrayChunks:
         finally:
             kernels.release_all()
             _hold_until_done(source, data, output)
-        return as_kind_of(data, result)
+        return as_kind_of(data, result) if as_callers else result
 
     @keeps_callers_context
     def seal(self, message: Any, header: bytes, sealed_bytes: int, output: Any = None) -> Any:
@@ -499,28 +505,61 @@ class CudaArrayChunks:
                                       target, first, final)
         return self._run(sealed, out_bytes, work, output=output)
 
-    @keeps_callers_context
     def seal_messages(self, rows: Any, messages: device_messages.MessagePlan) -> Any:
         """Many GCM messages under this object's key (device_messages.py): the rows of
         ``rows`` sealed into a new flat uint8 array of rows of ciphertext, then tag; None
-        where the kernels cannot take them."""
+        where the kernels cannot take them. The array is of the library aescl makes
+        results in (CuPy's for JAX's arrays, which are immutable: the caller may still
+        write to it, and CudaArrayBytes.finish then makes it the caller's kind)."""
+        if _lone(messages):
+            sealed = self._seal_lone(rows, messages)
+            if sealed is not None:
+                return sealed
+        return self._seal_batch(rows, messages)
+
+    @keeps_callers_context
+    def _seal_batch(self, rows: Any, messages: device_messages.MessagePlan) -> Any:
         work = device_messages.Sealing(messages)
         try:
-            return self._run(rows, work.result_bytes, work, lone=_lone(messages))
+            return self._run(rows, work.result_bytes, work, lone=_lone(messages),
+                             as_callers=False)
         except device_messages.NotTaken:
             return None
+
+    def _seal_lone(self, message: Any, messages: device_messages.MessagePlan) -> Any:
+        """A lone message with no AAD, where its GPU and stream have kernels kept for
+        such (made by the first such call, through :meth:`_seal_batch`): what
+        :meth:`_run` and device_messages.seal do for it, less all a batch needs (no
+        scratch, no uploads, the launch kept: CudaChunkKernels.seal_lone), for a call
+        of a few microseconds of the GPU's. None where it goes the batch's way: no
+        kernels kept yet, memory off 16-byte boundaries, or an array whose library
+        aescl must hold until the work is done (_hold_until_done)."""
+        if not _reused_after_the_stream(message):
+            return None
+        source = _on_gpu(cuda_bytes(message, "the input"), self._device)
+        kernels = self._lone_kernels.get((source.device, source.stream))
+        if kernels is None or source.pointer % BLOCK_SIZE:
+            return None
+        result = empty_bytes(message, source.device, messages.nbytes + TAG_SIZE)
+        target = result.data_ptr() if is_torch_tensor(result) else \
+            cuda_bytes(result, "the result", writable=True, stream=source.stream).pointer
+        if target % BLOCK_SIZE:
+            return None
+        kernels.seal_lone(source.pointer, target, messages.nbytes, bytes(messages.j0s))
+        return result
 
     @keeps_callers_context
     def open_messages(self, rows: Any, messages: device_messages.MessagePlan,
                       meanwhile: Callable[[], Any] | None = None) -> tuple[Any, int] | None:
-        """The sealed rows of ``rows`` opened into a new flat uint8 array, and the index of
-        the first message whose tag failed (the count where none did); None where the
-        kernels cannot take them. ``meanwhile``: called while the device works, before
-        the wait for the verdict."""
+        """The sealed rows of ``rows`` opened into a new flat uint8 array (of the library
+        aescl makes results in, as seal_messages's), and the index of the first message
+        whose tag failed (the count where none did); None where the kernels cannot take
+        them. ``meanwhile``: called while the device works, before the wait for the
+        verdict."""
         work = device_messages.Opening(messages, meanwhile)
         try:
-            return self._run(rows, work.result_bytes, work, lone=_lone(messages)), \
-                work.first_failed
+            return self._run(rows, work.result_bytes, work, lone=_lone(messages),
+                             as_callers=False), work.first_failed
         except device_messages.NotTaken:
             return None
 

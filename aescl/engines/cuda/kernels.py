@@ -55,9 +55,10 @@ TABLE_KERNELS = frozenset({"aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr_xor", 
                            "gcm_tags", "gcm_crypt_hash"})
 
 
-def table_bytes(tables: int) -> int:
-    """Dynamic shared memory of a block that stages ``tables`` round tables."""
-    return 256 * 4 * TABLE_LANES * tables
+def table_bytes(tables: int, lanes: int = TABLE_LANES) -> int:
+    """Dynamic shared memory of a block that stages ``tables`` round tables, ``lanes``
+    copies of each."""
+    return 256 * 4 * lanes * tables
 
 
 def round_tables_for(block_shared_bytes: int) -> int:
@@ -70,37 +71,39 @@ def round_tables_for(block_shared_bytes: int) -> int:
     return 1
 
 
-def cuda_defines(rounds: int, tables: int = ROUND_TABLES) -> dict[str, int]:
+def cuda_defines(rounds: int, tables: int = ROUND_TABLES, lanes: int = TABLE_LANES
+                 ) -> dict[str, int]:
     """The ``-D`` options of a CUDA build: the OpenCL engine's for an NVIDIA GPU (round
     keys expanded on the host, the tables in shared memory a copy per bank, byte
     extraction by PRMT), with ``tables`` round tables in dynamic shared memory, and
     GHASH's stride tables read through the cache (workers._GHASH_ITEMS says why)."""
     return {"AES_ROUNDS": rounds, "AES_KEY_SCHEDULE_DEVICE": 0, "AES_TABLES_IN_LOCAL": 1,
-            "AES_TABLE_LANES": TABLE_LANES, "AES_BYTE_PERMUTE": 1,
+            "AES_TABLE_LANES": lanes, "AES_BYTE_PERMUTE": 1,
             "AES_ROUND_TABLES": tables, "AES_TABLES_DYNAMIC": 1,
             "GHASH_STRIDE_IN_LOCAL": 0}
 
 
 def crypt_hash_tables(block_shared_bytes: int, wanted: int, threads: int,
-                      stride_in_local: int) -> int:
+                      stride_in_local: int, lanes: int = TABLE_LANES) -> int:
     """Round tables (``wanted`` at most: 4, 2 or 1) for gcm_crypt_hash's blocks, whose
     shared memory also holds the sums of ``threads`` threads and, with
     ``stride_in_local``, the stride's position tables (8 KiB): the most that fit in
     ``block_shared_bytes``, the shared memory a block may opt into."""
     beside = _SHARED_BESIDE_TABLES + 16 * threads + 8192 * stride_in_local
     for tables in (4, 2):
-        if tables <= wanted and table_bytes(tables) + beside <= block_shared_bytes:
+        if tables <= wanted and table_bytes(tables, lanes) + beside <= block_shared_bytes:
             return tables
     return 1
 
 
-def crypt_hash_defines(rounds: int, tables: int, threads: int,
-                       stride_in_local: int) -> dict[str, int]:
+def crypt_hash_defines(rounds: int, tables: int, threads: int, stride_in_local: int,
+                       lanes: int = TABLE_LANES) -> dict[str, int]:
     """The ``-D`` options of the build that gcm_crypt_hash (cl/aes_gcm.cl) runs from: its
-    own count of round tables, blocks of ``threads`` (which size its sums' scratch),
-    and GHASH's stride tables in shared memory (1) or read through the cache (0), as
-    workers._CRYPT_HASH_SHAPE chose them by measurement."""
-    return {**cuda_defines(rounds, tables), "GCM_CRYPT_HASH_MAX_GROUP": threads,
+    own count of round tables and copies of each (``lanes``), blocks of ``threads``
+    (which size its sums' scratch), and GHASH's stride tables in shared memory (1) or
+    read through the cache (0), as workers._CRYPT_HASH_SHAPE (and _LONE_CRYPT_HASH_SHAPE,
+    for a lone message) chose them by measurement."""
+    return {**cuda_defines(rounds, tables, lanes), "GCM_CRYPT_HASH_MAX_GROUP": threads,
             "GHASH_STRIDE_IN_LOCAL": stride_in_local}
 
 

@@ -30,6 +30,16 @@ def ordinal_of(device: Device) -> int:
     return int(device.id.partition(":")[2])
 
 
+@functools.cache
+def cuda_driver() -> Any:
+    """cuda.bindings' driver module, for the calls of a small message's path (an import
+    statement in a function costs about a microsecond at each call; aescl imports the
+    CUDA packages only when CUDA work comes)."""
+    from cuda.bindings import driver
+
+    return driver
+
+
 def checked(result: Any) -> Any:
     """The values of a cuda.bindings call; raises on an error code."""
     error, *values = result if isinstance(result, tuple) else (result,)
@@ -114,8 +124,7 @@ def kernel_parameters(arguments: Any) -> tuple[bytearray, array.array]:
     18 µs for those 27 on the CI kind; one ``struct`` format a kind of argument list,
     made once, packs them in 12 (2026-11-27): the set-up of each piece of a team's job
     runs under the GIL that the feeding threads of every GPU share."""
-    shape = tuple(argument.nbytes if type(argument) is np.ndarray else type(argument)
-                  for argument in arguments)
+    shape = _shape(arguments)
     layout = _layouts.get(shape)
     if layout is None:
         layout = _layouts[shape] = _layout(arguments)
@@ -125,6 +134,44 @@ def kernel_parameters(arguments: Any) -> tuple[bytearray, array.array]:
                                    else int(argument) for argument in arguments])
     base = ctypes.addressof(ctypes.c_char.from_buffer(storage)) if storage else 0
     return storage, array.array("Q", [base + offset for offset in offsets])
+
+
+class KeptLaunch:
+    """A launch of one kernel made once and enqueued many times (a 4 KiB message's call
+    is a few microseconds of the GPU's: packing the 27 arguments of gcm_crypt_hash again
+    at each was a tenth of it): the arguments as :func:`launch_kernel` takes them, packed
+    once, of which only those at positions ``changing`` are given again at each
+    :meth:`launch` (an int, or bytes of the argument's size), on the stream ``stream``
+    (whose GPU's context must be current). Thread-safe: the one buffer is packed and
+    launched under a lock."""
+
+    def __init__(self, function: Any, grid: int, threads: int, shared_bytes: int,
+                 stream: int, *arguments: Any, changing: tuple[int, ...]) -> None:
+        from cuda.bindings import driver
+
+        self._storage, self._pointers = kernel_parameters(arguments)
+        _, offsets = _layouts[_shape(arguments)]
+        self._fields = [(struct.Struct("<Q" if isinstance(arguments[at], int)
+                                       else f"<{arguments[at].nbytes}s"), offsets[at])
+                        for at in changing]
+        self._call = (function, max(1, grid), 1, 1, threads, 1, 1, shared_bytes,
+                      driver.CUstream(stream), self._pointers.buffer_info()[0], 0)
+        self._launch = driver.cuLaunchKernel
+        self._lock = threading.Lock()
+
+    def launch(self, *values: Any) -> None:
+        """Enqueue the kernel, the ``changing`` arguments set to ``values`` (in order)."""
+        with self._lock:
+            for (field, offset), value in zip(self._fields, values, strict=True):
+                field.pack_into(self._storage, offset, value)
+            checked(self._launch(*self._call))
+
+
+def _shape(arguments: Any) -> tuple[Any, ...]:
+    """The kind of each argument (a numpy array's size, else its type): the key of
+    :data:`_layouts`."""
+    return tuple(argument.nbytes if type(argument) is np.ndarray else type(argument)
+                 for argument in arguments)
 
 
 # (the kind of each argument: a numpy array's size, else its type) -> (format, offsets)
@@ -209,6 +256,23 @@ class Gpu:
         driver call."""
         checked(self._set_current(self._context))
 
+    def enter(self) -> Any:
+        """Make this GPU's context the calling thread's for a call, where it is not
+        already: what :meth:`leave` takes to put the caller's back (None where nothing
+        changed). Where it was current, as a torch user's current GPU's context is, a
+        small call spends one driver call on it, not the three of make_current inside
+        keeps_callers_context."""
+        callers = checked(cuda_driver().cuCtxGetCurrent())
+        if int(callers) == int(self._context):
+            return None
+        checked(self._set_current(self._context))
+        return callers
+
+    def leave(self, callers: Any) -> None:
+        """Put back the caller's context that :meth:`enter` returned."""
+        if callers is not None:
+            checked(self._set_current(callers))
+
     def kernel(self, filename: str, name: str, rounds: int | None) -> tuple[Any, Any]:
         """A kernel of the engine's build for ``rounds`` here (None: a file with no AES,
         built without the core's defines), and its driver function (launch_function), looked
@@ -284,8 +348,7 @@ def keeps_callers_context(method: Callable[..., Any]) -> Callable[..., Any]:
     device="cuda")`` there."""
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
-        from cuda.bindings import driver
-
+        driver = cuda_driver()
         callers = checked(driver.cuCtxGetCurrent())
         try:
             return method(*args, **kwargs)

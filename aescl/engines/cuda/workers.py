@@ -30,12 +30,20 @@ from ..programs.device_chunks import (
     fused_gcm,
 )
 from ..programs.device_runs import run_blocks
-from .kernels import crypt_hash_defines, crypt_hash_tables, module, table_bytes
+from .kernels import (
+    TABLE_LANES,
+    crypt_hash_defines,
+    crypt_hash_tables,
+    module,
+    table_bytes,
+)
 from .runtime import (
     CudaBytes,
     Gpu,
+    KeptLaunch,
     checked,
     cuda_device,
+    cuda_driver,
     keeps_callers_context,
     launch_function,
     launch_kernel,
@@ -199,7 +207,15 @@ def ghash_grid(gpu: Gpu, function: Any, count: int) -> int:
 # memory 297.5-297.8, read through the cache 267.9-269.9, 2 tables 277-297, 1 table
 # 232-269; the three launches 252.5-261.4.
 _CRYPT_HASH_ITEMS = 8
-_CRYPT_HASH_SHAPE = (4, 1024, 1)
+_CRYPT_HASH_SHAPE = (4, 1024, 1, TABLE_LANES)  # (and the copies of each table)
+# A lone message (AESGCM.encrypt of one small device array) runs on one block, whose
+# set-up and GHASH's pairing levels are most of its time, not the AES: a block of 256
+# threads with one round table in one copy (1 KiB to stage, not 128) and the stride's
+# tables read through the cache. One H200 (2026-11-27, docs/benchmarks), GPU time a
+# call: 4 KiB 19.9 us against 33.2 with the build above, 64 bytes 19.1 against 34.6,
+# but 64 KiB 70.4 against 64.2, where more AES a thread pays for the copies.
+_LONE_CRYPT_HASH_SHAPE = (1, 256, 0, 1)
+_LONE_MOST_BLOCKS = 1024  # (16 KiB) the longest lone message that runs on that build
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
 
@@ -261,12 +277,13 @@ class KeyTables:
             return CudaBytes(self._on[like.device], _POSITION_TABLES_BYTES, like.device, 0,
                              False)
 
-    def used(self, gpu: Gpu, like: CudaBytes) -> None:
-        """The work just queued on ``like``'s stream reads the tables: they outlive it."""
-        from cuda.bindings import driver
-
+    def used(self, gpu: Gpu, like: CudaBytes, current: bool = False) -> None:
+        """The work just queued on ``like``'s stream reads the tables: they outlive it.
+        ``current``: the caller has made ``gpu``'s context current already."""
+        driver = cuda_driver()
         with self._lock:
-            gpu.make_current()
+            if not current:
+                gpu.make_current()
             event = self._after.get((like.device, like.stream))
             if event is None:
                 event = checked(driver.cuEventCreate(
@@ -432,6 +449,13 @@ class CudaGhash:
 _MESSAGE_ITEMS_MOST = 32
 _MESSAGE_ITEMS_ALONE = 256  # GCM_MAX_GHASH_ITEMS (cl/aes_gcm.cl): H's position tables end there
 
+# The positions, among the arguments of _crypt_and_tags_launch's gcm_crypt_hash, of those
+# a kept lone sealing (_lone_sealing) sets at each call: the input, the output, the J0
+# (by value) and the tag's place. Every other argument is the same for a length.
+_LONE_SEALING_CHANGES = (0, 1, 12, 16)
+# Lengths a stream's kernels keep a lone sealing for: past them, all are made again.
+_LONE_SEALINGS_MOST = 64
+
 
 def _message_items(fused: _CryptHash, count: int) -> int:
     """Threads a message for ``count`` messages given one by one (device_messages.py):
@@ -453,16 +477,16 @@ class _CryptHash:
     """gcm_crypt_hash as one GPU runs it for one key size: its build (kernels.
     crypt_hash_defines), function and launch shape."""
 
-    def __init__(self, gpu: Gpu, rounds: int) -> None:
+    def __init__(self, gpu: Gpu, rounds: int, shape: tuple[int, int, int, int]) -> None:
         from cuda.bindings import driver
 
-        tables, threads, in_local = _CRYPT_HASH_SHAPE
+        tables, threads, in_local, lanes = shape
         tables = crypt_hash_tables(gpu.shared_optin, min(tables, gpu.round_tables), threads,
-                                   in_local)
+                                   in_local, lanes)
         self.items = _CRYPT_HASH_ITEMS
-        self.shared_bytes = table_bytes(tables)
-        self._code = module("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local),
-                            gpu.arch)
+        self.shared_bytes = table_bytes(tables, lanes)
+        self._code = module("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local,
+                                                             lanes), gpu.arch)
         self._kernel = self._code.get_kernel("gcm_crypt_hash")
         self.function = launch_function(self._kernel, "gcm_crypt_hash", self.shared_bytes)
         most = int(checked(driver.cuFuncGetAttribute(
@@ -473,15 +497,16 @@ class _CryptHash:
         self.most_blocks = gpu.sms * max(1, int(per_sm))  # one wave: the kernel strides
 
 
-_crypt_hashes: dict[tuple[int, int, tuple[int, int, int]], _CryptHash] = {}
+_crypt_hashes: dict[tuple[int, int, tuple[int, int, int, int]], _CryptHash] = {}
 _crypt_hashes_lock = threading.Lock()
 
 
-def _crypt_hash(gpu: Gpu, rounds: int) -> _CryptHash:
+def _crypt_hash(gpu: Gpu, rounds: int, shape: tuple[int, int, int, int] = _CRYPT_HASH_SHAPE
+                ) -> _CryptHash:
     with _crypt_hashes_lock:
-        key = (gpu.core.device_id, rounds, _CRYPT_HASH_SHAPE)
+        key = (gpu.core.device_id, rounds, shape)
         if key not in _crypt_hashes:
-            _crypt_hashes[key] = _CryptHash(gpu, rounds)
+            _crypt_hashes[key] = _CryptHash(gpu, rounds, shape)
         return _crypt_hashes[key]
 
 
@@ -518,6 +543,7 @@ class CudaChunkKernels:
         self.fused = fused_gcm()
         if self.fused:
             self._crypt_hash = _crypt_hash(self._gpu, rounds)
+        self._lone_sealings: dict[int, KeptLaunch] = {}  # (_lone_sealing, by length)
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
@@ -617,9 +643,55 @@ class CudaChunkKernels:
                        run: ChunkRun | Messages, strides: tuple[int, int],
                        tags: CudaBytes | None, tag_stride: int, sealing: bool,
                        check: TagCheck | None) -> None:
+        self._gpu.make_current()
+        launch_kernel(*self._crypt_and_tags_launch(source, target, count, blocks, run, strides,
+                                                   tags, tag_stride, sealing, check))
+
+    def seal_lone(self, source: int, target: int, nbytes: int, j0: bytes) -> None:
+        """A lone message of ``nbytes`` (whole blocks) with no AAD, at address ``source``
+        on this stream, sealed to address ``target`` (the ciphertext, then the tag) with
+        J0 ``j0``: device_messages.seal's launch for it, through the one kept for its
+        length (one driver call, and nothing allocated). Leaves the calling thread's
+        context as it found it."""
+        callers = self._gpu.enter()
+        try:
+            self._lone_sealing(nbytes).launch(source, target, j0, target + nbytes)
+            if self._tables is not None:  # (and no scratch: nothing else to release)
+                self._tables.used(self._gpu, self._like, current=True)
+        finally:
+            self._gpu.leave(callers)
+
+    def _lone_sealing(self, nbytes: int) -> KeptLaunch:
+        """The fused kernel's launch that seals a lone message of ``nbytes`` with no AAD
+        on this stream, its J0 by value, made once a length and kept: the input's and
+        output's addresses, J0 and the tag's place are all that change a call."""
+        launch = self._lone_sealings.get(nbytes)
+        if launch is None:
+            blocks = nbytes // BLOCK_SIZE
+            anywhere = CudaBytes(0, nbytes + BLOCK_SIZE, self._like.device, self._like.stream,
+                                 False)
+            launch = KeptLaunch(*self._crypt_and_tags_launch(
+                anywhere, anywhere, 1, blocks, Messages(None, blocks, None, 0, bytes(BLOCK_SIZE)),
+                (blocks, blocks + 1), anywhere, blocks + 1, True, None),
+                changing=_LONE_SEALING_CHANGES)
+            if len(self._lone_sealings) >= _LONE_SEALINGS_MOST:
+                self._lone_sealings.clear()
+            launch = self._lone_sealings.setdefault(nbytes, launch)
+        return launch
+
+    def _crypt_and_tags_launch(self, source: CudaBytes, target: CudaBytes, count: int,
+                               blocks: int, run: ChunkRun | Messages,
+                               strides: tuple[int, int], tags: CudaBytes | None,
+                               tag_stride: int, sealing: bool, check: TagCheck | None
+                               ) -> tuple[Any, ...]:
+        """:meth:`crypt_and_tags`'s launch: what :func:`launch_kernel` takes, arguments
+        in the order of gcm_crypt_hash's parameters (_LONE_SEALING_CHANGES counts on
+        it)."""
         fused = self._crypt_hash
         items = fused.items
         if isinstance(run, Messages):
+            if count == 1 and run.message_blocks <= _LONE_MOST_BLOCKS:
+                fused = _crypt_hash(self._gpu, self._rounds, _LONE_CRYPT_HASH_SHAPE)
             items = _message_items(fused, count)
         grid = min(-(-count // (fused.threads // items)), fused.most_blocks)
         received, received_stride, verdict, verdict_first = \
@@ -636,17 +708,14 @@ class CudaChunkKernels:
         else:  # (J0s and lengths made by the kernel: a NULL pointer, the run by value)
             message_blocks, j0s, masks, mask_step = SLOT_BLOCKS, 0, 0, 0
             base_j0, first_chunk, last_bytes = run.base_j0, run.first, run.last_bytes
-        self._gpu.make_current()
-        launch_kernel(fused.function, grid, fused.threads, fused.shared_bytes,
-                      self._like.stream, source.pointer, target.pointer, np.uint32(blocks),
-                      np.uint32(message_blocks), np.uint32(strides[0]), np.uint32(strides[1]),
-                      np.uint32(0), np.uint32(0), np.uint32(count), np.uint32(items),
-                      np.uint32(sealing), j0s, np.frombuffer(base_j0, np.uint8),
-                      first_chunk, last_bytes, self._h_positions.pointer,
-                      0 if tags is None else tags.pointer, np.uint32(0),
-                      np.uint32(tag_stride), masks, np.uint32(mask_step), received, np.uint32(0),
-                      np.uint32(received_stride), verdict, np.uint32(verdict_first),
-                      self._key)
+        return (fused.function, grid, fused.threads, fused.shared_bytes, self._like.stream,
+                source.pointer, target.pointer, np.uint32(blocks), np.uint32(message_blocks),
+                np.uint32(strides[0]), np.uint32(strides[1]), np.uint32(0), np.uint32(0),
+                np.uint32(count), np.uint32(items), np.uint32(sealing), j0s,
+                np.frombuffer(base_j0, np.uint8), first_chunk, last_bytes,
+                self._h_positions.pointer, 0 if tags is None else tags.pointer, np.uint32(0),
+                np.uint32(tag_stride), masks, np.uint32(mask_step), received, np.uint32(0),
+                np.uint32(received_stride), verdict, np.uint32(verdict_first), self._key)
 
     def verdict(self) -> CudaBytes:
         from cuda.bindings import driver
