@@ -778,6 +778,13 @@ def test_a_call_on_another_gpus_array_leaves_the_callers_device_and_is_right():
     assert where() == before and aead.device.id == 1
     assert to_host(aead) == PycaAESGCM(key).encrypt(nonce, data, b"aad")
     assert to_host(aescl.AESGCM(key).decrypt(nonce, aead, b"aad")) == data
+    # A kept cipher's lone messages on GPU 1: the first keeps the kernels, the later ones
+    # take the lone way, which makes GPU 1's context current only for its launch.
+    cipher, small = aescl.AESGCM(key), on_one[:4096]
+    for _ in range(3):
+        lone = cipher.encrypt(nonce, small, None)
+        assert where() == before and lone.device.index == 1
+    assert to_host(lone) == PycaAESGCM(key).encrypt(nonce, data[:4096], None)
     # Host bytes for GPU 1 too.
     aescl.new(key, aescl.MODE_CTR, nonce=nonce[:8], device="cuda:1").encrypt(data)
     aescl.chunked.encrypt(key, data, device="cuda:1")
