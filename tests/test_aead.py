@@ -524,11 +524,11 @@ def test_lone_messages_on_a_tensor_share_their_streams_kernels_and_stay_pycas():
 
 
 def test_kept_lone_sealings_of_other_lengths_and_threads_stay_pycas():
-    """A lone message is sealed through a launch kept for its length and stream
-    (engines/cuda/workers.py, _lone_sealing), of which only the addresses and J0 change
-    a call: lengths taken in turn each get their own, and threads sealing on one stream
-    at once each get their own message back (the kept buffer is packed and launched
-    under a lock)."""
+    """A lone message is sealed and opened through launches kept for its length and
+    stream (engines/cuda/workers.py, _lone_sealing, _lone_opening), of which only the
+    addresses, J0 and the verdict's place change a call: lengths taken in turn each get
+    their own, threads on one stream at once each get their own message back (the kept
+    buffer is packed and launched under a lock), and a changed message still fails."""
     import threading
 
     from cuda_arrays import cuda_gpu_present
@@ -543,13 +543,24 @@ def test_kept_lone_sealings_of_other_lengths_and_threads_stay_pycas():
         data, nonce = os.urandom(length), os.urandom(12)
         tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8).to("cuda")
         sealed = cipher.encrypt(nonce, tensor, None)
-        return sealed.cpu().numpy().tobytes() == pyca.encrypt(nonce, data, None)
+        opened = cipher.decrypt(nonce, sealed, None)
+        return (sealed.cpu().numpy().tobytes() == pyca.encrypt(nonce, data, None)
+                and opened.cpu().numpy().tobytes() == data)
 
     lengths = [4096, 16, 65536, 4096, 48, 16, 65536]
     assert all(sealed_matches(length) for length in lengths)
     (job,) = cipher._jobs.values()
     (kernels,) = job._lone_kernels.values()
     assert sorted(kernels._lone_sealings) == sorted(set(lengths))
+    assert sorted(kernels._lone_openings) == sorted(set(lengths))
+    nonce = os.urandom(12)
+    sealed = cipher.encrypt(nonce, torch.zeros(4096, dtype=torch.uint8, device="cuda"), None)
+    for at in (0, 4095, 4096, 4111):  # (the text's first and last bytes, the tag's)
+        tampered = sealed.clone()
+        tampered[at] ^= 1
+        with pytest.raises(InvalidTag):
+            cipher.decrypt(nonce, tampered, None)
+    assert cipher.decrypt(nonce, sealed, None).cpu().numpy().tobytes() == bytes(4096)
 
     results: list[bool] = []
 

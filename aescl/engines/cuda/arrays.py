@@ -548,7 +548,6 @@ class CudaArrayChunks:
         kernels.seal_lone(source.pointer, target, messages.nbytes, bytes(messages.j0s))
         return result
 
-    @keeps_callers_context
     def open_messages(self, rows: Any, messages: device_messages.MessagePlan,
                       meanwhile: Callable[[], Any] | None = None) -> tuple[Any, int] | None:
         """The sealed rows of ``rows`` opened into a new flat uint8 array (of the library
@@ -556,6 +555,35 @@ class CudaArrayChunks:
         whose tag failed (the count where none did); None where the kernels cannot take
         them. ``meanwhile``: called while the device works, before the wait for the
         verdict."""
+        if _lone(messages) and meanwhile is None:
+            opened = self._open_lone(rows, messages)
+            if opened is not None:
+                return opened
+        return self._open_batch(rows, messages, meanwhile)
+
+    def _open_lone(self, sealed: Any, messages: device_messages.MessagePlan
+                   ) -> tuple[Any, int] | None:
+        """:meth:`_seal_lone`'s like for opening (CudaChunkKernels.open_lone): the
+        plaintext and 0 where the tag failed, else 1; None where it goes the batch's
+        way."""
+        if not _reused_after_the_stream(sealed):
+            return None
+        source = _on_gpu(cuda_bytes(sealed, "the input"), self._device)
+        kernels = self._lone_kernels.get((source.device, source.stream))
+        if kernels is None or source.pointer % BLOCK_SIZE:
+            return None
+        result = empty_bytes(sealed, source.device, messages.nbytes)
+        target = result.data_ptr() if is_torch_tensor(result) else \
+            cuda_bytes(result, "the result", writable=True, stream=source.stream).pointer
+        if target % BLOCK_SIZE:
+            return None
+        matched = kernels.open_lone(source.pointer, target, messages.nbytes,
+                                    bytes(messages.j0s))
+        return result, int(matched)
+
+    @keeps_callers_context
+    def _open_batch(self, rows: Any, messages: device_messages.MessagePlan,
+                    meanwhile: Callable[[], Any] | None) -> tuple[Any, int] | None:
         work = device_messages.Opening(messages, meanwhile)
         try:
             return self._run(rows, work.result_bytes, work, lone=_lone(messages),

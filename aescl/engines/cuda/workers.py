@@ -453,7 +453,11 @@ _MESSAGE_ITEMS_ALONE = 256  # GCM_MAX_GHASH_ITEMS (cl/aes_gcm.cl): H's position 
 # a kept lone sealing (_lone_sealing) sets at each call: the input, the output, the J0
 # (by value) and the tag's place. Every other argument is the same for a length.
 _LONE_SEALING_CHANGES = (0, 1, 12, 16)
-# Lengths a stream's kernels keep a lone sealing for: past them, all are made again.
+# And those a kept lone opening sets: the input, the output, the J0, the received tag's
+# place and the verdict word.
+_LONE_OPENING_CHANGES = (0, 1, 12, 21, 24)
+# Lengths a stream's kernels keep a lone sealing (or opening) for: past them, all are
+# made again.
 _LONE_SEALINGS_MOST = 64
 
 
@@ -544,6 +548,7 @@ class CudaChunkKernels:
         if self.fused:
             self._crypt_hash = _crypt_hash(self._gpu, rounds)
         self._lone_sealings: dict[int, KeptLaunch] = {}  # (_lone_sealing, by length)
+        self._lone_openings: dict[int, KeptLaunch] = {}  # (_lone_opening, by length)
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
@@ -660,6 +665,42 @@ class CudaChunkKernels:
                 self._tables.used(self._gpu, self._like, current=True)
         finally:
             self._gpu.leave(callers)
+
+    def open_lone(self, source: int, target: int, nbytes: int, j0: bytes) -> bool:
+        """A lone message of ``nbytes`` (whole blocks) with no AAD, sealed at address
+        ``source`` on this stream (its ciphertext, then its tag), opened to address
+        ``target`` with J0 ``j0``, its tag compared on the device: whether it matched,
+        once the work is done. The plaintext is written either way: the caller zeroes
+        it where the tag failed. device_messages.open_rows's launch for it, through the
+        one kept for its length. Leaves the calling thread's context as it found it."""
+        callers = self._gpu.enter()
+        try:
+            verdict = self.verdict()
+            self._lone_opening(nbytes).launch(source, target, j0, source + nbytes,
+                                              verdict.pointer)
+            if self._tables is not None:
+                self._tables.used(self._gpu, self._like, current=True)
+            value, _ = self.read_verdict(verdict, None)
+        finally:
+            self._gpu.leave(callers)
+        return value == NO_MISMATCH
+
+    def _lone_opening(self, nbytes: int) -> KeptLaunch:
+        """:meth:`_lone_sealing`'s like for opening: the input's and output's addresses,
+        J0, the received tag's place and the verdict's change a call."""
+        launch = self._lone_openings.get(nbytes)
+        if launch is None:
+            blocks = nbytes // BLOCK_SIZE
+            anywhere = CudaBytes(0, nbytes + BLOCK_SIZE, self._like.device, self._like.stream,
+                                 False)
+            launch = KeptLaunch(*self._crypt_and_tags_launch(
+                anywhere, anywhere, 1, blocks, Messages(None, blocks, None, 0, bytes(BLOCK_SIZE)),
+                (blocks + 1, blocks), None, 0, False, TagCheck(anywhere, blocks + 1, anywhere, 0)),
+                changing=_LONE_OPENING_CHANGES)
+            if len(self._lone_openings) >= _LONE_SEALINGS_MOST:
+                self._lone_openings.clear()
+            launch = self._lone_openings.setdefault(nbytes, launch)
+        return launch
 
     def _lone_sealing(self, nbytes: int) -> KeptLaunch:
         """The fused kernel's launch that seals a lone message of ``nbytes`` with no AAD
