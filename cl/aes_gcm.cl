@@ -178,12 +178,12 @@ inline uint ghash_log2(uint items)   /* of a power of two */
 }
 
 /* A message's partial sum from the Horner sums S_t of its `items` work-items (this
- * one is item t, and the message's item 0 is work-item `here` of the group): the
- * total is the sum over t of S_t·H^(items-t). Adjacent sums pair up level by level,
- * the earlier one times H^(2^level); after log2(items) levels one sum is left, and
- * one multiplication by H puts it in place. Item 0 gets the result (the others
- * zero). Every work-item of the group calls this alike: it has barriers, and leaves
- * `scratch` free for the next call. */
+ * one is item t, and the message's item 0 is work-item `here` of the group), short of
+ * one factor H: the sum over t of S_t·H^(items-1-t). Adjacent sums pair up level by
+ * level, the earlier one times H^(2^level), until one sum is left. The caller puts it
+ * in place by H, alone (gcm_ghash) or folded into the tag's products (gcm_crypt_hash).
+ * Item 0 gets the result (the others zero). Every work-item of the group calls this
+ * alike: it has barriers, and leaves `scratch` free for the next call. */
 inline ulong2 ghash_pair_sums(ulong2 sum, __local ulong2 *scratch, const uint here,
                               const uint t, const uint items,
                               __global const ulong *positions)
@@ -202,8 +202,7 @@ inline ulong2 ghash_pair_sums(ulong2 sum, __local ulong2 *scratch, const uint he
             scratch[here + t] = paired;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong2 total = t == 0u ? ghash_multiply_positions_global(scratch[here], positions)
-                                 : AES_ULONG2(0ul, 0ul);
+    const ulong2 total = t == 0u ? scratch[here] : AES_ULONG2(0ul, 0ul);
     barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is read before the next call writes */
     return total;
 }
@@ -233,7 +232,7 @@ AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint bl
         }
         const ulong2 total = ghash_pair_sums(sum, scratch, 0u, t, items, positions);
         if (t == 0u)
-            partials[m] = total;
+            partials[m] = ghash_multiply_positions_global(total, positions);   /* ·H */
     }
 }
 
@@ -343,8 +342,12 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
         }
         const ulong2 partial = ghash_pair_sums(sum, scratch, here, t, items, positions);
         if (t == 0u && m < message_count) {
-            const ulong2 hash = ghash_multiply_positions_global(
-                partial ^ AES_ULONG2(0ul, 8ul * bytes), positions);
+            /* GHASH = (partial·H ^ L)·H = partial·H^2 ^ L·H: two products side by side,
+             * beside E(J0), not one after the other (the table of H^2 is level 1's).
+             * A lone message's launch is bound by such chains, not by its AES. */
+            const ulong2 hash =
+                ghash_multiply_positions_global(partial, positions + 2u * GHASH_POSITION_ENTRIES)
+                ^ ghash_multiply_positions_global(AES_ULONG2(0ul, 8ul * bytes), positions);
             uint4 tag = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
             if (tag_masks)
                 tag = tag ^ tag_masks[m * tag_mask_step];

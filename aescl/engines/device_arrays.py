@@ -30,6 +30,7 @@ An engine package that takes device arrays exports, from its root, three classes
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Callable
@@ -117,6 +118,13 @@ def _opencl_nbytes(data: Any) -> int:
     return int(data.nbytes)
 
 
+@functools.cache
+def _engine_package(name: str) -> ModuleType:
+    """``aescl.engines.<name>``, imported once (an import each call cost about a
+    microsecond of a small call's twenty)."""
+    return importlib.import_module(f"{__package__}.{name}")
+
+
 @dataclass(frozen=True)
 class ArrayKind:
     """One kind of device array and the engine that takes it."""
@@ -130,7 +138,7 @@ class ArrayKind:
     def engine(self) -> ModuleType:
         """The engine package (``aescl.engines.<name>``), imported on first use."""
         try:
-            return importlib.import_module(f"{__package__}.{self.name}")
+            return _engine_package(self.name)
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise ImportError(f"{self.arrays} need the {self.name} engine: {self.install}"
                               ) from exc

@@ -14,8 +14,7 @@ import functools
 import struct
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -199,9 +198,10 @@ def _layout(arguments: Any) -> tuple[struct.Struct, list[int]]:
     return struct.Struct("".join(codes)), offsets
 
 
-@dataclass(frozen=True)
-class CudaBytes:
-    """The bytes of a CUDA device array: where they are and the stream to order on."""
+class CudaBytes(NamedTuple):
+    """The bytes of a CUDA device array: where they are and the stream to order on. (A
+    named tuple: made a few times in every call, where a frozen dataclass's fields cost
+    a call each to set.)"""
 
     pointer: int
     nbytes: int
