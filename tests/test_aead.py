@@ -525,7 +525,7 @@ def test_lone_messages_on_a_tensor_share_their_streams_kernels_and_stay_pycas():
 
 def test_kept_lone_sealings_of_other_lengths_and_threads_stay_pycas():
     """A lone message is sealed and opened through launches kept for its length and
-    stream (engines/cuda/workers.py, _lone_sealing, _lone_opening), of which only the
+    stream (engines/cuda/workers.py, _kept_lone), of which only the
     addresses, J0 and the verdict's place change a call: lengths taken in turn each get
     their own, threads on one stream at once each get their own message back (the kept
     buffer is packed and launched under a lock), and a changed message still fails."""
@@ -551,8 +551,8 @@ def test_kept_lone_sealings_of_other_lengths_and_threads_stay_pycas():
     assert all(sealed_matches(length) for length in lengths)
     (job,) = cipher._jobs.values()
     (kernels,) = job._lone_kernels.values()
-    assert sorted(kernels._lone_sealings) == sorted(set(lengths))
-    assert sorted(kernels._lone_openings) == sorted(set(lengths))
+    assert set(kernels._lone_launches) == {(length, sealing) for length in lengths
+                                           for sealing in (True, False)}
     nonce = os.urandom(12)
     sealed = cipher.encrypt(nonce, torch.zeros(4096, dtype=torch.uint8, device="cuda"), None)
     for at in (0, 4095, 4096, 4111):  # (the text's first and last bytes, the tag's)

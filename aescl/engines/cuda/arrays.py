@@ -527,26 +527,36 @@ class CudaArrayChunks:
             return None
 
     def _seal_lone(self, message: Any, messages: device_messages.MessagePlan) -> Any:
-        """A lone message with no AAD, where its GPU and stream have kernels kept for
-        such (made by the first such call, through :meth:`_seal_batch`): what
-        :meth:`_run` and device_messages.seal do for it, less all a batch needs (no
-        scratch, no uploads, the launch kept: CudaChunkKernels.seal_lone), for a call
-        of a few microseconds of the GPU's. None where it goes the batch's way: no
-        kernels kept yet, memory off 16-byte boundaries, or an array whose library
-        aescl must hold until the work is done (_hold_until_done)."""
-        if not _reused_after_the_stream(message):
+        """A lone message with no AAD the short way (:meth:`_lone`,
+        CudaChunkKernels.seal_lone); None where it goes the batch's way."""
+        lone = self._lone(message, messages.nbytes + TAG_SIZE)
+        if lone is None:
             return None
-        source = _on_gpu(cuda_bytes(message, "the input"), self._device)
+        kernels, source, result, target = lone
+        kernels.seal_lone(source, target, messages.nbytes, bytes(messages.j0s))
+        return result
+
+    def _lone(self, data: Any, result_bytes: int) -> tuple[CudaChunkKernels, int, Any, int] | None:
+        """What a lone message with no AAD needs to go a short way, where its GPU and
+        stream have kernels kept for such (made by the first such call, the batch's way):
+        what :meth:`_run` and device_messages do for it, less all a batch needs (no
+        scratch, no uploads, the launch kept), for a call of a few microseconds of the
+        GPU's. The kernels, the input's address, a new result of ``result_bytes`` and
+        its address; None where it goes the batch's way: no kernels kept yet, memory off
+        16-byte boundaries, or an array whose library aescl must hold until the work is
+        done (_hold_until_done)."""
+        if not _reused_after_the_stream(data):
+            return None
+        source = _on_gpu(cuda_bytes(data, "the input"), self._device)
         kernels = self._lone_kernels.get((source.device, source.stream))
         if kernels is None or source.pointer % BLOCK_SIZE:
             return None
-        result = empty_bytes(message, source.device, messages.nbytes + TAG_SIZE)
+        result = empty_bytes(data, source.device, result_bytes)
         target = result.data_ptr() if is_torch_tensor(result) else \
             cuda_bytes(result, "the result", writable=True, stream=source.stream).pointer
         if target % BLOCK_SIZE:
             return None
-        kernels.seal_lone(source.pointer, target, messages.nbytes, bytes(messages.j0s))
-        return result
+        return kernels, source.pointer, result, target
 
     def open_messages(self, rows: Any, messages: device_messages.MessagePlan,
                       meanwhile: Callable[[], Any] | None = None) -> tuple[Any, int] | None:
@@ -566,20 +576,12 @@ class CudaArrayChunks:
         """:meth:`_seal_lone`'s like for opening (CudaChunkKernels.open_lone): the
         plaintext and 0 where the tag failed, else 1; None where it goes the batch's
         way."""
-        if not _reused_after_the_stream(sealed):
+        lone = self._lone(sealed, messages.nbytes)
+        if lone is None:
             return None
-        source = _on_gpu(cuda_bytes(sealed, "the input"), self._device)
-        kernels = self._lone_kernels.get((source.device, source.stream))
-        if kernels is None or source.pointer % BLOCK_SIZE:
-            return None
-        result = empty_bytes(sealed, source.device, messages.nbytes)
-        target = result.data_ptr() if is_torch_tensor(result) else \
-            cuda_bytes(result, "the result", writable=True, stream=source.stream).pointer
-        if target % BLOCK_SIZE:
-            return None
-        matched = kernels.open_lone(source.pointer, target, messages.nbytes,
-                                    bytes(messages.j0s))
-        return result, int(matched)
+        kernels, source, result, target = lone
+        return result, int(kernels.open_lone(source, target, messages.nbytes,
+                                             bytes(messages.j0s)))
 
     @keeps_callers_context
     def _open_batch(self, rows: Any, messages: device_messages.MessagePlan,

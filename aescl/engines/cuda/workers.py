@@ -450,15 +450,15 @@ _MESSAGE_ITEMS_MOST = 32
 _MESSAGE_ITEMS_ALONE = 256  # GCM_MAX_GHASH_ITEMS (cl/aes_gcm.cl): H's position tables end there
 
 # The positions, among the arguments of _crypt_and_tags_launch's gcm_crypt_hash, of those
-# a kept lone sealing (_lone_sealing) sets at each call: the input, the output, the J0
+# a kept lone sealing (_kept_lone) sets at each call: the input, the output, the J0
 # (by value) and the tag's place. Every other argument is the same for a length.
 _LONE_SEALING_CHANGES = (0, 1, 12, 16)
 # And those a kept lone opening sets: the input, the output, the J0, the received tag's
 # place and the verdict word.
 _LONE_OPENING_CHANGES = (0, 1, 12, 21, 24)
-# Lengths a stream's kernels keep a lone sealing (or opening) for: past them, all are
+# Lone launches (a length and direction) a stream's kernels keep: past them, all are
 # made again.
-_LONE_SEALINGS_MOST = 64
+_LONE_LAUNCHES_MOST = 64
 
 
 def _message_items(fused: _CryptHash, count: int) -> int:
@@ -547,8 +547,8 @@ class CudaChunkKernels:
         self.fused = fused_gcm()
         if self.fused:
             self._crypt_hash = _crypt_hash(self._gpu, rounds)
-        self._lone_sealings: dict[int, KeptLaunch] = {}  # (_lone_sealing, by length)
-        self._lone_openings: dict[int, KeptLaunch] = {}  # (_lone_opening, by length)
+        # (_kept_lone: by length, and whether it seals)
+        self._lone_launches: dict[tuple[int, bool], KeptLaunch] = {}
 
     def aligned(self, span: CudaBytes) -> bool:
         return span.pointer % BLOCK_SIZE == 0
@@ -660,7 +660,7 @@ class CudaChunkKernels:
         context as it found it."""
         callers = self._gpu.enter()
         try:
-            self._lone_sealing(nbytes).launch(source, target, j0, target + nbytes)
+            self._kept_lone(nbytes, True).launch(source, target, j0, target + nbytes)
             if self._tables is not None:  # (and no scratch: nothing else to release)
                 self._tables.used(self._gpu, self._like, current=True)
         finally:
@@ -676,8 +676,8 @@ class CudaChunkKernels:
         callers = self._gpu.enter()
         try:
             verdict = self.verdict()
-            self._lone_opening(nbytes).launch(source, target, j0, source + nbytes,
-                                              verdict.pointer)
+            self._kept_lone(nbytes, False).launch(source, target, j0, source + nbytes,
+                                                  verdict.pointer)
             if self._tables is not None:
                 self._tables.used(self._gpu, self._like, current=True)
             value, _ = self.read_verdict(verdict, None)
@@ -685,39 +685,31 @@ class CudaChunkKernels:
             self._gpu.leave(callers)
         return value == NO_MISMATCH
 
-    def _lone_opening(self, nbytes: int) -> KeptLaunch:
-        """:meth:`_lone_sealing`'s like for opening: the input's and output's addresses,
-        J0, the received tag's place and the verdict's change a call."""
-        launch = self._lone_openings.get(nbytes)
+    def _kept_lone(self, nbytes: int, sealing: bool) -> KeptLaunch:
+        """The fused kernel's launch that seals (or opens) a lone message of ``nbytes``
+        with no AAD on this stream, its J0 by value, made once a length and direction
+        and kept: the input's and output's addresses, J0, and the tag's place (or the
+        received tag's and the verdict word) are all that change a call
+        (_LONE_SEALING_CHANGES, _LONE_OPENING_CHANGES)."""
+        launch = self._lone_launches.get((nbytes, sealing))
         if launch is None:
             blocks = nbytes // BLOCK_SIZE
             anywhere = CudaBytes(0, nbytes + BLOCK_SIZE, self._like.device, self._like.stream,
                                  False)
-            launch = KeptLaunch(*self._crypt_and_tags_launch(
-                anywhere, anywhere, 1, blocks, Messages(None, blocks, None, 0, bytes(BLOCK_SIZE)),
-                (blocks + 1, blocks), None, 0, False, TagCheck(anywhere, blocks + 1, anywhere, 0)),
-                changing=_LONE_OPENING_CHANGES)
-            if len(self._lone_openings) >= _LONE_SEALINGS_MOST:
-                self._lone_openings.clear()
-            launch = self._lone_openings.setdefault(nbytes, launch)
-        return launch
-
-    def _lone_sealing(self, nbytes: int) -> KeptLaunch:
-        """The fused kernel's launch that seals a lone message of ``nbytes`` with no AAD
-        on this stream, its J0 by value, made once a length and kept: the input's and
-        output's addresses, J0 and the tag's place are all that change a call."""
-        launch = self._lone_sealings.get(nbytes)
-        if launch is None:
-            blocks = nbytes // BLOCK_SIZE
-            anywhere = CudaBytes(0, nbytes + BLOCK_SIZE, self._like.device, self._like.stream,
-                                 False)
-            launch = KeptLaunch(*self._crypt_and_tags_launch(
-                anywhere, anywhere, 1, blocks, Messages(None, blocks, None, 0, bytes(BLOCK_SIZE)),
-                (blocks, blocks + 1), anywhere, blocks + 1, True, None),
-                changing=_LONE_SEALING_CHANGES)
-            if len(self._lone_sealings) >= _LONE_SEALINGS_MOST:
-                self._lone_sealings.clear()
-            launch = self._lone_sealings.setdefault(nbytes, launch)
+            lone = Messages(None, blocks, None, 0, bytes(BLOCK_SIZE))
+            if sealing:
+                arguments = self._crypt_and_tags_launch(
+                    anywhere, anywhere, 1, blocks, lone, (blocks, blocks + 1), anywhere,
+                    blocks + 1, True, None)
+            else:
+                arguments = self._crypt_and_tags_launch(
+                    anywhere, anywhere, 1, blocks, lone, (blocks + 1, blocks), None, 0, False,
+                    TagCheck(anywhere, blocks + 1, anywhere, 0))
+            launch = KeptLaunch(*arguments, changing=_LONE_SEALING_CHANGES if sealing
+                                else _LONE_OPENING_CHANGES)
+            if len(self._lone_launches) >= _LONE_LAUNCHES_MOST:
+                self._lone_launches.clear()
+            launch = self._lone_launches.setdefault((nbytes, sealing), launch)
         return launch
 
     def _crypt_and_tags_launch(self, source: CudaBytes, target: CudaBytes, count: int,
