@@ -65,3 +65,25 @@ def test_chunked_openings_on_cuda_arrays_each_get_their_own_verdict(library):
 
     with ThreadPoolExecutor(4) as pool:
         assert [w for found in pool.map(opener, range(4)) for w in found] == []
+
+
+def test_the_kept_lone_launches_set_the_kernels_own_parameters():
+    """A kept lone launch (_kept_lone) sets its changing arguments by their positions in
+    gcm_crypt_hash's parameter list: they must still name the input, the output, J0
+    and the tag's place (sealing), or the received tag's place and the verdict word
+    (opening), as the kernel declares them in cl/aes_gcm.cl."""
+    import re
+
+    pytest.importorskip("cuda.bindings", reason="the CUDA engine's packages are not installed")
+    from aescl.engines.cuda import workers
+    from aescl.engines.sources import load_source
+
+    source = load_source("aes_gcm.cl")
+    declared = re.search(r"__kernel void gcm_crypt_hash\((.*?)\)\s*\{", source, re.S)
+    assert declared is not None
+    names = [re.findall(r"\w+", parameter)[-1]
+             for parameter in declared.group(1).split(",")]
+    assert [names[at] for at in workers._LONE_SEALING_CHANGES] == [
+        "input", "output", "base_j0", "tags"]
+    assert [names[at] for at in workers._LONE_OPENING_CHANGES] == [
+        "input", "output", "base_j0", "received", "verdict"]
