@@ -540,11 +540,11 @@ class CudaArrayChunks:
         """What a lone message with no AAD needs to go a short way, where its GPU and
         stream have kernels kept for such (made by the first such call, the batch's way):
         what :meth:`_run` and device_messages do for it, less all a batch needs (no
-        scratch, no uploads, the launch kept), for a call of a few microseconds of the
-        GPU's. The kernels, the input's address, a new result of ``result_bytes`` and
-        its address; None where it goes the batch's way: no kernels kept yet, memory off
-        16-byte boundaries, or an array whose library aescl must hold until the work is
-        done (_hold_until_done)."""
+        scratch, no uploads, the launch kept), for a call of about 20 µs. The kernels,
+        the input's address, a new result of ``result_bytes`` and its address; None
+        where it goes the batch's way: no kernels kept yet, memory off 16-byte
+        boundaries, or an array whose library aescl must hold until the work is done
+        (_hold_until_done)."""
         if not _reused_after_the_stream(data):
             return None
         source = _on_gpu(cuda_bytes(data, "the input"), self._device)
