@@ -91,6 +91,20 @@ def test_several_inputs_refuse_what_needs_one(tmp_path, extra):
     assert _names(tmp_path) == ["file0.bin", "file1.bin"]
 
 
+def _scheduler_address(scheduler_file, deadline):
+    """The address the scheduler wrote, once the whole file is there.
+
+    The scheduler creates the file before it writes it, so a file that exists can
+    still be empty or half written for a moment."""
+    while True:
+        try:
+            return json.loads(scheduler_file.read_text())["address"]
+        except (FileNotFoundError, ValueError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def scheduler(tmp_path_factory):
     """A scheduler and two single-threaded workers, started the usual way."""
@@ -103,9 +117,7 @@ def scheduler(tmp_path_factory):
         [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
          "--scheduler-file", str(scheduler_file)], stdout=logs, stderr=logs)]
     try:
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        address = _scheduler_address(scheduler_file, deadline=time.monotonic() + 60)
         # The workers' own working directory: a relative path must never mean a file
         # there (test_relative_paths_are_the_clients).
         processes.append(subprocess.Popen(
@@ -113,7 +125,6 @@ def scheduler(tmp_path_factory):
              "--nthreads", "1", "--no-dashboard"], stdout=logs, stderr=logs, cwd=directory))
         from distributed import Client
 
-        address = json.loads(scheduler_file.read_text())["address"]
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(2, timeout=60)
         yield address, directory
