@@ -5,7 +5,8 @@ a process of its own.
 It runs the public API, so it sits at the top of the house, beside the bench (the
 layers contract in pyproject.toml), not in the OpenCL engine it checks, which starts it
 by name. aescl.engines.opencl.tuning.hardware_rounds_work starts it with the rounds
-requested (``$AESCL_WIDE_ROUNDS``: 0 for the 128-bit instructions), and keeps the
+requested (``$AESCL_WIDE_ROUNDS``: 0 for the 128-bit instructions;
+``$AESCL_ASSEMBLED_ROUNDS``: those as inline assembly), and keeps the
 answer: exit
 status 0 when the device's kernels compiled to those rounds, and CTR, ECB both ways
 (both key schedules, every key size) and the chunked format both ways give on the
@@ -29,9 +30,10 @@ from aescl.engines.opencl import kernels, tuning
 
 
 def works(device: aescl.Device) -> bool:
-    options = kernels.aes_options(14, "host", tuning.launch_config(device))
-    width = int(os.environ["AESCL_WIDE_ROUNDS"])
-    if kernels.core_variant(device, options) != (f"x86-vaes-{width}" if width else "x86-aes-ni"):
+    config = tuning.launch_config(device)  # (as $AESCL_WIDE_ROUNDS and the rest ask)
+    options = kernels.aes_options(14, "host", config)
+    if not config.hardware_rounds \
+            or kernels.core_variant(device, options) != kernels.requested_variant(config):
         return False  # (the settings asked for did not give those rounds)
     # Several runs of blocks and chunks per work-item, and a partial last one of each.
     data = os.urandom(3 * chunked.CHUNK_SIZE + 16 * 77 + 5)

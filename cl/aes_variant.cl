@@ -3,6 +3,7 @@
  *   0: T-table rounds (portable)
  *   1: x86 AES-NI instructions (AES_HARDWARE_ROUNDS on an x86 CPU with AES)
  *   2, 3: the same on 256- or 512-bit registers (VAES, AES_WIDE_ROUNDS)
+ *   4: the 128-bit instructions as inline assembly (AES_X86_ASM; aes_vendor.h)
  * -D options: those of aes_core.cl.
  */
 #include "aes_core.cl"

@@ -59,7 +59,7 @@ AES_X86_INLINE ulong2 chunk_absorb_run(ulong2 sum, const uint4 *c, const ulong2 
 AES_X86_WIDE_TARGET __attribute__((noinline))
 ulong2 chunk_crypt_wide(__global const uint4 *in, __global uint4 *out, const uint4 j0,
                         const bool opening, const ulong2 *powers,
-                        AES_KEY_SPACE const uint *rk)
+                        AES_KEY_SPACE const uint *rk, const uint blocks)
 {
     aes_x86_wide keys[AES_ROUNDS + 1], lane_powers[AES_WIDE_REGISTERS];
     AES_UNROLL
@@ -74,7 +74,7 @@ ulong2 chunk_crypt_wide(__global const uint4 *in, __global uint4 *out, const uin
         lane_powers[j] = AES_WIDE_PACK_AS(descending, j * AES_WIDE_LANES, as_uint4);
     const aes_x86_wide zero = AES_WIDE_BROADCAST((uint4)(0u));
     ulong2 sum = (ulong2)(0ul, 0ul);
-    for (uint first = 0; first < CHUNK_BLOCKS; first += AES_BLOCKS_PER_ITEM) {
+    for (uint first = 0; first < blocks; first += AES_BLOCKS_PER_ITEM) {
         aes_x86_wide w[AES_WIDE_REGISTERS];
         const uint counter = aes_bswap32(j0.w) + 1u + first;
         AES_UNROLL
@@ -134,19 +134,21 @@ AES_X86_INLINE uint4 chunk_tag(const ulong2 sum, const uint4 j0, const ulong2 h,
          ^ aes_store(aes_encrypt_block(j0, rk, te));
 }
 
-/* One full chunk from `in` to `out` (both 1024 blocks; out = in ^ keystream), and
- * its GHASH sum over the ciphertext without the length block: the output when
- * sealing, the input when opening. Called with a constant `opening`, so each
- * kernel keeps only its own branch. */
+/* `blocks` blocks (a multiple of AES_BLOCKS_PER_ITEM: a full chunk's 1024, or a
+ * message's whole runs) from `in` to `out` (out = in ^ keystream), and their GHASH
+ * sum over the ciphertext without the length block: the output when sealing, the
+ * input when opening. The chunks' kernels call it with a constant `opening`, so each
+ * keeps only its own branch. */
 AES_X86_INLINE ulong2 chunk_crypt(__global const uint4 *in, __global uint4 *out,
                                   const uint4 j0, const bool opening, const ulong2 *powers,
-                                  AES_KEY_SPACE const uint *rk, AES_TABLE_SPACE const uint *te)
+                                  AES_KEY_SPACE const uint *rk, AES_TABLE_SPACE const uint *te,
+                                  const uint blocks)
 {
 #if AES_WIDE_LANES > 1
-    return chunk_crypt_wide(in, out, j0, opening, powers, rk);
+    return chunk_crypt_wide(in, out, j0, opening, powers, rk, blocks);
 #endif
     ulong2 sum = (ulong2)(0ul, 0ul);
-    for (uint i = 0; i < CHUNK_BLOCKS; i += AES_BLOCKS_PER_ITEM) {
+    for (uint i = 0; i < blocks; i += AES_BLOCKS_PER_ITEM) {
         uint4 s[AES_BLOCKS_PER_ITEM];
         chunk_keystream_run(j0, i, s, rk, te);
         AES_UNROLL
@@ -178,7 +180,7 @@ AES_CPU_TARGET __kernel void chunks_seal(__global const uint4 *slots, __global u
         const uint4 j0 = chunk_j0(base_j0, first + k);
         __global uint4 *out = sealed + (ulong)k * SEALED_CHUNK_BLOCKS;
         const ulong2 sum = chunk_crypt(slots + (ulong)k * CHUNK_BLOCKS, out, j0, false,
-                                       powers, rk, te);
+                                       powers, rk, te, CHUNK_BLOCKS);
         out[CHUNK_BLOCKS] = chunk_tag(sum, j0, powers[0], rk, te);
     }
 }
@@ -197,9 +199,71 @@ AES_CPU_TARGET __kernel void chunks_open(__global const uint4 *sealed, __global 
         const uint4 j0 = chunk_j0(base_j0, first + k);
         __global const uint4 *in = sealed + (ulong)k * SEALED_CHUNK_BLOCKS;
         const ulong2 sum = chunk_crypt(in, out + (ulong)k * CHUNK_BLOCKS, j0, true,
-                                       powers, rk, te);
+                                       powers, rk, te, CHUNK_BLOCKS);
         computed_tags[k] = chunk_tag(sum, j0, powers[0], rk, te);
         received_tags[k] = in[CHUNK_BLOCKS];
+    }
+}
+
+/* Many independent GCM messages of one length, each with its own J0, in one pass as
+ * the chunks above (aescl/engines/programs/device_messages.py; gcm_crypt_hash's work on
+ * other devices): message m's `message_blocks` whole blocks from block
+ * input_first + m * input_stride of `input` to block output_first + m * output_stride
+ * of `output`, GHASH over the ciphertext (the input when `opening`). Its tag,
+ * E(J0) ^ GHASH, XORed with tag_masks[m * tag_mask_step] where tag_masks is not NULL
+ * (the share of its associated data, made on the host), goes to block
+ * tags_first + m * tag_stride of `tags` where that is not NULL; where `received` is
+ * not NULL it is compared with block received_first + m * received_stride there,
+ * and a mismatch lowers *verdict to verdict_first + m (every tag compared, with no
+ * early exit). Offsets in blocks, as gcm_crypt_hash takes them: the host needs no
+ * sub-buffers, whose origins must be aligned. J0 of message m is j0s[m] (16 bytes in
+ * memory order), or `lone_j0` (by value, as chunks_seal's base_j0) where j0s is NULL.
+ * Mapping: one work-item per message, grid-stride over messages, so that a launch
+ * of many small messages is a few work-groups, not one a message. */
+AES_CPU_TARGET __kernel void messages_crypt(__global const uint4 *input,
+                                            __global uint4 *output,
+                                            const uint message_blocks,
+                                            const uint input_stride, const uint output_stride,
+                                            const uint input_first, const uint output_first,
+                                            const uint message_count, const uint opening,
+                                            __global const uint4 *j0s, const uint4 lone_j0,
+                                            __global uint4 *tags, const uint tags_first,
+                                            const uint tag_stride,
+                                            __global const uint4 *tag_masks,
+                                            const uint tag_mask_step,
+                                            __global const uint4 *received,
+                                            const uint received_first,
+                                            const uint received_stride,
+                                            __global uint *verdict, const uint verdict_first,
+                                            __global const ulong2 *h_tables,
+                                            AES_KEY_ARGUMENT(key_material))
+{
+    AES_ENCRYPT_SETUP(key_material);
+    CHUNK_LOAD_POWERS(powers, h_tables);
+    const uint whole_runs = message_blocks - message_blocks % AES_BLOCKS_PER_ITEM;
+    const ulong2 length_block = (ulong2)(0ul, 128ul * message_blocks);
+    for (uint m = get_global_id(0); m < message_count; m += get_global_size(0)) {
+        const uint4 j0 = j0s ? aes_load(j0s[m]) : lone_j0;
+        __global const uint4 *in = input + input_first + (ulong)m * input_stride;
+        __global uint4 *out = output + output_first + (ulong)m * output_stride;
+        ulong2 sum = chunk_crypt(in, out, j0, opening != 0u, powers, rk, te, whole_runs);
+        for (uint i = whole_runs; i < message_blocks; ++i) {   /* past the last whole run */
+            const uint4 x = in[i];
+            const uint4 y = x ^ aes_store(aes_encrypt_block(gcm_counter(j0, 1u + i), rk, te));
+            out[i] = y;
+            sum = ghash_multiply_carryless(sum ^ ghash_load(opening ? x : y), powers[0]);
+        }
+        uint4 tag = ghash_store(ghash_multiply_carryless(sum ^ length_block, powers[0]))
+                  ^ aes_store(aes_encrypt_block(j0, rk, te));
+        if (tag_masks)
+            tag ^= tag_masks[(ulong)m * tag_mask_step];
+        if (tags)
+            tags[tags_first + (ulong)m * tag_stride] = tag;
+        if (received) {
+            const uint4 d = tag ^ received[received_first + (ulong)m * received_stride];
+            if (d.x | d.y | d.z | d.w)
+                atomic_min(verdict, verdict_first + m);
+        }
     }
 }
 #endif

@@ -133,11 +133,19 @@ GHASH_DEFINE_POSITIONS_MULTIPLY(ghash_multiply_positions_global, __global)
 #endif
 #if GHASH_CARRYLESS && AES_X86_AESNI
 /* The 128-bit carry-less product of two 64-bit words, as (low word, high word).
- * AES_X86_INLINE: the builtin needs PCLMUL enabled, as aes_vendor.h explains. */
+ * AES_X86_INLINE: the builtin needs PCLMUL enabled, as aes_vendor.h explains; where
+ * the core's rounds are inline assembly (AES_X86_ASM), so is this. */
 AES_X86_INLINE ulong2 ghash_clmul64(ulong a, ulong b)
 {
+#if AES_X86_ASM
+    ulong2 x = AES_ULONG2(a, 0ul);
+    const ulong2 y = AES_ULONG2(b, 0ul);
+    AES_X86_ASM_OP("pclmulqdq $0x00,", x, y);
+    return x;
+#else
     return as_ulong2(__builtin_ia32_pclmulqdq128(as_long2(AES_ULONG2(a, 0ul)),
                                                  as_long2(AES_ULONG2(b, 0ul)), 0x00));
+#endif
 }
 
 /* x·y before reduction: the 255-bit carry-less product of the two big-endian

@@ -4,9 +4,10 @@ CPU devices ask for the AES instructions (AES_HARDWARE_ROUNDS); x86 CPUs with
 AES-NI grant it, and those with VAES and VPCLMULQDQ get the wide forms
 (AES_WIDE_ROUNDS) once a separate process found them working (aescl.engines.opencl.tuning), so
 on such a machine the rest of the suite runs those on PoCL. The 128-bit
-instructions stay covered on the same CPU here, with ``$AESCL_WIDE_ROUNDS=0``, and
-the T-table rounds with ``$AESCL_HARDWARE_ROUNDS=0`` and everywhere on GPUs and the
-simulator.
+instructions stay covered on the same CPU here, with ``$AESCL_WIDE_ROUNDS=0``, those
+as inline assembly (where a compiler drops the builtins' target attribute) with
+``$AESCL_ASSEMBLED_ROUNDS``, and the T-table rounds with ``$AESCL_HARDWARE_ROUNDS=0``
+and everywhere on GPUs and the simulator.
 """
 
 from __future__ import annotations
@@ -58,28 +59,37 @@ def test_a_pocl_cpu_with_aes_ni_uses_the_instructions(device):
     if not config.hardware_rounds:  # only where a separate process could not run them
         narrow = kernels.without_wide_rounds(kernels.default_config(device))
         assert tuning.hardware_rounds_work(device, narrow) is False
+        assembled = kernels.with_assembled_rounds(narrow)
+        assert tuning.hardware_rounds_work(device, assembled) is False
     for rounds in (10, 12, 14):
         for key_schedule in engines.KEY_SCHEDULES:
-            assert _variant(device, rounds, key_schedule) == (
-                f"x86-vaes-{config.wide_rounds}" if config.wide_rounds else
-                "x86-aes-ni" if config.hardware_rounds else "t-tables")
+            assert _variant(device, rounds, key_schedule) == kernels.requested_variant(config)
 
 
-@pytest.fixture(params=["t-tables", "x86-aes-ni"])
+# Each way of a CPU device's rounds: the settings that ask for it, and what it compiles to.
+_ROUNDS = {
+    "t-tables": ({"AESCL_HARDWARE_ROUNDS": "0"}, "t-tables"),
+    "x86-aes-ni": ({"AESCL_WIDE_ROUNDS": "0"}, "x86-aes-ni"),
+    "x86-aes-ni-asm-sse": ({"AESCL_ASSEMBLED_ROUNDS": "1"}, "x86-aes-ni-asm"),
+    "x86-aes-ni-asm-vex": ({"AESCL_ASSEMBLED_ROUNDS": "2"}, "x86-aes-ni-asm"),
+}
+
+
+@pytest.fixture(params=list(_ROUNDS))
 def other_rounds_cpu(request, device, monkeypatch):
-    """A CPU device held to the T-table rounds, or to the 128-bit AES instructions."""
+    """A CPU device held to the T-table rounds, or to the 128-bit AES instructions (as
+    builtins, or as inline assembly in either encoding)."""
     if device.type != "cpu":
         pytest.skip("only CPU devices choose between the round implementations")
-    if request.param == "t-tables":
-        monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
-    elif _host_cpu_has_aes_ni() and device.vendor == "pocl":
-        monkeypatch.setenv("AESCL_WIDE_ROUNDS", "0")
-        if not tuning.launch_config(device).hardware_rounds:
-            pytest.skip("a separate process found that PoCL cannot run the 128-bit AES "
-                        "instructions on this machine (tuning.hardware_rounds_work)")
-    else:
+    settings, variant = _ROUNDS[request.param]
+    if variant != "t-tables" and not (_host_cpu_has_aes_ni() and device.vendor == "pocl"):
         pytest.skip("the 128-bit instructions need PoCL on a CPU with AES-NI")
-    assert _variant(device) == request.param
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    if kernels.requested_variant(tuning.launch_config(device)) != variant:
+        pytest.skip("a separate process found that PoCL cannot run these AES "
+                    "instructions on this machine (tuning.hardware_rounds_work)")
+    assert _variant(device) == variant
     return device
 
 
@@ -106,7 +116,7 @@ def test_every_round_implementation_agrees_with_pycryptodome(device, monkeypatch
     want_ctr = AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data)
     want_ecb = AES.new(key, AES.MODE_ECB).encrypt(data[:16000])
     want_gcm = AES.new(key, AES.MODE_GCM, nonce=nonce * 2).encrypt_and_digest(data)
-    for setting in ({"AESCL_HARDWARE_ROUNDS": "0"}, {"AESCL_WIDE_ROUNDS": "0"}, {}):
+    for setting in [settings for settings, _ in _ROUNDS.values()] + [{}]:
         with monkeypatch.context() as patch:
             for name, value in setting.items():
                 patch.setenv(name, value)

@@ -1,7 +1,8 @@
 """aescl/engines/programs/device_messages.py: many GCM messages of one length in one launch
-a batch, through each engine's fused kernel (PoCL here; NVIDIA's OpenCL and CUDA where a
-GPU is), against pyca's AESGCM message by message: J0s from any nonce length, and the
-associated data's share of each tag made on the host."""
+a batch, through each engine's fused kernel (NVIDIA's OpenCL and CUDA where a GPU is;
+PoCL on the T-table rounds) or a CPU device's one-pass kernel (PoCL on the AES
+instructions, cl/chunk_seal.cl), against pyca's AESGCM message by message: J0s from any
+nonce length, and the associated data's share of each tag made on the host."""
 
 from __future__ import annotations
 
@@ -20,13 +21,24 @@ def _job(array, key: bytes):
     return array_kind_of(array).messages(key, None)
 
 
+@pytest.fixture(params=["own", "t-tables"])
+def rounds(request, monkeypatch):
+    """The devices' own rounds, or the T-table rounds, whose build has the fused kernel
+    on a CPU device too."""
+    if request.param == "t-tables":
+        monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")
+
+
 @pytest.mark.parametrize("kind", _device_array_kinds())
 @pytest.mark.parametrize("nonce_bytes", [12, 8, 60])
 @pytest.mark.parametrize("aad", ["none", "common", "each"])
 @pytest.mark.parametrize("count", [9, 1])  # (1: its J0 goes by value)
-def test_the_rows_are_sealed_in_one_launch_as_pyca_seals_each(kind, nonce_bytes, aad, count):
+# (29 blocks: on a CPU device, whole runs of blocks in flight, then single blocks)
+@pytest.mark.parametrize("length", [80, 464])
+def test_the_rows_are_sealed_in_one_launch_as_pyca_seals_each(kind, nonce_bytes, aad, count,
+                                                              length, rounds):
     to_device, to_bytes = kind()
-    key, length = os.urandom(32), 80
+    key = os.urandom(32)
     nonces = [os.urandom(nonce_bytes) for _ in range(count)]
     messages = [os.urandom(length) for _ in range(count)]
     common = os.urandom(37)
@@ -49,7 +61,7 @@ def test_the_rows_are_sealed_in_one_launch_as_pyca_seals_each(kind, nonce_bytes,
 
 
 @pytest.mark.parametrize("kind", _device_array_kinds())
-def test_opening_names_the_first_failed_message(kind):
+def test_opening_names_the_first_failed_message(kind, rounds):
     to_device, to_bytes = kind()
     key, count, length = os.urandom(16), 6, 32
     nonces = [os.urandom(12) for _ in range(count)]

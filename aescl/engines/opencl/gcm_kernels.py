@@ -21,6 +21,7 @@ import pyopencl as cl
 
 from ... import ghash, keyschedule
 from ..._arrays import default_slice_bytes
+from ...chunkformat import CHUNK_SIZE
 from ...devices import Device
 from .kernels import (
     aes_options,
@@ -179,6 +180,7 @@ class GcmKernels:
         self.h = h if h is not None else \
             ghash.block_to_int(self.keystream([bytes(BLOCK_SIZE)], first_step=0)[0])
         self.launch = config
+        self._device = device
 
     @cached_property
     def multipliers(self) -> ghash.PowerMultipliers:
@@ -299,6 +301,57 @@ class GcmKernels:
     def fused(self) -> bool:
         """Whether :meth:`enqueue_crypt_hash` is there."""
         return self._crypt_hash is not None
+
+    def one_pass(self, name: str) -> Any:
+        """A kernel of ``cl/chunk_seal.cl`` (the chunked format's full chunks, or many
+        messages, in one pass over memory), built with this engine's options; None
+        where the device has none: they serve CPU devices on AES-NI with carry-less
+        GHASH, which the portable route's extra trips through memory slow down
+        (docs/benchmarks), where the compiler grants the instructions."""
+        config = self.launch
+        if (self._device.type != "cpu" or not carryless_ghash(config)
+                or (CHUNK_SIZE // BLOCK_SIZE) % config.blocks_per_item):
+            return None
+        try:
+            return kernel(self._device, "chunk_seal.cl", self.options, name,
+                          self.runtime.context)
+        except cl.LogicError:  # the compiler did not grant the instructions: none built
+            return None
+
+    @cached_property
+    def _messages_one_pass(self) -> Any:
+        return None if self.fused else self.one_pass("messages_crypt")
+
+    @property
+    def messages_in_one_pass(self) -> bool:
+        """Whether :meth:`enqueue_messages` is there: many messages of one length in one
+        launch on a device without the fused kernel (a CPU's, by chunk_seal.cl)."""
+        return self._messages_one_pass is not None
+
+    def enqueue_messages(
+        self, source: Any, target: Any, message_blocks: int, count: int,
+        strides: tuple[int, int], j0s: Any, lone_j0: bytes | None, tags: Any,
+        tag_stride: int, sealing: bool, firsts: tuple[int, int, int],
+        check: tuple[Any, int, int, Any, int] | None, tag_masks: tuple[Any, int] | None,
+    ) -> Any:
+        """``count`` messages of ``message_blocks`` whole blocks each in one launch of
+        chunk_seal.cl's messages_crypt, on a device without the fused kernel; the
+        arguments as :meth:`enqueue_crypt_hash`'s, but J0s from ``j0s`` or, for a batch
+        of one, ``lone_j0`` by value. One work-item a message, in as many work-groups
+        of one as the device's launch settings allow, each going over the messages by
+        strides: a work-group a message cost PoCL more than a small message's work."""
+        launch = self._messages_one_pass
+        received, received_first, received_stride, verdict, verdict_first = \
+            check or (None, 0, 0, None, 0)
+        groups = max(1, min(self._max_work_groups, count))
+        launch.set_args(
+            source, target, message_blocks, strides[0], strides[1], firsts[0], firsts[1],
+            count, int(not sealing), j0s, lone_j0 or bytes(BLOCK_SIZE), tags, firsts[2],
+            tag_stride, *(tag_masks or (None, 0)), received, received_first,
+            received_stride, verdict, verdict_first,
+            self.h_tables(self.launch.blocks_per_item), self.key,
+        )
+        return cl.enqueue_nd_range_kernel(self.runtime.queue, launch, (groups,), (1,))
 
     def enqueue_crypt_hash(
         self, source: Any, target: Any, blocks: int, message_blocks: int, count: int,

@@ -78,6 +78,9 @@ class LaunchConfig:
     blocks_per_item: int = 1  # blocks in flight per work-item (AES_BLOCKS_PER_ITEM)
     contiguous_runs: bool = False  # one span of blocks per work-item (AES_CONTIGUOUS_RUNS)
     wide_rounds: int = 0  # VAES register width, 256 or 512 (AES_WIDE_ROUNDS); 0: none
+    # The 128-bit AES instructions as inline assembly (AES_X86_ASM): 0 builtins, 1 the
+    # SSE encoding, 2 the VEX one.
+    assembled_rounds: int = 0
 
 
 def table_lanes(local_mem_bytes: int, work_group_size: int, wanted: int | None = None,
@@ -127,13 +130,15 @@ def default_config(device: Device) -> LaunchConfig:
         nvidia_gpu = device.vendor == "nvidia" and not simulator
         return LaunchConfig(group, groups, local_ok, lanes, tables, byte_permute=nvidia_gpu)
     hardware = hardware_rounds_wanted() and "aes" in cpu_features()
-    width = wide_rounds_wanted() if hardware else 0
+    assembled = assembled_rounds_wanted() if hardware else 0
+    width = wide_rounds_wanted() if hardware and not assembled else 0
     config = LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
                           hardware_rounds=hardware,
                           blocks_per_item=_blocks_per_item(
                               _WIDE_BLOCKS_PER_ITEM if width else
                               _HARDWARE_BLOCKS_PER_ITEM if hardware else 1),
-                          contiguous_runs=True, wide_rounds=width)
+                          contiguous_runs=True, wide_rounds=width,
+                          assembled_rounds=assembled)
     # A run must fill whole wide registers (a chosen $AESCL_BLOCKS_PER_ITEM may not).
     return without_wide_rounds(config) if width and config.blocks_per_item % (width // 128) \
         else config
@@ -159,11 +164,19 @@ def without_wide_rounds(config: LaunchConfig) -> LaunchConfig:
                    blocks_per_item=_blocks_per_item(_HARDWARE_BLOCKS_PER_ITEM))
 
 
+def with_assembled_rounds(config: LaunchConfig) -> LaunchConfig:
+    """``config`` on the 128-bit AES instructions as inline assembly (aes_vendor.h,
+    AES_X86_ASM), in the VEX encoding where the CPU has AVX: for a compiler that
+    cannot keep the builtins' target attribute through its work-group function."""
+    return replace(without_wide_rounds(config),
+                   assembled_rounds=2 if "avx" in cpu_features() else 1)
+
+
 def without_hardware_rounds(config: LaunchConfig) -> LaunchConfig:
     """``config`` on the portable table rounds instead of the AES instructions."""
     if not config.hardware_rounds:
         return config
-    return replace(config, hardware_rounds=False, wide_rounds=0,
+    return replace(config, hardware_rounds=False, wide_rounds=0, assembled_rounds=0,
                    blocks_per_item=_blocks_per_item(1))
 
 
@@ -219,6 +232,18 @@ def hardware_rounds_wanted() -> bool:
 
 
 
+def assembled_rounds_wanted() -> int:
+    """``$AESCL_ASSEMBLED_ROUNDS`` (0, 1 or 2): CPU devices take the 128-bit AES
+    instructions as inline assembly (aes_vendor.h, AES_X86_ASM: 1 the SSE encoding, 2
+    the VEX one) from the start, so that the form can be tested and compared on a CPU
+    whose compiler keeps the builtins; unset or 0, only where the builtins failed
+    (tuning.checked_default_config)."""
+    value = os.environ.get("AESCL_ASSEMBLED_ROUNDS", "").strip()
+    if value not in ("", "0", "1", "2"):
+        raise ValueError(f"AESCL_ASSEMBLED_ROUNDS must be 0, 1 or 2, not {value!r}")
+    return int(value or 0)
+
+
 def wide_rounds_wanted() -> int:
     """The VAES register width CPU devices ask for (aes_vendor.h, AES_WIDE_ROUNDS): 512
     where the host CPU has VAES, VPCLMULQDQ, AVX-512F and AVX-512BW, 256 where it has
@@ -248,6 +273,7 @@ def aes_options(rounds: int, key_schedule: str, config: LaunchConfig) -> str:
         f" -DAES_BLOCKS_PER_ITEM={config.blocks_per_item}"
         f" -DAES_CONTIGUOUS_RUNS={int(config.contiguous_runs)}"
         f" -DAES_WIDE_ROUNDS={config.wide_rounds}"
+        f" -DAES_X86_ASM={config.assembled_rounds}"
     )
 
 
@@ -263,7 +289,18 @@ def carryless_ghash(config: LaunchConfig) -> bool:
     return config.hardware_rounds and "pclmulqdq" in cpu_features()
 
 
-CORE_VARIANTS = {0: "t-tables", 1: "x86-aes-ni", 2: "x86-vaes-256", 3: "x86-vaes-512"}
+CORE_VARIANTS = {0: "t-tables", 1: "x86-aes-ni", 2: "x86-vaes-256", 3: "x86-vaes-512",
+                 4: "x86-aes-ni-asm"}
+
+
+def requested_variant(config: LaunchConfig) -> str:
+    """The rounds (CORE_VARIANTS) that ``config`` asks aes_core.cl for; core_variant
+    says which it compiled to."""
+    if not config.hardware_rounds:
+        return "t-tables"
+    if config.wide_rounds:
+        return f"x86-vaes-{config.wide_rounds}"
+    return "x86-aes-ni-asm" if config.assembled_rounds else "x86-aes-ni"
 
 
 def core_variant(device: Device, options: str) -> str:

@@ -55,6 +55,7 @@ from .kernels import (
     key_argument,
     load_source,
     table_lanes,
+    with_assembled_rounds,
     without_hardware_rounds,
     without_wide_rounds,
 )
@@ -258,7 +259,8 @@ _configs: dict[str, tuple[tuple[str, ...], LaunchConfig]] = {}  # device id -> (
 
 def _environment() -> tuple[str, ...]:
     names = ("AESCL_TUNE", "AESCL_TABLE_LANES", "AESCL_ROUND_TABLES", "AESCL_HARDWARE_ROUNDS",
-             "AESCL_BLOCKS_PER_ITEM", "AESCL_WIDE_ROUNDS", "AESCL_CACHE_DIR",
+             "AESCL_BLOCKS_PER_ITEM", "AESCL_WIDE_ROUNDS", "AESCL_ASSEMBLED_ROUNDS",
+             "AESCL_CACHE_DIR",
              "AESCL_NO_CACHE")
     return tuple(os.environ.get(name, "") for name in names)
 
@@ -290,6 +292,7 @@ def hardware_rounds_work(device: Device, config: LaunchConfig) -> bool:
     known = record.get("works") if isinstance(record, dict) else None
     if not isinstance(known, bool):
         environment = _python.environment(AESCL_WIDE_ROUNDS=str(config.wide_rounds),
+                                          AESCL_ASSEMBLED_ROUNDS=str(config.assembled_rounds),
                                           AESCL_BLOCKS_PER_ITEM=str(config.blocks_per_item),
                                           **{_CHECKING_ROUNDS: "1"})
         try:
@@ -312,12 +315,16 @@ _ROUNDS_CHECK_SECONDS = 300  # a dozen kernel builds on a slow or busy machine
 def checked_default_config(device: Device) -> LaunchConfig:
     """The device's defaults (kernels.default_config), on the AES instructions they ask
     for only where those were checked to work there (:func:`hardware_rounds_work`): the
-    wide ones, else the 128-bit ones, else the portable tables."""
+    wide ones, else the 128-bit ones, else those as inline assembly (where the
+    compiler drops the builtins' target attribute: aes_vendor.h), else the portable
+    tables."""
     config = default_config(device)
     if config.wide_rounds and not hardware_rounds_work(device, config):
         config = without_wide_rounds(config)
     if config.hardware_rounds and not hardware_rounds_work(device, config):
-        config = without_hardware_rounds(config)
+        assembled = with_assembled_rounds(config)
+        works = not config.assembled_rounds and hardware_rounds_work(device, assembled)
+        config = assembled if works else without_hardware_rounds(config)
     return config
 
 

@@ -35,7 +35,7 @@ from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
 from ..registry import resolve
 from .gcm_kernels import GcmKernels
-from .kernels import aes_options, carryless_ghash, kernel, key_argument
+from .kernels import aes_options, kernel, key_argument
 from .pipeline import (
     PIECE_BYTES,
     Launch,
@@ -163,6 +163,8 @@ class OpenclChunkKernels:
         self._group, self._groups = config.work_group_size, config.max_work_groups
         # Read once a call ($AESCL_GCM_FUSED): the format's code asks at every batch.
         self.fused = engine.fused and device_chunks.fused_gcm()
+        # Many messages in one launch: the fused kernel's, or a CPU's one-pass kernel.
+        self.takes_messages = self.fused or engine.messages_in_one_pass
         # Every buffer and sub-buffer the call's work uses, let go once that work is done
         # (see _park).
         self.held: list[Any] = []
@@ -284,15 +286,21 @@ class OpenclChunkKernels:
             received, received_first = self._at_block(check.received)
             verdict_check = (received, received_first, check.stride, check.verdict.buffer,
                              check.first)
+        masks = None
         if isinstance(run, device_chunks.Messages):
             message_blocks = run.message_blocks
-            if run.j0s is None:  # (a lone message, its J0 by value: a chunk run of one)
-                j0s, chunk_run = None, (run.j0, 0, message_blocks * BLOCK_SIZE)
-            else:
-                j0s, chunk_run = self._buffer(run.j0s), None
             masks = None if run.masks is None else (self._buffer(run.masks), run.mask_step)
+            j0s = None if run.j0s is None else self._buffer(run.j0s)
+            if not self.fused:  # (a CPU device's one-pass kernel: takes_messages)
+                self._engine.enqueue_messages(
+                    spans[0][0], spans[1][0], message_blocks, count, strides, j0s, run.j0,
+                    tags_at[0], tag_stride, sealing, (spans[0][1], spans[1][1], tags_at[1]),
+                    verdict_check, masks)
+                return
+            # (a lone message, its J0 by value: a chunk run of one)
+            chunk_run = None if j0s is not None else (run.j0, 0, message_blocks * BLOCK_SIZE)
         else:
-            message_blocks, j0s, chunk_run, masks = device_chunks.SLOT_BLOCKS, None, run, None
+            message_blocks, j0s, chunk_run = device_chunks.SLOT_BLOCKS, None, run
         self._engine.enqueue_crypt_hash(spans[0][0], spans[1][0], blocks, message_blocks,
                                         count, strides, j0s, tags_at[0], tag_stride,
                                         sealing, (spans[0][1], spans[1][1], tags_at[1]),
@@ -411,21 +419,12 @@ class OpenclHostChunks:
     @cached_property
     def _one_pass(self) -> dict[str, Any] | None:
         """The kernels that seal and open full chunks in one pass over memory
-        (cl/chunk_seal.cl), by name, with their arguments after the data buffers; or
-        None where the device lacks them. They serve CPU devices on AES-NI with
-        carry-less GHASH, which the program's extra trips through memory slow down
-        (docs/benchmarks)."""
-        config = self._launch_config
-        if (self._device.type != "cpu" or not carryless_ghash(config)
-                or (CHUNK_SIZE // BLOCK_SIZE) % config.blocks_per_item):
+        (GcmKernels.one_pass), by name, with their arguments after the data buffers; or
+        None where the device lacks them."""
+        found = {name: self._kernels.one_pass(name) for name in ("chunks_seal", "chunks_open")}
+        if None in found.values():
             return None
-        options = self._kernels.options
-        try:
-            found = {name: kernel(self._device, "chunk_seal.cl", options, name)
-                     for name in ("chunks_seal", "chunks_open")}
-        except cl.LogicError:  # the compiler did not grant the instructions: none built
-            return None
-        tables = self._kernels.h_tables(config.blocks_per_item)
+        tables = self._kernels.h_tables(self._launch_config.blocks_per_item)
         device_runtime(self._device).queue.finish()  # built before another queue reads them
         return {"kernels": found, "args": (tables, self._kernels.key)}
 

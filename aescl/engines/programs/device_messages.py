@@ -148,7 +148,7 @@ def _launch_messages(uploaded: _Uploaded, messages: MessagePlan, first: int) -> 
 
 
 def _check_taken(kernels: ChunkKernels, *spans: Any) -> None:
-    if not (kernels.fused and all(kernels.aligned(span) for span in spans)):
+    if not (kernels.takes_messages and all(kernels.aligned(span) for span in spans)):
         raise NotTaken
 
 
