@@ -83,8 +83,8 @@
  *   AES_X86_ASM             0 (default), 1 or 2: with AES_HARDWARE_ROUNDS, the
  *                           128-bit instructions as inline assembly (SSE or VEX
  *                           encoding) where the compiler cannot keep the target
- *                           attribute the builtins need (aes_vendor.h); no wide
- *                           rounds then.
+ *                           attribute the builtins need (aes_vendor.h); the wide
+ *                           rounds, never inlined, keep their builtins.
  *
  * Barrier contract: AES_ENCRYPT_SETUP / AES_DECRYPT_SETUP end with a work-group
  * barrier whenever they write __local memory, so every work-item of the group

@@ -134,8 +134,9 @@ inline uint aes_extract_byte(uint word, uint row)
  * kernel, the target's own features, which lack AES. A device that fails gets
  * the same instructions as inline assembly (AES_X86_ASM: 1 in the legacy SSE
  * encoding, 2 in the VEX one where the CPU has AVX, so that they do not mix with
- * the compiler's VEX code), which needs no target feature, checked the same way;
- * a device that fails that too keeps the tables.
+ * the compiler's VEX code), which needs no target feature, checked the same way
+ * (the wide rounds below, never inlined, keep their builtins beside it); a device
+ * that fails that too keeps the tables.
  *
  * AESENC/AESDEC take the state and round key as 16 bytes in memory order, which
  * on a little-endian device is exactly the core's uint4 of columns, and AESDEC
@@ -231,7 +232,7 @@ AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
 #ifndef AES_WIDE_ROUNDS
 #define AES_WIDE_ROUNDS 0
 #endif
-#if AES_X86_AESNI && !AES_X86_ASM && AES_WIDE_ROUNDS == 512
+#if AES_X86_AESNI && AES_WIDE_ROUNDS == 512
 #define AES_WIDE_LANES 4
 #undef AES_CORE_VARIANT
 #define AES_CORE_VARIANT 3u
@@ -274,7 +275,7 @@ typedef uchar aes_x86_wide_bytes __attribute__((ext_vector_type(64)));
                                            15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48))
 #define AES_WIDE_LANE0(lo, hi) \
     ((aes_x86_wide)as_long8((ulong8)((lo), (hi), 0ul, 0ul, 0ul, 0ul, 0ul, 0ul)))
-#elif AES_X86_AESNI && !AES_X86_ASM && AES_WIDE_ROUNDS == 256
+#elif AES_X86_AESNI && AES_WIDE_ROUNDS == 256
 #define AES_WIDE_LANES 2
 #undef AES_CORE_VARIANT
 #define AES_CORE_VARIANT 2u

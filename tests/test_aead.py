@@ -157,6 +157,105 @@ def test_a_tampered_message_in_a_batch_is_named_and_zeroed(device, on_engines):
     assert failure.value.results[:4] + failure.value.results[5:] == messages[:4] + messages[5:]
 
 
+def _cpu_device(device):
+    """``device`` (a device, or a list of them) where it names an OpenCL CPU device."""
+    from aescl.teams import resolve_devices
+
+    if not any(d.is_opencl and d.type == "cpu" for d in resolve_devices(device)):
+        pytest.skip("a batch of host messages goes to a CPU device, which computes in host "
+                    "memory")
+    return device
+
+
+@pytest.mark.parametrize("aad_form", ["none", "one", "each"])
+@pytest.mark.parametrize("length", [16, 464, 1024])  # (464: 29 blocks, runs then singles)
+def test_a_batch_of_host_messages_goes_in_one_launch_on_a_cpu_device(device, aad_form, length):
+    device = _cpu_device(device)
+    count = aead.HOST_BATCH_MIN_MESSAGES + 3
+    key = os.urandom(24)
+    nonces = [os.urandom(12 if index % 4 else 16) for index in range(count)]
+    messages = [os.urandom(length) if index % 3 else bytearray(os.urandom(length))
+                for index in range(count)]
+    kept = [bytes(message) for message in messages]
+    aads = [os.urandom(index % 40) for index in range(count)]
+    given = {"none": None, "one": b"header", "each": aads}[aad_form]
+    each = {"none": [None] * count, "one": [b"header"] * count, "each": aads}[aad_form]
+    cipher, pyca = aescl.AESGCM(key, device=device), PycaAESGCM(key)
+    sealed = cipher.encrypt_many(nonces, messages, given)
+    assert "opencl" in cipher._jobs  # (the rows' one-launch job, not message by message)
+    assert all(type(item) is bytes for item in sealed)
+    assert sealed == [pyca.encrypt(n, m, a) for n, m, a in zip(nonces, kept, each, strict=True)]
+    opened = cipher.decrypt_many(nonces, sealed, given)
+    assert all(type(item) is bytes for item in opened) and opened == kept
+    assert [bytes(message) for message in messages] == kept  # (the input as it was)
+
+
+def test_a_tampered_message_in_a_host_batch_on_a_cpu_device_is_named_and_zeroed(device):
+    device = _cpu_device(device)
+    count, length = aead.HOST_BATCH_MIN_MESSAGES * 2, 48
+    key = os.urandom(16)
+    nonces = [os.urandom(12) for _ in range(count)]
+    messages = [os.urandom(length) for _ in range(count)]
+    cipher = aescl.AESGCM(key, device=device)
+    sealed = cipher.encrypt_many(nonces, messages)
+    for index, at in ((5, 3), (count - 1, length + 2), (70, length)):  # (text, tag, tag)
+        sealed[index] = sealed[index][:at] + bytes([sealed[index][at] ^ 1]) \
+            + sealed[index][at + 1 :]
+    with pytest.raises(InvalidTag) as failure:
+        cipher.decrypt_many(nonces, sealed)
+    assert "opencl" in cipher._jobs
+    assert failure.value.failed == [5, 70, count - 1]
+    results = failure.value.results
+    assert all(type(item) is bytes for item in results) and len(results) == count
+    for index in range(count):
+        assert results[index] == (bytes(length) if index in (5, 70, count - 1)
+                                  else messages[index])
+
+
+def test_a_host_batch_stays_on_the_host_where_the_cipher_names_the_host_engine():
+    count = aead.HOST_BATCH_MIN_MESSAGES * 2
+    nonces = [os.urandom(12) for _ in range(count)]
+    messages = [os.urandom(32) for _ in range(count)]
+    cipher = aescl.AESGCM(bytes(16), device="host")
+    sealed = cipher.encrypt_many(nonces, messages)
+    assert cipher.decrypt_many(nonces, sealed) == messages
+    assert not cipher._jobs  # (no device's job: pyca's loop)
+
+
+def test_the_default_team_rents_a_cpu_device_for_host_batches_as_for_large_jobs():
+    """With no device named, batches stay in pyca's loop, OpenCL not even started, until
+    their expected time there passes the least start-up timed; the batch past it starts
+    OpenCL and goes to the CPU device (teams.DefaultTeam.messages_device)."""
+    pytest.importorskip("pyopencl")
+    from conftest import selected_devices
+
+    if not any(d.type == "cpu" for d in selected_devices()):
+        pytest.skip("no OpenCL CPU device on this machine")
+    code = """
+import os, aescl
+from aescl import teams
+from aescl.engines.registry import started
+cipher, count = aescl.AESGCM(bytes(16)), 4096
+nonces = [os.urandom(12) for _ in range(count)]
+messages = [os.urandom(16) for _ in range(count)]
+calls = 0
+while not started()["opencl"] and calls < 10000:
+    sealed = cipher.encrypt_many(nonces, messages)
+    calls += 1
+assert cipher.decrypt_many(nonces, sealed) == messages
+print(calls, int(teams.least_start_seconds() / (count * teams.HOST_MESSAGE_SECONDS)) + 1,
+      "opencl" in cipher._jobs)
+"""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    calls, expected, taken = result.stdout.split()
+    assert int(calls) == int(expected) > 1 and taken == "True"
+
+
 def test_a_nonce_repeated_within_a_batch_is_refused():
     cipher = aescl.AESGCM(bytes(32))
     nonce = os.urandom(12)

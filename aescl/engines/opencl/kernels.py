@@ -131,7 +131,7 @@ def default_config(device: Device) -> LaunchConfig:
         return LaunchConfig(group, groups, local_ok, lanes, tables, byte_permute=nvidia_gpu)
     hardware = hardware_rounds_wanted() and "aes" in cpu_features()
     assembled = assembled_rounds_wanted() if hardware else 0
-    width = wide_rounds_wanted() if hardware and not assembled else 0
+    width = wide_rounds_wanted() if hardware else 0
     config = LaunchConfig(min(64, device.max_work_group_size), device.compute_units * 4, False,
                           hardware_rounds=hardware,
                           blocks_per_item=_blocks_per_item(
@@ -165,11 +165,11 @@ def without_wide_rounds(config: LaunchConfig) -> LaunchConfig:
 
 
 def with_assembled_rounds(config: LaunchConfig) -> LaunchConfig:
-    """``config`` on the 128-bit AES instructions as inline assembly (aes_vendor.h,
+    """``config`` with the 128-bit AES instructions as inline assembly (aes_vendor.h,
     AES_X86_ASM), in the VEX encoding where the CPU has AVX: for a compiler that
-    cannot keep the builtins' target attribute through its work-group function."""
-    return replace(without_wide_rounds(config),
-                   assembled_rounds=2 if "avx" in cpu_features() else 1)
+    cannot keep the builtins' target attribute through its work-group function. The
+    wide rounds, in functions that are never inlined, keep theirs."""
+    return replace(config, assembled_rounds=2 if "avx" in cpu_features() else 1)
 
 
 def without_hardware_rounds(config: LaunchConfig) -> LaunchConfig:

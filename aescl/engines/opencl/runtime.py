@@ -113,6 +113,30 @@ def device_runtime(device: Device, context: Any = None) -> DeviceRuntime:
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+_Value = TypeVar("_Value")
+
+
+def kept_per_object(method: Callable[[Any], _Value]) -> Any:
+    """A property made once per object, the device's lock (``self.runtime``) held while it
+    is made, then kept. Not functools.cached_property: on Python 3.11 that holds one
+    lock for every object of the class while it makes the value, so a thread holding a
+    device's lock that asked for it waited on a thread that was making it and waited
+    for the device's lock (a deadlock, tests/test_threads.py on PoCL)."""
+    key = f"_kept_{method.__name__}"
+
+    @wraps(method)
+    def kept(self: Any) -> _Value:
+        found = self.__dict__.get(key, _NOT_MADE)
+        if found is _NOT_MADE:
+            with self.runtime.lock:
+                found = self.__dict__.get(key, _NOT_MADE)
+                if found is _NOT_MADE:
+                    found = self.__dict__[key] = method(self)
+        return found  # type: ignore[no-any-return]
+    return property(kept)
+
+
+_NOT_MADE = object()
 
 
 def one_job_per_device(method: _Method) -> _Method:

@@ -314,18 +314,21 @@ _ROUNDS_CHECK_SECONDS = 300  # a dozen kernel builds on a slow or busy machine
 
 def checked_default_config(device: Device) -> LaunchConfig:
     """The device's defaults (kernels.default_config), on the AES instructions they ask
-    for only where those were checked to work there (:func:`hardware_rounds_work`): the
-    wide ones, else the 128-bit ones, else those as inline assembly (where the
-    compiler drops the builtins' target attribute: aes_vendor.h), else the portable
-    tables."""
+    for only where those were checked to work there (:func:`hardware_rounds_work`), the
+    first that works of: the wide ones; the wide ones beside the 128-bit ones as inline
+    assembly (where the compiler drops the builtins' target attribute: aes_vendor.h);
+    the 128-bit ones; those as inline assembly. Else the portable tables."""
     config = default_config(device)
-    if config.wide_rounds and not hardware_rounds_work(device, config):
-        config = without_wide_rounds(config)
-    if config.hardware_rounds and not hardware_rounds_work(device, config):
-        assembled = with_assembled_rounds(config)
-        works = not config.assembled_rounds and hardware_rounds_work(device, assembled)
-        config = assembled if works else without_hardware_rounds(config)
-    return config
+    if not config.hardware_rounds:
+        return config
+    tried = [config, with_assembled_rounds(config)]
+    if config.wide_rounds:
+        narrow = without_wide_rounds(config)
+        tried += [narrow, with_assembled_rounds(narrow)]
+    for candidate in dict.fromkeys(tried):  # (in order; asked for asm already: once)
+        if hardware_rounds_work(device, candidate):
+            return candidate
+    return without_hardware_rounds(config)
 
 
 def launch_config(device: Device) -> LaunchConfig:

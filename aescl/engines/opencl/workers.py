@@ -10,7 +10,6 @@ engine pulls, so pieces keep overlapping from one range to the next.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,7 +42,7 @@ from .pipeline import (
     copy_parts,
     pipeline,
 )
-from .runtime import device_runtime
+from .runtime import device_runtime, kept_per_object
 from .tuning import launch_config
 
 # (queue, source buffer, target buffer, blocks) -> event: a mode's kernel over device-resident
@@ -381,6 +380,7 @@ class OpenclHostChunks:
         self._key, self._base_nonce = bytes(key), bytes(base_nonce)
         # H = E(0^128) on the host: the kernels' tables are made from it on the device.
         self._kernels = GcmKernels(self._key, self._device, "host", h=ghash.hash_subkey(self._key))
+        self.runtime = self._kernels.runtime  # (its lock: kept_per_object)
         # J0 of chunk 0 as the AES core's four columns (cl/chunk_seal.cl).
         self._base_j0 = np.frombuffer(base_j0(self._base_nonce),
                                       dtype="<u4").view(cl.cltypes.uint4)[0]
@@ -411,12 +411,7 @@ class OpenclHostChunks:
 
     # ---- the one-pass route of CPU devices -----------------------------------------
 
-    @cached_property
-    def _launch_config(self) -> Any:
-        """The device's launch settings, looked up once rather than for every run."""
-        return launch_config(self._device)
-
-    @cached_property
+    @kept_per_object
     def _one_pass(self) -> dict[str, Any] | None:
         """The kernels that seal and open full chunks in one pass over memory
         (GcmKernels.one_pass), by name, with their arguments after the data buffers; or
@@ -424,7 +419,7 @@ class OpenclHostChunks:
         found = {name: self._kernels.one_pass(name) for name in ("chunks_seal", "chunks_open")}
         if None in found.values():
             return None
-        tables = self._kernels.h_tables(self._launch_config.blocks_per_item)
+        tables = self._kernels.h_tables(self._kernels.launch.blocks_per_item)
         device_runtime(self._device).queue.finish()  # built before another queue reads them
         return {"kernels": found, "args": (tables, self._kernels.key)}
 
