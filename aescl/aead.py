@@ -36,14 +36,11 @@ A list of device arrays of one library and size (whole blocks) is stacked into t
 of one 2-D array by the library (torch, CuPy, pyopencl), one array a device, and goes
 the same way, the devices at once (a thread each); the results are those arrays' rows.
 
-A list of host messages (``bytes``, ``bytearray``) of one length in whole blocks, at
-least HOST_BATCH_MIN_MESSAGES of them, goes the same way on an OpenCL CPU device
-(teams.host_messages_device: one that ``device=`` names, or with none named, once the
-default team's renting paid): joined once into host memory that the device reads in
-place, and each result row copied out into its own ``bytes``. pyca's own loop costs
-about 2 µs a call on the 2-core CI kind, most of it the call, which a launch over all
-the messages pays once. Other lists go message by message (short ones straight to
-pyca).
+Other lists go message by message (short host messages straight to pyca). A batch of
+host messages in one launch on a CPU device was measured and not kept: on the 2-core CI
+kind, joining the messages and copying each result into its own ``bytes`` cost about
+half of pyca's own loop before any AES, and the batch ran 0.1-1.2x that loop
+(docs/benchmarks, 2026-11-27).
 """
 
 from __future__ import annotations
@@ -57,14 +54,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM as _PycaAESGCM
 
 from . import ghash
 from ._arrays import BytesLike, BytesResult, byte_view, wipe
-from .engines import engine_for
-from .engines.device_arrays import OPENCL_ARRAYS, ArrayKind
+from .engines.device_arrays import ArrayKind
 from .engines.programs import device_messages
 from .engines.registry import array_kind_of
 from .errors import AuthenticationError
 from .modes import MODE_GCM, new
 from .scheduler import SPLIT_MIN_BYTES
-from .teams import DevicesSpec, array_device_rule, host_messages_device, team
+from .teams import DevicesSpec, array_device_rule, team
 
 TAG_SIZE = 16
 # Messages from this size on run on aescl's engines; shorter ones on pyca, where a
@@ -76,9 +72,6 @@ ENGINE_MIN_BYTES = SPLIT_MIN_BYTES
 # whole device (one message of the program runs on one block of threads: 1 MiB took
 # 3.7 ms on the H200, against 0.28 ms through MODE_GCM).
 ONE_MESSAGE_MOST_BYTES = 64 << 10
-# A batch of host messages goes to a CPU device in one launch from this many messages
-# on (teams.host_messages_device): fewer cost less through pyca's loop than a launch.
-HOST_BATCH_MIN_MESSAGES = 64
 
 
 class InvalidTags(InvalidTag):
@@ -254,17 +247,6 @@ def _refuse_beside(repeats: _RepeatCheck | None, rows: ArrayKind, result: Any) -
     if repeats is not None and repeats.repeated():
         rows.write(result, 0, bytes(rows.nbytes(result)))
         repeats.refuse()
-
-
-def _listed_rows(result: np.ndarray, source: np.ndarray) -> list[bytes]:
-    """The rows of a batch's result, mapped to the host (a CPU device's memory: no copy),
-    each copied into its own ``bytes`` (as pyca returns each message), once the work
-    that read ``source`` in place is done."""
-    del source  # (kept alive until here: the device read it in place)
-    view = memoryview(np.ascontiguousarray(result)).cast("B")
-    width = result.shape[1] if result.ndim == 2 else 0
-    return [view[at : at + width].tobytes() for at in range(0, len(view), width)] \
-        if width else [b""] * len(result)
 
 
 def _stacked_groups(arrays: Any, tag_bytes: int) -> list[tuple[Any, list[int], Any]] | None:
@@ -469,11 +451,6 @@ class AESGCM:
             groups = _stacked_groups(messages, 0)
             if groups is not None:  # (device arrays as the rows of one 2-D array a device)
                 return self._seal_groups(groups, batch, aads, associated_data)
-            stacked = self._host_batch(messages, 0)
-            if stacked is not None:  # (one launch on a CPU device: _host_batch)
-                array, rows = stacked
-                sealed = self._seal_rows(OPENCL_ARRAYS, batch, array, aads, associated_data)
-                return _listed_rows(sealed.map_to_host(), rows)
             nonces = batch.as_list()
             if _all_short_bytes(messages):  # (pyca's own loop: nothing of aescl's per call)
                 encrypt = self._pyca.encrypt
@@ -544,15 +521,6 @@ class AESGCM:
         groups = _stacked_groups(ciphertexts, TAG_SIZE)
         if groups is not None:  # (device arrays as the rows of one 2-D array a device)
             return self._open_groups(groups, batch, aads, associated_data)
-        stacked = self._host_batch(ciphertexts, TAG_SIZE)
-        if stacked is not None:  # (one launch on a CPU device, as in encrypt_many)
-            array, rows = stacked
-            try:
-                return _listed_rows(self._open_rows(OPENCL_ARRAYS, batch, array, aads,
-                                                    associated_data).map_to_host(), rows)
-            except InvalidTags as failure:
-                raise InvalidTags(failure.failed,
-                                  _listed_rows(failure.results.map_to_host(), rows)) from None
         nonces = batch.as_list()
         results: list[Any] = []
         decrypt = (self._pyca.decrypt if _all_short_bytes(ciphertexts, TAG_SIZE)
@@ -592,25 +560,6 @@ class AESGCM:
         if failed:
             raise InvalidTags(sorted(failed), results)
         return results
-
-    def _host_batch(self, messages: Any, tag_bytes: int) -> tuple[Any, np.ndarray] | None:
-        """A batch of host messages (``bytes`` or ``bytearray``, all of one length, whole
-        blocks past ``tag_bytes`` of tag) as the rows of one array in host memory, and
-        that memory as an array of the CPU device that takes them in one launch
-        (teams.host_messages_device): joined once, read there in place. None where the
-        batch is not such, is short, or no such device is at hand: message by message."""
-        count = len(messages)
-        if count < HOST_BATCH_MIN_MESSAGES or not {type(m) for m in messages} <= {bytes,
-                                                                               bytearray}:
-            return None
-        lengths = set(map(len, messages))
-        if len(lengths) != 1 or not device_messages.fits(lengths.pop() - tag_bytes, count):
-            return None
-        device = host_messages_device(self._device, count)
-        if device is None:
-            return None
-        rows = np.frombuffer(bytearray().join(messages), np.uint8).reshape(count, -1)
-        return engine_for(device).device_rows(rows), rows
 
     def _rows_job(self, rows: ArrayKind) -> Any:
         """The engine's job for many messages in arrays of ``rows``'s kind, on the devices

@@ -5,10 +5,14 @@ messages in the same process, rounds interleaved.
     python3 docs/benchmarks/2026-11-27-host-batches.py [ROUNDS]
 
 Each shape is N messages of L bytes, each its own 12-byte nonce, no associated data. The
-aescl cipher names the OpenCL CPU device (``device="pocl"``): with no device named, the
-default team sends batches there once renting paid (teams.DefaultTeam.messages_device),
-and the calls timed here come after that. Prints the best and the median of the rounds,
-in ms, and the ratio of the bests (pyca's loop / aescl's batch; > 1: aescl faster).
+aescl cipher names the OpenCL CPU device (``device="pocl"``). Prints the best and the
+median of the rounds, in ms, and the ratio of the bests (pyca's loop / aescl's batch;
+> 1: aescl faster).
+
+The route it was written for, a batch of host messages in one launch on a CPU device, is
+in commit 14ce845 and was taken out in the next one (docs/benchmarks/README.md, "Many
+messages on host data in one launch: measured, not kept"): run it there to see that
+route. On later commits it times aescl's own loop (pyca's calls), a yardstick.
 """
 
 from __future__ import annotations

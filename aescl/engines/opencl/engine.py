@@ -14,7 +14,6 @@ from ..start_up import start_seconds
 from . import measure, tuning
 from .gcm import OpenclHostGcm
 from .pipeline import PIECE_BYTES, is_pinned, pinned_empty, shares_host_memory
-from .runtime import device_runtime
 from .workers import OpenclBlocks, OpenclHostChunks
 
 
@@ -43,31 +42,6 @@ class OpenclEngine:
         if self.on_host_cores or shares_host_memory(self.device):
             return np.empty(nbytes, np.uint8)
         return pinned_empty(nbytes, self.device)
-
-    def device_rows(self, rows: np.ndarray) -> Any:
-        """Host memory as a pyopencl array on this device, for work that takes device
-        arrays (aescl.AESGCM's batches of host messages): on a CPU device, the memory
-        itself (the runtime uses the host pointer, and the work reads it in place), else
-        a copy on the device. The array is the caller's to keep ``rows`` alive beside."""
-        import pyopencl as cl
-        import pyopencl.array as cl_array
-
-        import pyopencl.tools as cl_tools
-
-        queue = device_runtime(self.device).queue
-        # The results beside it come from a pool of this device's (the work's results take
-        # the input's allocator), so that a batch after the first writes memory already
-        # touched: 16 MiB of new memory cost 10 ms of page faults on the CI kind, three
-        # times the work of 16,384 messages of 1 KiB.
-        pool = self.__dict__.get("_rows_pool")
-        if pool is None:
-            pool = self.__dict__.setdefault(
-                "_rows_pool", cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue)))
-        if not self.on_host_cores:
-            return cl_array.to_device(queue, rows, allocator=pool)
-        buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
-                           hostbuf=rows)
-        return cl_array.Array(queue, rows.shape, rows.dtype, data=buffer, allocator=pool)
 
     def blocks(self, transform: BlockTransform) -> OpenclBlocks:
         return OpenclBlocks(self.device, transform)
