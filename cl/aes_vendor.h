@@ -163,26 +163,17 @@ inline uint aes_extract_byte(uint word, uint row)
 #else
 #define AES_X86_ASM_OP(name, s, k) __asm__(name " %1, %0" : "+x"(s) : "x"(k))
 #endif
-AES_X86_INLINE uint4 aes_x86_encrypt_round(uint4 s, uint4 k)
-{
-    AES_X86_ASM_OP("aesenc", s, k);
-    return s;
-}
-AES_X86_INLINE uint4 aes_x86_encrypt_last_round(uint4 s, uint4 k)
-{
-    AES_X86_ASM_OP("aesenclast", s, k);
-    return s;
-}
-AES_X86_INLINE uint4 aes_x86_decrypt_round(uint4 s, uint4 k)
-{
-    AES_X86_ASM_OP("aesdec", s, k);
-    return s;
-}
-AES_X86_INLINE uint4 aes_x86_decrypt_last_round(uint4 s, uint4 k)
-{
-    AES_X86_ASM_OP("aesdeclast", s, k);
-    return s;
-}
+/* A round function of the core on one instruction: (state, round key) -> state. */
+#define AES_X86_ASM_ROUND(function, name)                                   \
+    AES_X86_INLINE uint4 function(uint4 s, uint4 k)                         \
+    {                                                                       \
+        AES_X86_ASM_OP(name, s, k);                                         \
+        return s;                                                           \
+    }
+AES_X86_ASM_ROUND(aes_x86_encrypt_round, "aesenc")
+AES_X86_ASM_ROUND(aes_x86_encrypt_last_round, "aesenclast")
+AES_X86_ASM_ROUND(aes_x86_decrypt_round, "aesdec")
+AES_X86_ASM_ROUND(aes_x86_decrypt_last_round, "aesdeclast")
 #elif AES_HARDWARE_ROUNDS && defined(__clang__) && defined(__x86_64__)
 #define AES_X86_AESNI 1
 #define AES_CORE_VARIANT 1u
