@@ -97,3 +97,26 @@ def test_the_associated_datas_share_is_what_a_tag_gains_by_it():
             with_aad = pyca.encrypt(nonce, text, aad)[-16:]
             assert bytes(np.bitwise_xor(np.frombuffer(bare, np.uint8),
                                         np.frombuffer(plan.masks, np.uint8))) == with_aad
+
+
+@pytest.mark.parametrize("engine, name", [("opencl", "OpenclChunkKernels"),
+                                          ("cuda", "CudaChunkKernels")])
+def test_each_engines_chunk_kernels_set_what_the_programs_read(engine, name):
+    """The programs read ChunkKernels' attributes (``fused``, ``takes_messages``) of
+    whichever engine runs them: each engine's class sets every one. Read from the
+    source, so that the CUDA engine's is checked where no GPU or CUDA library is."""
+    import ast
+    from pathlib import Path
+
+    import aescl
+    from aescl.engines.programs.device_chunks import ChunkKernels
+
+    source = Path(aescl.__file__).parent / "engines" / engine / "workers.py"
+    tree = ast.parse(source.read_text())
+    (found,) = [node for node in ast.walk(tree)
+                if isinstance(node, ast.ClassDef) and node.name == name]
+    assigned = {target.attr for node in ast.walk(found)
+                for target in getattr(node, "targets", [getattr(node, "target", None)])
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self"}
+    assert set(ChunkKernels.__annotations__) <= assigned, name

@@ -545,6 +545,7 @@ class CudaChunkKernels:
             keyschedule.kernel_key_argument(key, "host", False)
         self._held: list[np.ndarray] = []  # host memory a copy reads, until the stream is done
         self.fused = fused_gcm()
+        self.takes_messages = self.fused  # (the fused kernel takes them: device_messages.py)
         if self.fused:
             self._crypt_hash = _crypt_hash(self._gpu, rounds)
         # (_kept_lone: by length, and whether it seals)

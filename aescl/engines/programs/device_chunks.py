@@ -145,6 +145,11 @@ class ChunkKernels(Protocol):
     fused: bool
     """Whether :meth:`crypt_and_tags` is there."""
 
+    takes_messages: bool
+    """Whether :meth:`crypt_and_tags` takes a :class:`Messages` run (many messages in one
+    launch: device_messages.py): by the fused kernel, or by another of the engine's
+    (a CPU device's one-pass kernel) where it has no fused one."""
+
     def crypt_and_tags(self, source: Any, target: Any, count: int, blocks: int,
                        run: ChunkRun | Messages, strides: tuple[int, int], tags: Any,
                        tag_stride: int, sealing: bool, check: TagCheck | None) -> None:
