@@ -320,6 +320,8 @@ class GcmKernels:
 
     @kept_per_object
     def _messages_one_pass(self) -> Any:
+        """chunk_seal.cl's messages_crypt where there is no fused kernel, once asked for
+        (its build is seconds on PoCL); None where the device has neither."""
         return None if self.fused else self.one_pass("messages_crypt")
 
     @property

@@ -295,6 +295,7 @@ class OpenclChunkKernels:
                     spans[0][0], spans[1][0], message_blocks, count, strides, j0s, run.j0,
                     tags_at[0], tag_stride, sealing, (spans[0][1], spans[1][1], tags_at[1]),
                     verdict_check, masks)
+                self._queue.flush()
                 return
             # (a lone message, its J0 by value: a chunk run of one)
             chunk_run = None if j0s is not None else (run.j0, 0, message_blocks * BLOCK_SIZE)
