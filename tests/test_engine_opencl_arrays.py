@@ -767,3 +767,34 @@ def test_long_aad_with_text_in_arrays_is_hashed_on_the_device_and_matches(queue,
     expected = Reference.new(key, Reference.MODE_GCM, nonce=nonce).update(aad) \
         .encrypt_and_digest(text.tobytes())
     assert (sealed.get().tobytes(), tag) == expected
+
+
+def test_a_callers_context_is_let_go_once_newer_ones_come_and_serves_again(device):
+    """aescl keeps what it builds in a caller's context (its runtime: programs, kernels,
+    scratch, GCM's launch shapes) for the last few contexts only: each NVIDIA OpenCL
+    context holds device memory, and a caller that makes a context per job filled the
+    GPU (CL_OUT_OF_HOST_MEMORY on a 4-GPU host under pytest -n 8). A context used again
+    after that gets a new runtime and the same bytes."""
+    import gc
+    import weakref
+
+    from aescl.engines.opencl import runtime
+
+    key, nonce, salt = bytes(range(32)), b"\x07" * 12, b"\x08" * 24
+    data = _random(50_000, seed=11)
+
+    def seal(queue: Any) -> bytes:  # GCM and the chunked format on arrays in its context
+        array = cl_array.to_device(queue, data)
+        sealed, tag = aescl.new(key, aescl.MODE_GCM, nonce=nonce).encrypt_and_digest(array)
+        return sealed.get().tobytes() + tag + aescl.chunked.encrypt(
+            key, array, salt=salt).get().tobytes()
+
+    first = cl.CommandQueue(cl.Context([device.cl_device]))
+    expected = seal(first)
+    kept = weakref.ref(runtime.device_runtime(device, first.context))
+    for _ in range(runtime._CALLER_RUNTIMES_KEPT):
+        assert seal(cl.CommandQueue(cl.Context([device.cl_device]))) == expected
+    gc.collect()
+    assert kept() is None
+    assert seal(first) == expected
+    assert runtime.device_runtime(device, first.context) is not runtime.device_runtime(device)

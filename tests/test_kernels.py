@@ -218,7 +218,8 @@ def test_a_successful_builds_remarks_are_kept_not_shown(device):
     source = '#warning "aescl remark probe"\n__kernel void probe(__global int *x) { x[0] = 1; }\n'
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning that escapes fails the test
-        program, log = kernels._compile(device, source, "", "probe.cl")
+        program, log = kernels._compile(device, source, "", "probe.cl",
+                                       opencl_runtime.device_runtime(device).context)
     assert program.get_info(cl.program_info.KERNEL_NAMES).strip(";") == "probe"
     if device.vendor in ("pocl", "oclgrind"):  # clang-based: reports #warning in the log
         assert "aescl remark probe" in log

@@ -28,7 +28,6 @@ from ..interface import BLOCK_SIZE, BlockTransform
 from ..programs import device_chunks, device_messages
 from ..programs.device_runs import run_blocks
 from .gcm_kernels import GcmKernels
-from .runtime import device_runtime
 from .workers import BufferSpan, OpenclBlocks, OpenclChunkKernels
 
 
@@ -158,7 +157,7 @@ class OpenclArrayBlocks:
         if source.nbytes:
             worker = self._worker(device, data.context)
             memory = _QueueMemory(worker, data.queue, [*data.events, *output.events])
-            with device_runtime(device, data.context).lock:  # (the kernel object's arguments)
+            with worker.launcher.runtime.lock:  # (the kernel object's arguments)
                 run_blocks(memory, source, target, first_block, skip)
             for array in (data, output) if output is not data else (data,):
                 for event in memory.events:

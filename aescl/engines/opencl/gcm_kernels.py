@@ -26,10 +26,10 @@ from ...devices import Device
 from .kernels import (
     aes_options,
     carryless_ghash,
-    kernel,
+    kernel_in,
     key_argument,
 )
-from .runtime import device_runtime, kept_per_object, one_job_per_device
+from .runtime import DeviceRuntime, device_runtime, kept_per_object, one_job_per_device
 from .tuning import launch_config
 
 BLOCK_SIZE = 16
@@ -82,20 +82,17 @@ class _Launches:
     tables_group: int  # the GHASH tables' work-groups: a few (cores or SMs) for a few items
 
 
-# By (runtime, options, config): the runtime itself, not its id, so that a runtime made
-# anew for a device (tests drop them) never meets kernels of the one it replaced.
-_launches: dict[tuple[Any, str, Any], _Launches] = {}
-
-
-def _build_launches(device: Device, options: str, context: Any, config: Any) -> _Launches:
-    rt = device_runtime(device, context)
-    key = (rt, options, config)
-    found = _launches.get(key)
+def _build_launches(rt: DeviceRuntime, options: str, config: Any) -> _Launches:
+    # Kept by the runtime (its ``made``), so that a runtime made anew for a device (tests
+    # drop them) never meets kernels of the one it replaced, and they go with it.
+    device = rt.device
+    key = ("launches", options, config)
+    found = rt.made.get(key)
     if found is not None:
         return found
 
     def made(name: str) -> Any:
-        return kernel(device, "aes_gcm.cl", options, name, context)
+        return kernel_in(rt, "aes_gcm.cl", options, name)
 
     def limit(built: Any) -> int:
         return built.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
@@ -123,7 +120,7 @@ def _build_launches(device: Device, options: str, context: Any, config: Any) -> 
         crypt_hash_items=items, crypt_hash_group=group,
         tables_group=min(16, limit(power_tables), limit(position_tables)))
     with rt.lock:
-        return _launches.setdefault(key, found)
+        return rt.made.setdefault(key, found)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -138,17 +135,14 @@ class _Shape:
     slice_bytes: int
 
 
-_shapes: dict[tuple[Any, int, str, Any], _Shape] = {}  # by (runtime, rounds, schedule, config)
-
-
 def _shape(device: Device, context: Any, rounds: int, key_schedule: str, config: Any) -> _Shape:
-    rt = device_runtime(device, context)  # (asked each time: see _launches)
-    key = (rt, rounds, key_schedule, config)
-    found = _shapes.get(key)
+    rt = device_runtime(device, context)  # (asked each time: see _build_launches)
+    key = ("shape", rounds, key_schedule, config)
+    found = rt.made.get(key)
     if found is None:
         options = aes_options(rounds, key_schedule, config)
-        found = _shapes.setdefault(key, _Shape(
-            options, rt, _build_launches(device, options, context, config),
+        found = rt.made.setdefault(key, _Shape(
+            options, rt, _build_launches(rt, options, config),
             min(default_slice_bytes(device), _MAX_LAUNCH_BLOCKS * BLOCK_SIZE)))
     return found
 
@@ -313,8 +307,7 @@ class GcmKernels:
                 or (CHUNK_SIZE // BLOCK_SIZE) % config.blocks_per_item):
             return None
         try:
-            return kernel(self._device, "chunk_seal.cl", self.options, name,
-                          self.runtime.context)
+            return kernel_in(self.runtime, "chunk_seal.cl", self.options, name)
         except cl.LogicError:  # the compiler did not grant the instructions: none built
             return None
 

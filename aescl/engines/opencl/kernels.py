@@ -360,8 +360,11 @@ def build_source(device: Device, source: str, options: str, label: str,
     ``label`` names the program in error messages. Raises :class:`KernelBuildError`
     with the compiler's log when the build fails.
     """
-    rt = device_runtime(device, context)
-    key = cache_key(device, source, options)
+    return _program_in(device_runtime(device, context), source, options, label)
+
+
+def _program_in(rt: DeviceRuntime, source: str, options: str, label: str) -> Any:
+    key = cache_key(rt.device, source, options)
     with rt.lock:
         program = rt.programs.get(key)
         return program if program is not None else _build(rt, key, source, options, label)
@@ -386,18 +389,17 @@ def _build(rt: DeviceRuntime, key: str, source: str, options: str, label: str) -
 
 
 def _compile(device: Device, source: str, options: str, label: str,
-             context: Any = None) -> tuple[Any, str]:
-    """Compile from source; returns the program and what the compiler said.
+             context: Any) -> tuple[Any, str]:
+    """Compile from source in ``context``; returns the program and what the compiler said.
 
     A successful build's log is kept rather than shown: pyopencl turns any log
     into a CompilerWarning, and NVIDIA's compiler remarks on every aescl kernel
     that kernels are not inlined, which tells a user nothing.
     """
-    rt = device_runtime(device, context)
     with warnings.catch_warnings(record=True) as remarks:
         warnings.simplefilter("always", cl.CompilerWarning)
         try:
-            program = cl.Program(rt.context, source).build(
+            program = cl.Program(context, source).build(
                 options=options, devices=[device.cl_device], cache_dir=False
             )
         except cl.Error as exc:
@@ -428,7 +430,7 @@ def time_builds(
     # PoCL's cache hashes the compiled code, which a source comment would not change.
     options += f" -DAESCL_COLD_BUILD_PROBE=0x{os.urandom(8).hex()}"
     started = time.perf_counter()
-    program, _ = _compile(device, source, options, filename)
+    program, _ = _compile(device, source, options, filename, rt.context)
     first_launch(program)
     cold = time.perf_counter() - started
     binary = program.get_info(cl.program_info.BINARIES)[0]
@@ -446,21 +448,30 @@ def build(device: Device, filename: str, options: str, context: Any = None) -> A
 
 
 def kernel(device: Device, filename: str, options: str, name: str, context: Any = None) -> Any:
-    """A kernel object of a built program, one per (program, name) for the process.
+    """A kernel object of a built program, one per (program, name) for the process
+    (:func:`kernel_in` aescl's runtime for the device, or the one of a caller's
+    ``context``)."""
+    return kernel_in(device_runtime(device, context), filename, options, name)
+
+
+def kernel_in(rt: DeviceRuntime, filename: str, options: str, name: str) -> Any:
+    """A kernel object of a built program in one runtime, made once and kept there.
 
     pyopencl prepares each new ``cl.Kernel`` object's argument handling anew,
     which costs more than a small launch; callers set all arguments before each
-    enqueue, so sharing one object is safe on aescl's single in-order queue.
+    enqueue, holding ``rt.lock``, so sharing one object is safe. (The runtime is
+    given, not looked up again, so that the lock callers hold is the one of the
+    runtime that keeps the object: runtime.py lets callers' runtimes go.)
     The types of its by-value arguments are given to pyopencl
     (sources.scalar_arguments), which then sets them in one step each kind: untyped,
     each numpy scalar took 7 µs to set (82 µs for gcm_crypt_hash's eleven, measured on
     this project's CI kind), and each vector or key struct 9 µs.
     """
-    rt = device_runtime(device, context)
     key = (filename, options, name)  # load_source is fixed for the process
     with rt.lock:
         if key not in rt.kernels:
-            made = cl.Kernel(build(device, filename, options, context), name)
+            program = _program_in(rt, load_source(filename), options, filename)
+            made = cl.Kernel(program, name)
             made.set_scalar_arg_dtypes([None if dtype is None else np.dtype(dtype)
                                         for dtype in scalar_arguments(filename, name)])
             rt.kernels[key] = made

@@ -9,6 +9,7 @@ and scratch buffers kept for later calls. The sources, options and builds are
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import wraps
@@ -55,6 +56,9 @@ class DeviceRuntime:
     # Small buffers whose first word is an opening's verdict as a kernel left it after
     # every tag matched: its value before the kernels (workers.py, OpenclChunkKernels).
     verdicts: list[Any] = field(default_factory=list)
+    # What is made once from this runtime's kernels (gcm_kernels.py: launch shapes), kept
+    # here so that it goes when the runtime goes, with the context it holds.
+    made: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     def take_scratch(self, nbytes: int) -> Any:
         """A buffer of at least ``nbytes`` (a power of two) in this context, one given
@@ -80,10 +84,15 @@ class DeviceRuntime:
 _SPARE_SCRATCH_PER_SIZE = 8
 _runtimes: dict[str, DeviceRuntime] = {}
 _runtimes_lock = threading.Lock()  # two threads' first jobs must not make two contexts
-# Runtimes in contexts that callers made (their pyopencl arrays'), by (context, device):
-# programs are built per context. Each keeps its context for the process, as aescl's
-# own runtimes do, so that a handle is never reused by another context.
-_caller_runtimes: dict[tuple[int, str], DeviceRuntime] = {}
+# Runtimes in contexts that callers made (their pyopencl arrays'), by (context, device),
+# the most recently used last: programs are built per context. A runtime holds its
+# context, so no other context can take its handle while it is kept here. Only the last
+# few are kept: every context holds device memory (about half a GB in NVIDIA's OpenCL),
+# and a caller that makes a context per job would otherwise fill the device. A context
+# used again after its runtime was let go gets a new one (its programs come again from
+# the disk cache); work of the old one holds what it uses until it is done.
+_caller_runtimes: OrderedDict[tuple[int, str], DeviceRuntime] = OrderedDict()
+_CALLER_RUNTIMES_KEPT = 8
 
 
 def device_runtime(device: Device, context: Any = None) -> DeviceRuntime:
@@ -106,10 +115,14 @@ def device_runtime(device: Device, context: Any = None) -> DeviceRuntime:
         return rt
     key = (context.int_ptr, device.id)
     with _runtimes_lock:
-        if key not in _caller_runtimes:
-            _caller_runtimes[key] = DeviceRuntime(device, context,
-                                                  cl.CommandQueue(context, device.cl_device))
-        return _caller_runtimes[key]
+        found = _caller_runtimes.get(key)
+        if found is None:
+            found = _caller_runtimes[key] = DeviceRuntime(
+                device, context, cl.CommandQueue(context, device.cl_device))
+            while len(_caller_runtimes) > _CALLER_RUNTIMES_KEPT:
+                _caller_runtimes.popitem(last=False)
+        _caller_runtimes.move_to_end(key)
+        return found
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])

@@ -34,7 +34,7 @@ from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
 from ..registry import resolve
 from .gcm_kernels import GcmKernels
-from .kernels import aes_options, kernel, key_argument
+from .kernels import aes_options, kernel_in, key_argument
 from .pipeline import (
     PIECE_BYTES,
     Launch,
@@ -67,8 +67,8 @@ class KernelLauncher:
     ) -> None:
         config = launch_config(device)
         options = aes_options(rounds, key_schedule, config)
-        self._runtime = device_runtime(device, context)
-        self._kernel = kernel(device, filename, options, kernel_name, context)
+        self.runtime = device_runtime(device, context)  # (its lock: the kernel's arguments)
+        self._kernel = kernel_in(self.runtime, filename, options, kernel_name)
         kernel_limit = self._kernel.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, device.cl_device
         )
@@ -170,7 +170,7 @@ class OpenclChunkKernels:
 
     def _layout_kernel(self, name: str) -> Any:
         """A kernel of chunk_layout.cl (the fused kernel's calls use none of them)."""
-        return kernel(self._device, "chunk_layout.cl", "", name, self._context)
+        return kernel_in(self._engine.runtime, "chunk_layout.cl", "", name)
 
     def aligned(self, span: BufferSpan) -> bool:
         return span.offset % self._align == 0
