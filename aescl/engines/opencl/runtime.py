@@ -92,7 +92,7 @@ _runtimes_lock = threading.Lock()  # two threads' first jobs must not make two c
 # used again after its runtime was let go gets a new one (its programs come again from
 # the disk cache); work of the old one holds what it uses until it is done.
 _caller_runtimes: OrderedDict[tuple[int, str], DeviceRuntime] = OrderedDict()
-_CALLER_RUNTIMES_KEPT = 8
+_CALLER_RUNTIMES_KEPT = 4
 
 
 def device_runtime(device: Device, context: Any = None) -> DeviceRuntime:
