@@ -20,6 +20,12 @@ class NoPlatformError(DeviceNotFound):
     """No OpenCL platform at all: install the ``pocl`` extra or a vendor driver."""
 
 
+class DeviceUnavailable(AesclError, RuntimeError):
+    """A device's driver would not start it for aescl: no context or queue on it (out of
+    the device's or the host's memory, or held by other processes). The message names
+    the device and what the driver said; the same call may work once that is freed."""
+
+
 class KernelBuildError(AesclError, RuntimeError):
     """The OpenCL compiler rejected a kernel; ``build_log`` holds what it said."""
 

@@ -101,8 +101,11 @@ def bench_command(device_specs, modes, key_bits, sizes, quick, min_time, no_host
         except (ValueError, KeyError, TypeError) as exc:
             raise Refusal(f"{load_path.name} is not an aescl bench --json report ({exc})") from None
     else:
-        report = _run_bench(device_specs, modes, key_bits, sizes, quick, min_time, no_host,
-                            processes, tune, quiet)
+        try:
+            report = _run_bench(device_specs, modes, key_bits, sizes, quick, min_time,
+                                no_host, processes, tune, quiet)
+        except aescl.DeviceUnavailable as exc:  # (a driver's refusal: one line, as a job's)
+            raise JobFailed(str(exc).splitlines()[0], EXIT_FAILED) from None
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else benchreport.table(report),
                nl=not as_json)
     if plot_path:

@@ -141,3 +141,36 @@ def test_a_plot_into_a_missing_directory_is_refused_before_measuring(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert lines == [f"aescl: --plot {tmp_path / 'missing' / 'x.png'}: the directory "
                      f"{tmp_path / 'missing'} does not exist"]
+
+
+def test_a_device_the_driver_will_not_start_is_one_line_and_exit_1(tmp_path):
+    """The aescl command with the driver's context call refusing, as NVIDIA's OpenCL
+    refused a full GPU (tests/test_engine_opencl.py: the stand-in, as PoCL gives no such
+    refusal): one line naming the device, no traceback, exit status 1, no output left."""
+    import os
+    import subprocess
+    import sys
+
+    key, plain = tmp_path / "k.key", tmp_path / "plain"
+    assert run("keygen", "-o", str(key)).returncode == 0
+    plain.write_bytes(os.urandom(4 << 20))
+    program = (
+        "import sys, pyopencl as cl\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise cl.RuntimeError(cl._cl._ErrorRecord('clCreateContext', -6,"
+        " 'OUT_OF_HOST_MEMORY'))\n"
+        "cl.Context = refuse\n"
+        "from aescl.cli.main import run\n"
+        "sys.argv = ['aescl'] + sys.argv[1:]\n"
+        "run()\n")
+    for command in (["bench", "--device", DEVICE.id, "--quick", "--sizes", "16K",
+                     "--mode", "ctr", "--key-bits", "128", "--no-host"],
+                    ["encrypt", "--device", DEVICE.id, "--key-file", str(key), str(plain)]):
+        result = subprocess.run([sys.executable, "-c", program, *command],
+                                capture_output=True, timeout=120, cwd=tmp_path)
+        stderr = result.stderr.decode()
+        assert result.returncode == 1, (command, stderr)
+        assert "Traceback" not in stderr, (command, stderr)
+        assert f"aescl: cannot start {DEVICE.id} " in stderr, (command, stderr)
+        assert "OUT_OF_HOST_MEMORY" in stderr.splitlines()[-1], (command, stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.key", "plain"]

@@ -5,6 +5,7 @@ arrays, and its own figures (the modes' and the format's tests run on it too).""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -84,3 +85,45 @@ def test_resident_figures_of_every_mode(device, mode):
     kernel, resident = engine_for(device).resident_seconds(
         mode, os.urandom(32), iv, data, output, 0)
     assert kernel > 0 and resident > 0
+
+
+def _refusal(call: str) -> Any:
+    """A stand-in for a driver call that refuses as NVIDIA's OpenCL does when a GPU has no
+    room for another context (the GPU suite under pytest -n 8, docs/benchmarks). PoCL
+    gives no such refusal here, so the call raises pyopencl's own error for it."""
+    import pyopencl as cl
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise cl.RuntimeError(cl._cl._ErrorRecord(call, -6, "OUT_OF_HOST_MEMORY"))
+    return refuse
+
+
+def test_a_driver_that_refuses_a_context_is_one_aescl_error(device, monkeypatch):
+    """aescl's own context and a caller's queue: DeviceUnavailable naming the device and
+    what the driver said, nothing half made kept, and the device starts once the driver
+    gives a context again."""
+    import re
+
+    import pyopencl as cl
+
+    import aescl
+    from aescl.engines.opencl import runtime
+
+    callers = cl.Context([device.cl_device])
+    kept = runtime._runtimes.pop(device.id, None)
+    said = f"cannot start {re.escape(device.id)} .*OUT_OF_HOST_MEMORY"
+    try:
+        with monkeypatch.context() as refusing:
+            refusing.setattr(cl, "Context", _refusal("clCreateContext"))
+            with pytest.raises(aescl.DeviceUnavailable, match=said):
+                runtime.device_runtime(device)
+            assert device.id not in runtime._runtimes
+        with monkeypatch.context() as refusing:
+            refusing.setattr(cl, "CommandQueue", _refusal("clCreateCommandQueue"))
+            with pytest.raises(aescl.DeviceUnavailable, match=said):
+                runtime.device_runtime(device, callers)
+        assert runtime.device_runtime(device, callers).context == callers
+        assert runtime.device_runtime(device).queue is not None
+    finally:
+        if kept is not None:
+            runtime._runtimes[device.id] = kept

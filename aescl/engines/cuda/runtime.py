@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ...errors import DeviceUnavailable
 from .kernels import TABLE_KERNELS, cuda_defines, module, round_tables_for, table_bytes
 
 if TYPE_CHECKING:
@@ -226,7 +227,11 @@ class Gpu:
         # keeps_callers_context does (listing the GPUs left the last one's current, and
         # then the caller's next torch or CuPy array went there).
         callers = checked(driver.cuCtxGetCurrent())
-        self.core.set_current()
+        try:
+            self.core.set_current()
+        except Exception as exc:  # (cuda.core's CUDAError: no room for a context)
+            checked(driver.cuCtxSetCurrent(callers))
+            raise DeviceUnavailable(f"cannot start cuda:{ordinal}: {exc}") from exc
         self._context = checked(driver.cuCtxGetCurrent())
         self._set_current = driver.cuCtxSetCurrent
         checked(self._set_current(callers))

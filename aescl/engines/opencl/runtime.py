@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import pyopencl as cl
 
 from ...devices import Device
+from ...errors import DeviceUnavailable
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,16 @@ _caller_runtimes: OrderedDict[tuple[int, str], DeviceRuntime] = OrderedDict()
 _CALLER_RUNTIMES_KEPT = 4
 
 
+@contextmanager
+def _started(device: Device) -> Iterator[None]:
+    """A driver's refusal to make a context or queue, as DeviceUnavailable: NVIDIA's
+    OpenCL answers CL_OUT_OF_HOST_MEMORY when the GPU has no room for another context."""
+    try:
+        yield
+    except cl.Error as exc:
+        raise DeviceUnavailable(f"cannot start {device.id} ({device.name}): {exc}") from exc
+
+
 def device_runtime(device: Device, context: Any = None) -> DeviceRuntime:
     """The shared context and in-order queue for a device (created once per process);
     or, given a caller's ``context`` other than that one, a runtime in that context
@@ -105,11 +117,13 @@ def device_runtime(device: Device, context: Any = None) -> DeviceRuntime:
         with _runtimes_lock:
             rt = _runtimes.get(device.id)
             if rt is None:
-                context_of_aescl = cl.Context([device.cl_device])
-                # Profiling lets aescl.bench time kernels by their events; its cost is
-                # negligible.
-                queue = cl.CommandQueue(context_of_aescl, device.cl_device,
-                                        properties=cl.command_queue_properties.PROFILING_ENABLE)
+                with _started(device):
+                    context_of_aescl = cl.Context([device.cl_device])
+                    # Profiling lets aescl.bench time kernels by their events; its cost
+                    # is negligible.
+                    queue = cl.CommandQueue(
+                        context_of_aescl, device.cl_device,
+                        properties=cl.command_queue_properties.PROFILING_ENABLE)
                 rt = _runtimes[device.id] = DeviceRuntime(device, context_of_aescl, queue)
     if context is None or context == rt.context:
         return rt
@@ -117,8 +131,9 @@ def device_runtime(device: Device, context: Any = None) -> DeviceRuntime:
     with _runtimes_lock:
         found = _caller_runtimes.get(key)
         if found is None:
-            found = _caller_runtimes[key] = DeviceRuntime(
-                device, context, cl.CommandQueue(context, device.cl_device))
+            with _started(device):
+                queue = cl.CommandQueue(context, device.cl_device)
+            found = _caller_runtimes[key] = DeviceRuntime(device, context, queue)
             while len(_caller_runtimes) > _CALLER_RUNTIMES_KEPT:
                 _caller_runtimes.popitem(last=False)
         _caller_runtimes.move_to_end(key)
