@@ -89,10 +89,10 @@ _runtimes_lock = threading.Lock()  # two threads' first jobs must not make two c
 # Runtimes in contexts that callers made (their pyopencl arrays'), by (context, device),
 # the most recently used last: programs are built per context. A runtime holds its
 # context, so no other context can take its handle while it is kept here. Only the last
-# few are kept: every context holds device memory (about half a GB in NVIDIA's OpenCL),
-# and a caller that makes a context per job would otherwise fill the device. A context
-# used again after its runtime was let go gets a new one (its programs come again from
-# the disk cache); work of the old one holds what it uses until it is done.
+# few are kept: every context holds device memory, and a caller that makes a context per
+# job filled the GPU (pytest -n 8 on 4 H200s, docs/benchmarks). A context used again
+# after its runtime was let go gets a new one (its programs come again from the disk
+# cache); work of the old one holds what it uses until it is done.
 _caller_runtimes: OrderedDict[tuple[int, str], DeviceRuntime] = OrderedDict()
 _CALLER_RUNTIMES_KEPT = 4
 
