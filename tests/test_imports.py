@@ -87,7 +87,7 @@ def test_the_public_surface_is_what_users_call():
         "AESGCM", "MODE_CTR", "MODE_ECB", "MODE_GCM", "CtrCipher", "EcbCipher", "GcmCipher",
         "Device", "new", "pinned_empty", "get_device", "list_devices", "devices", "chunked",
         "fileformat", "AesclError", "AuthenticationError", "CounterOverflowError",
-        "DeviceNotFound", "FormatError", "KernelBuildError", "KeySourceError",
+        "DeviceNotFound", "DeviceUnavailable", "FormatError", "KernelBuildError", "KeySourceError",
         "KeystreamReuseError", "NoPlatformError", "PaddingError", "TruncatedError",
         "WrongKeyError",
     }
