@@ -1,7 +1,9 @@
 """aescl/streaming.py: overlapped pieces through the device, pinned and pageable host memory."""
 
+import gc
 import os
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -9,9 +11,17 @@ from Crypto.Cipher import AES
 
 import aescl
 from aescl.engines import BlockTransform
+from aescl.engines.host import shared
 from aescl.engines.opencl import OpenclBlocks, OpenclHostChunks
 from aescl.engines.opencl import pipeline as streaming
-from aescl.engines.opencl.pipeline import SLOTS, Piece, is_pinned, pinned_empty, pipeline
+from aescl.engines.opencl.pipeline import (
+    SLOTS,
+    Piece,
+    is_pinned,
+    pin_host_memory,
+    pinned_empty,
+    pipeline,
+)
 
 
 def _ctr(key, device):
@@ -45,6 +55,30 @@ def test_memory_for_a_team_of_opencl_gpus_is_pinned_for_each():
     aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=[d.id for d in team]).encrypt(
         memory, output=out)
     assert out.tobytes() == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data.tobytes())
+    # ... and freed with the last array over it.
+    pins = weakref.ref(memory.base)
+    del memory
+    gc.collect()
+    assert pins() is None
+
+
+@pytest.mark.skipif(not shared.AVAILABLE, reason="no memfd here: no shared memory to pin")
+def test_memory_pinned_for_a_device_is_freed_with_the_last_array_over_it(device):
+    """The buffers that pin memory (CL_MEM_USE_HOST_PTR) go with the arrays over it;
+    they held the memory for the process's life before."""
+    memory = shared.shared_empty(1 << 20)
+    region, _ = shared.locate(memory)
+    pinned = pin_host_memory(memory, [device])
+    assert is_pinned(pinned, device) and is_pinned(pinned[10:20], device)
+    pinned[:4] = 7
+    assert bytes(memory[:4]) == bytes([7] * 4)  # the same memory, not a copy
+    part = pinned[4096:]
+    del memory, pinned
+    gc.collect()
+    assert shared.is_live(region.token)  # (a slice still holds it)
+    del part
+    gc.collect()
+    assert not shared.is_live(region.token)
 
 
 @pytest.mark.parametrize("source_pinned,target_pinned", [

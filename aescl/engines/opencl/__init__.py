@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .arrays import OpenclArrayBlocks, OpenclArrayBytes, OpenclArrayChunks, OpenclArrayGhash
 from .engine import OpenclEngine
 from .kernels import aes_options, time_builds
-from .pipeline import pin_for_another, pin_host_memory, pinned_empty
+from .pipeline import pin_host_memory, pinned_empty
 from .runtime import device_runtime
 from .workers import OpenclBlocks, OpenclHostChunks
 
@@ -58,14 +58,11 @@ def host_memory(nbytes: int, chosen: Sequence[Device],
     on_opencl = sorted((d for d in chosen if d.is_opencl), key=lambda d: d.type == "cpu")
     if len(chosen) > 1 and on_opencl[0].type == "cpu":
         return None
+    gpus = [d for d in on_opencl if d.type != "cpu"]
     if shared is not None:
-        memory = pin_host_memory(shared(), on_opencl[0])[:nbytes]
-    else:
-        memory = pinned_empty(nbytes, on_opencl[0])
-    for other in on_opencl[1:]:
-        if other.type != "cpu":
-            pin_for_another(memory, other)
-    return memory
+        return pin_host_memory(shared(), gpus)[:nbytes]
+    memory = pinned_empty(nbytes, on_opencl[0])
+    return pin_host_memory(memory, gpus[1:]) if len(gpus) > 1 else memory
 
 
 __all__ = ["ArrayBytes", "ArrayBlocks", "ArrayChunks", "ArrayGhash", "OpenclHostChunks",

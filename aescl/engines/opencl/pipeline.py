@@ -25,7 +25,7 @@ import os
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -90,33 +90,44 @@ def _remember_pinned(owner: Any, array: np.ndarray, device: Device) -> None:
     weakref.finalize(owner, ranges.pop, id(owner), None)
 
 
-def pin_host_memory(memory: Any, device: Device) -> np.ndarray:
-    """``memory`` (a buffer another part of aescl allocated: the host engine's shared
-    memory, for a split between ``device`` and the host engine) as a uint8 array that
-    ``device``'s DMA engines read and write directly, for as long as it lives.
+class _Pins:
+    """The base of an array pinned by :func:`pin_host_memory`: it holds the buffers that
+    pin the memory (CL_MEM_USE_HOST_PTR, one a device), so that they go when the last
+    array over it goes. The buffers hold the memory, never this object or the array:
+    before, a finalizer of the memory held them, they held the memory, and neither was
+    ever freed (a pinned_empty of a team, each call, for the process's life)."""
 
-    A buffer over the memory with CL_MEM_USE_HOST_PTR, kept while the memory lives,
-    is what pins it: the NVIDIA driver page-locks such memory, and copies from it then
-    ran at the pinned rate (H200: 55.5 GB/s each way, against 9-17 from ordinary memory).
+    def __init__(self, memory: np.ndarray, keepers: list[Any]) -> None:
+        self.__array_interface__ = memory.__array_interface__
+        self._keepers = keepers  # (they hold ``memory``)
+
+
+def pin_host_memory(memory: Any, devices: Sequence[Device]) -> np.ndarray:
+    """``memory`` (a buffer another part of aescl allocated: the host engine's shared
+    memory, or memory one device pinned) as a uint8 array that each of ``devices``' DMA
+    engines read and write directly, for as long as the array lives. A device whose
+    driver will not pin it stages its copies.
+
+    A buffer over the memory with CL_MEM_USE_HOST_PTR, kept while the array lives, is
+    what pins it: the NVIDIA driver page-locks such memory, and copies from it then ran
+    at the pinned rate (H200: 55.5 GB/s each way, against 9-17 from ordinary memory).
     The buffer itself is never used; the kernels' copies go from the host address.
     """
     array = np.frombuffer(memory, np.uint8)
-    rt = device_runtime(device)
-    keeper = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
-                       hostbuf=array)
-    _remember_pinned(memory, array, device)
-    weakref.finalize(memory, keeper.release)
-    return array
-
-
-def pin_for_another(array: np.ndarray, device: Device) -> None:
-    """``array`` (pinned for one OpenCL device) pinned for ``device`` too, for as long as
-    ``array`` lives, where its driver lets it (a buffer over it with CL_MEM_USE_HOST_PTR,
-    as :func:`pin_host_memory`); where it does not, ``device`` stages its copies."""
-    try:
-        pin_host_memory(array, device)
-    except cl.Error:
-        pass
+    keepers, pinned_for = [], []
+    for device in devices:
+        try:
+            keepers.append(cl.Buffer(device_runtime(device).context,
+                                     cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                                     hostbuf=array))
+        except cl.Error:
+            continue
+        pinned_for.append(device)
+    pins = _Pins(array, keepers)
+    pinned = np.asarray(pins)
+    for device in pinned_for:
+        _remember_pinned(pins, pinned, device)
+    return pinned
 
 
 def is_pinned(array: np.ndarray, device: Device) -> bool:
