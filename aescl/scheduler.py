@@ -285,6 +285,12 @@ class Team:
         chosen = self.taking_part(units * unit_bytes, kind, arrays)
         members = [m for m in everyone if m.engine in chosen]
         job = _Job(units, unit_bytes, members)
+        # Two GPUs or more on shared memory: each GPU's share in a process of its own.
+        stand_ins: dict[int, Engine] = {}
+        if len(chosen) > 1 and arrays:
+            from .engines import gpu_processes  # (not on a small job's start-up)
+
+            stand_ins = gpu_processes.apart(chosen, arrays)
         errors: list[BaseException] = []  # rejections of the data: raised as they are
         device_errors: list[BaseException] = []  # engine failures: redone elsewhere
 
@@ -292,7 +298,7 @@ class Team:
             share = member.share = member.share or Share(member.engine.device)
             begun = time.perf_counter()
             try:
-                work(member.engine, _Claims(job, member))
+                work(stand_ins.get(id(member.engine), member.engine), _Claims(job, member))
             except AuthenticationError as exc:
                 with job.lock:
                     job.stopped = True
@@ -356,14 +362,14 @@ class _Workers:
 
     def __init__(self, make: Callable[[Engine], Any]) -> None:
         self._make = make
-        self._made: dict[str, Any] = {}
+        self._made: dict[int, Any] = {}
         self._lock = threading.Lock()
 
     def __call__(self, engine: Engine) -> Any:
-        with self._lock:
-            if engine.device.id not in self._made:
-                self._made[engine.device.id] = self._make(engine)
-            return self._made[engine.device.id]
+        with self._lock:  # (by engine: a GPU's stand-in in its process has a worker too)
+            if id(engine) not in self._made:
+                self._made[id(engine)] = self._make(engine)
+            return self._made[id(engine)]
 
 
 class TeamBlocks:

@@ -23,13 +23,16 @@ def pinned_empty(nbytes: int, chosen: list[Device]) -> np.ndarray:
     an OpenCL device apart from host memory (a GPU), its pinned memory; ordinary memory
     where the devices are the host engine or OpenCL CPUs, which work on it in place.
     Where the host engine is among them, the memory is also shared with its worker
-    processes (Linux)."""
+    processes, and where two GPUs or more are that can each work in a process of its
+    own, with theirs (gpu_processes.py; Linux)."""
     import numpy as np
 
     from . import host
+    from .gpu_processes import wants_shared_memory
 
     shared = None
-    if host.SHARED_MEMORY_AVAILABLE and any(d.type == "host" for d in chosen):
+    if host.SHARED_MEMORY_AVAILABLE and (any(d.type == "host" for d in chosen)
+                                         or wants_shared_memory(chosen)):
         def shared() -> object:
             return host.shared_empty(nbytes, beside_device=True)
     memory = host_memory(nbytes, chosen, shared)

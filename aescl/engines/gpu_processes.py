@@ -1,0 +1,347 @@
+"""Each GPU of a team in a process of its own, for jobs on aescl's shared memory.
+
+The GPUs of a team are fed from threads of one interpreter, and they trade its GIL
+and its driver's locks: on 4 x H200 an OpenCL team did 44.6 GB/s on pinned memory
+(CTR-128, 2 GiB), while four processes, one a GPU, each on memory of its own, did
+78-85 together (docs/benchmarks, "Several GPUs: where it stands"). So where two GPUs
+or more take part in a job whose arrays lie in shared memory (``aescl.pinned_empty``
+of such a team gives it: host/shared.py), each GPU's share runs in a worker process
+of its own. The worker maps the arrays, pins them for its GPU (the engine package's
+``pin_host_memory``), and runs the engine's own block or chunk worker on them, pulling
+the job's ranges one at a time from this process over a socket. The ranges are still
+claimed here, from the scheduler's cursor, so work stealing, rates and the redo of a
+failed engine's ranges are as on threads; the results land in place.
+
+Only engines whose package can pin memory it did not allocate take part this way (the
+OpenCL engine); the CUDA engine's pinned memory is not shared between processes.
+
+A worker is ``python -m aescl.engines.gpu_processes FD`` (started as the host engine's
+are: host/processes.py), which speaks over the socket FD (pickled messages):
+
+* first the device id. Reply: ``"ready"`` once its engine is made, or ``("error", text)``;
+* ``("map", token, size)`` followed by the region's descriptor: map it and pin it;
+  ``("unmap", [tokens])`` once regions were freed;
+* a task ``(head, source, target)``: ``head`` is ``("blocks", transform, first_block)`` or
+  ``("seal" | "open", key, base_nonce, batch_chunks, first)``, ``source`` and ``target``
+  are ``(token, offset, nbytes)``. While it runs the worker asks ``("next",)`` and is
+  answered a range ``(lo, hi)``, or None when the job has no more for it. The task's
+  reply: None, ``("auth", message, chunk)``, or ``("error", text)``.
+
+A worker exits when its socket closes: when this process exits or is killed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import mmap
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle, send_handle
+from typing import Any
+
+from .. import _python
+from ..devices import Device
+from ..errors import AuthenticationError
+from .host import shared
+from .host.processes import WorkerFailed
+from .interface import BlockTransform, Engine, Ranges
+from .registry import line_of
+
+# Worker processes only pay where at least this many GPUs share a job: one GPU alone
+# is fed from one thread, as its process would feed it.
+MIN_GPUS = 2
+_START_SECONDS = 60  # for a worker to import aescl and start its device
+
+
+def can_run_apart(device: Device) -> bool:
+    """Whether ``device``'s share of a job on shared memory may run in a process of its
+    own: a GPU whose engine can pin memory it did not allocate, on a system with
+    shared memory, while its workers have not failed to start here."""
+    if not shared.AVAILABLE or device.type != "gpu" or device.id in _cannot_start:
+        return False
+    return hasattr(line_of(device.engine).package(), "pin_host_memory")
+
+
+def wants_shared_memory(devices: Sequence[Device]) -> bool:
+    """Whether host memory for ``devices`` should be shared memory, for their jobs on it
+    to run a process a GPU (``aescl.pinned_empty``)."""
+    return sum(can_run_apart(d) for d in devices) >= MIN_GPUS
+
+
+def apart(engines: Sequence[Engine], arrays: Sequence[Any]) -> dict[int, Engine]:
+    """For a job of ``engines`` at once on ``arrays``: the engines whose share runs in a
+    process of its own, keyed by ``id`` of the engine, each mapped to its stand-in
+    (:class:`ApartEngine`); none unless :data:`MIN_GPUS` or more can and every array
+    lies in shared memory."""
+    movable = [e for e in engines if can_run_apart(e.device)]
+    if len(movable) < MIN_GPUS or not arrays or \
+            any(shared.locate(a) is None for a in arrays):
+        return {}
+    return {id(e): _stand_in(e) for e in movable}
+
+
+# ---- This process's side ------------------------------------------------------------
+
+_stand_ins: dict[str, ApartEngine] = {}
+_workers: dict[str, _Worker] = {}
+_cannot_start: set[str] = set()
+_lock = threading.Lock()
+_owner = os.getpid()  # (a forked child starts its own: the sockets are its parent's)
+
+
+def _stand_in(engine: Engine) -> ApartEngine:
+    with _lock:
+        made = _stand_ins.get(engine.device.id)
+        if made is None or made.engine is not engine:
+            made = _stand_ins[engine.device.id] = ApartEngine(engine)
+        return made
+
+
+class _Worker:
+    """One device's worker process; one task at a time."""
+
+    def __init__(self, device: Device) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen(
+                [*_python.command(module=__name__), str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                env=_python.environment())
+        finally:
+            theirs.close()
+        self.connection = Connection(ours.detach())
+        self.mapped: set[int] = set()
+        self.busy = threading.Lock()
+        self.broken = False
+        try:
+            self.connection.send(device.id)
+            reply = (self.connection.recv() if self.connection.poll(_START_SECONDS)
+                     else ("error", f"no answer in {_START_SECONDS} s"))
+        except (OSError, EOFError) as exc:
+            reply = ("error", str(exc) or "it exited")
+        if reply != "ready":
+            self.close()
+            raise WorkerFailed(f"{device.id}'s worker process did not start: {reply[1]}")
+
+    def _map(self, regions: Sequence[shared.Region]) -> None:
+        gone = [token for token in self.mapped if not shared.is_live(token)]
+        if gone:
+            self.connection.send(("unmap", gone))
+            self.mapped.difference_update(gone)
+        for region in regions:
+            if region.token not in self.mapped:
+                self.connection.send(("map", region.token, region.size))
+                send_handle(self.connection, region.fd, self.process.pid)
+                self.mapped.add(region.token)
+
+    def run(self, head: tuple[Any, ...], source: Any, target: Any, ranges: Ranges) -> None:
+        """The task ``head`` over ``source`` and ``target`` (in shared memory), on the
+        ranges the worker pulls from ``ranges``."""
+        located = [shared.locate(source), shared.locate(target)]
+        if None in located:
+            raise ValueError("a job in a GPU's worker process needs its arrays in shared memory")
+        refs = [(region.token, offset, memoryview(data).nbytes)
+                for (region, offset), data in zip(located, (source, target), strict=True)]
+        with self.busy:
+            try:
+                self._map([region for region, _ in located])
+                self.connection.send((head, *refs))
+                while True:
+                    reply = self.connection.recv()
+                    if reply != ("next",):
+                        break
+                    self.connection.send(next(ranges, None))
+            except (OSError, EOFError) as exc:
+                self.broken = True
+                raise WorkerFailed(f"a GPU's worker process stopped ({exc or 'closed'})"
+                                   ) from None
+        if reply is None:
+            return
+        if reply[0] == "auth":
+            raise AuthenticationError(reply[1], chunk=reply[2])
+        raise WorkerFailed(f"a GPU's worker process failed: {reply[1]}")
+
+    def close(self) -> None:
+        self.connection.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _worker(device: Device) -> _Worker:
+    """``device``'s running worker, started on first use (and again after one failed)."""
+    global _owner
+    with _lock:
+        if _owner != os.getpid():
+            _workers.clear()
+            _owner = os.getpid()
+        worker = _workers.get(device.id)
+        if worker is None or worker.broken:
+            if worker is not None:
+                worker.close()
+            _workers.pop(device.id, None)
+            worker = _workers[device.id] = _Worker(device)
+        return worker
+
+
+@atexit.register
+def shutdown() -> None:
+    """End the running workers (at exit; a later job starts new ones)."""
+    with _lock:
+        for worker in _workers.values():
+            worker.close()
+        _workers.clear()
+
+
+def _in_worker(engine: Engine, head: tuple[Any, ...], source: Any, target: Any,
+               ranges: Ranges) -> bool:
+    """Run the task in ``engine``'s device's worker; False where that worker cannot start
+    (it never will here: the engine's jobs stay in this process from then on)."""
+    try:
+        worker = _worker(engine.device)
+    except WorkerFailed:
+        _cannot_start.add(engine.device.id)
+        return False
+    worker.run(head, source, target, ranges)
+    return True
+
+
+class ApartEngine:
+    """``engine`` with its block and chunk ranges run in its device's worker process;
+    all else (its figures, a chunk run's final piece, a keystream) as ``engine``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+    def blocks(self, transform: BlockTransform) -> _ApartBlocks:
+        return _ApartBlocks(self.engine, transform)
+
+    def chunks(self, key: bytes, base_nonce: bytes, batch_chunks: int) -> _ApartChunks:
+        return _ApartChunks(self.engine, key, base_nonce, batch_chunks)
+
+
+class _ApartBlocks:
+    def __init__(self, engine: Engine, transform: BlockTransform) -> None:
+        self._engine, self._transform = engine, transform
+
+    def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None:
+        if not _in_worker(self._engine, ("blocks", self._transform, first_block),
+                          source, target, ranges):
+            self._engine.blocks(self._transform).run(source, target, ranges, first_block)
+
+    def keystream(self, index: int) -> bytes:
+        return self._engine.blocks(self._transform).keystream(index)
+
+
+class _ApartChunks:
+    def __init__(self, engine: Engine, key: bytes, base_nonce: bytes,
+                 batch_chunks: int) -> None:
+        self._engine = engine
+        self._job = (bytes(key), bytes(base_nonce), batch_chunks)
+        self._here: Any = None
+
+    def _local(self) -> Any:
+        if self._here is None:
+            self._here = self._engine.chunks(*self._job)
+        return self._here
+
+    def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
+        if not _in_worker(self._engine, ("seal", *self._job, first), plaintext, sealed, ranges):
+            self._local().seal_ranges(plaintext, sealed, first, ranges)
+
+    def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
+        if not _in_worker(self._engine, ("open", *self._job, first), sealed, plaintext, ranges):
+            self._local().open_ranges(sealed, plaintext, first, ranges)
+
+    def seal(self, plaintext: Any, first: int, final: bool) -> Any:
+        return self._local().seal(plaintext, first, final)
+
+    def open(self, ciphertext: Any, first: int, final: bool) -> Any:
+        return self._local().open(ciphertext, first, final)
+
+
+# ---- The worker's side --------------------------------------------------------------
+
+
+def _serve(connection: Connection) -> None:
+    spec = connection.recv()
+    try:
+        from .registry import engine_for, resolve
+
+        device = resolve(spec)
+        engine = engine_for(device)
+        pin = line_of(device.engine).package().pin_host_memory
+    except Exception as exc:  # (told to the parent, which runs the share itself)
+        connection.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    connection.send("ready")
+    mappings: dict[int, Any] = {}
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        if message[0] == "map":
+            descriptor = recv_handle(connection)
+            try:
+                # Populated now, as the host engine's workers do: first touches during
+                # the job would cost more than the transfers.
+                memory = mmap.mmap(descriptor, message[2],
+                                   flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+            finally:
+                os.close(descriptor)
+            mappings[message[1]] = pin(memory, [device])
+            continue
+        if message[0] == "unmap":
+            for token in message[1]:
+                mappings.pop(token, None)
+            continue
+        connection.send(_run(engine, mappings, message, connection))
+
+
+def _pulled(connection: Connection) -> Iterator[tuple[int, int]]:
+    """The job's ranges for this worker, each asked of the parent when the engine wants it."""
+    while True:
+        connection.send(("next",))
+        claimed = connection.recv()
+        if claimed is None:
+            return
+        yield claimed
+
+
+def _run(engine: Any, mappings: dict[int, Any], task: tuple[Any, ...],
+         connection: Connection) -> Any:
+    head, source, target = task
+
+    def view(ref: tuple[int, int, int]) -> Any:
+        token, offset, nbytes = ref
+        return mappings[token][offset : offset + nbytes]
+
+    ranges = _pulled(connection)
+    try:
+        if head[0] == "blocks":
+            engine.blocks(head[1]).run(view(source), view(target), ranges, head[2])
+        else:
+            kind, key, base_nonce, batch_chunks, first = head
+            chunks = engine.chunks(key, base_nonce, batch_chunks)
+            crypt = chunks.seal_ranges if kind == "seal" else chunks.open_ranges
+            crypt(view(source), view(target), first, ranges)
+    except AuthenticationError as exc:
+        return ("auth", str(exc), exc.chunk)
+    except Exception as exc:
+        return ("error", f"{type(exc).__name__}: {exc}")
+    return None  # (the parent answers each ask; ranges never asked for stay its to hand out)
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))

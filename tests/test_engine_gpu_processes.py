@@ -1,0 +1,120 @@
+"""aescl/engines/gpu_processes.py: a GPU's share of a team's job in a worker process of its
+own, on aescl's shared memory. The worker runs the real engine of a device in a real
+child process; here on each selected OpenCL device (PoCL pins memory it did not
+allocate as NVIDIA's driver does), and the team route on two OpenCL GPUs where a host
+has them."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+from Crypto.Cipher import AES
+
+import aescl
+from aescl import chunked
+from aescl.engines import BlockTransform, engine_for, gpu_processes
+from aescl.engines.host import shared
+from aescl.engines.host.processes import WorkerFailed
+from aescl.errors import AuthenticationError
+
+pytestmark = pytest.mark.skipif(not shared.AVAILABLE, reason="no memfd here: no shared memory")
+
+CHUNK, SEALED = chunked.CHUNK_SIZE, chunked.SEALED_CHUNK_SIZE
+
+
+def _shared_copy(data: bytes) -> np.ndarray:
+    memory = np.frombuffer(shared.shared_empty(len(data)), np.uint8)
+    memory[:] = np.frombuffer(data, np.uint8)
+    return memory
+
+
+def test_block_ranges_in_a_worker_process_give_pycryptodomes_bytes(device):
+    key, iv = os.urandom(16), os.urandom(16)
+    data = os.urandom(16 * 5000)
+    source, target = _shared_copy(data), _shared_copy(bytes(len(data)))
+    apart = gpu_processes.ApartEngine(engine_for(device))
+    worker = apart.blocks(BlockTransform(key, counter=int.from_bytes(iv, "big")))
+    worker.run(source, target, iter([(3000, 5000), (0, 1), (1, 3000)]))
+    assert gpu_processes._workers[device.id].process.poll() is None  # (it ran there)
+    expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=iv).encrypt(data)
+    assert target.tobytes() == expected
+    apart.blocks(BlockTransform(key, decrypt=True)).run(target, target, iter([(0, 5000)]))
+    assert target.tobytes() == AES.new(key, AES.MODE_ECB).decrypt(expected)  # in place
+    assert source.tobytes() == data
+
+
+def test_chunks_sealed_and_opened_in_a_worker_process_match_the_engine_here(device):
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    count = 40
+    plaintext = os.urandom(count * CHUNK)
+    here = np.zeros(count * SEALED, np.uint8)
+    engine = engine_for(device)
+    engine.chunks(key, base_nonce, 8).seal_ranges(
+        np.frombuffer(plaintext, np.uint8), here, 3, iter([(0, count)]))
+    source, sealed = _shared_copy(plaintext), _shared_copy(bytes(count * SEALED))
+    apart = gpu_processes.ApartEngine(engine).chunks(key, base_nonce, 8)
+    apart.seal_ranges(source, sealed, 3, iter([(20, count), (0, 20)]))
+    assert sealed.tobytes() == here.tobytes()
+    opened = _shared_copy(bytes(count * CHUNK))
+    apart.open_ranges(sealed, opened, 3, iter([(0, count)]))
+    assert opened.tobytes() == plaintext
+
+    sealed[25 * SEALED + 7] ^= 1
+    with pytest.raises(AuthenticationError) as failed:
+        apart.open_ranges(sealed, opened, 3, iter([(20, count)]))
+    assert failed.value.chunk == 3 + 25
+
+
+def test_a_worker_that_dies_fails_its_job_and_the_next_job_starts_another(device):
+    key = os.urandom(16)
+    data = os.urandom(16 * 256)
+    source, target = _shared_copy(data), _shared_copy(bytes(len(data)))
+    apart = gpu_processes.ApartEngine(engine_for(device))
+    transform = BlockTransform(key, counter=0)
+    apart.blocks(transform).run(source, target, iter([(0, 256)]))
+    first = gpu_processes._workers[device.id].process
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    with pytest.raises(WorkerFailed):
+        apart.blocks(transform).run(source, target, iter([(0, 256)]))
+    target[:] = 0
+    apart.blocks(transform).run(source, target, iter([(0, 256)]))
+    assert gpu_processes._workers[device.id].process.pid != first.pid
+    assert target.tobytes() == AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=0).encrypt(data)
+
+
+def test_only_gpus_go_apart_and_only_on_shared_memory(device):
+    engine = engine_for(device)
+    assert gpu_processes.can_run_apart(device) == (device.type == "gpu")
+    pair = [engine, engine_for(aescl.devices.host_device())]
+    assert gpu_processes.apart(pair, [_shared_copy(b"x" * 64)]) == {}  # one GPU at most
+    ordinary = np.zeros(64, np.uint8)
+    assert gpu_processes.apart([engine, engine], [ordinary]) == {}
+
+
+def test_a_team_of_opencl_gpus_works_a_process_a_gpu_on_its_pinned_memory():
+    """Two OpenCL GPUs: ``pinned_empty`` of the team is shared memory, and a job on it runs
+    each GPU's share in its own worker. Skips, visibly, without two OpenCL GPUs."""
+    gpus = [d for d in aescl.devices() if d.is_opencl and d.type == "gpu"]
+    if len(gpus) < 2:
+        pytest.skip("fewer than two OpenCL GPUs here")
+    team = [d.id for d in gpus[:2]]
+    n = 64 << 20
+    memory = aescl.pinned_empty(n, team)
+    assert shared.locate(memory) is not None
+    data = np.frombuffer(os.urandom(n), np.uint8)
+    memory[:] = data
+    out = aescl.pinned_empty(n, team)
+    key, nonce = os.urandom(16), os.urandom(8)
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=team).encrypt(memory, output=out)
+    assert out.tobytes() == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data.tobytes())
+    assert all(gpu_processes._workers[d].process.poll() is None for d in team)
+
+    sealed = aescl.pinned_empty(chunked.sealed_size(n), team)
+    chunked.encrypt(key * 2, memory, output=sealed, device=team)
+    opened = aescl.pinned_empty(n, team)
+    chunked.decrypt(key * 2, sealed, output=opened, device=team)
+    assert opened.tobytes() == data.tobytes()
