@@ -10,6 +10,7 @@ import pytest
 from Crypto.Cipher import AES
 
 import aescl
+from aescl import chunked
 from aescl.engines import BlockTransform
 from aescl.engines.host import shared
 from aescl.engines.opencl import OpenclBlocks, OpenclHostChunks
@@ -229,7 +230,6 @@ def test_inputs_larger_than_the_devices_largest_allocation_stream_through_it(dev
     as the host engine gives it (the library path; the CLI's goes through the same)."""
     import dataclasses
 
-    from aescl import chunked
     from aescl._arrays import default_slice_bytes
 
     small = dataclasses.replace(device, max_alloc_bytes=1 << 20)
@@ -286,3 +286,28 @@ def test_in_place_output_matches_and_leaves_the_input_alone(device, shift):
     sealed = aescl.chunked.encrypt_raw(bytes(32), bytes(12), data, device=device)
     assert sealed == aescl.chunked.encrypt_raw(bytes(32), bytes(12), data, device="host")
     assert np.array_equal(data, before)
+
+
+def test_an_opening_into_pinned_memory_releases_a_piece_only_once_its_tags_matched(device):
+    """Into pinned memory a piece's plaintext goes straight from the device, after its
+    tags (downloaded first) matched; a piece with a failed tag releases none of it. (A
+    misaligned slice: aligned pinned memory on a CPU device is used in place instead.)"""
+    key, nonce = os.urandom(32), os.urandom(12)
+    chunks = OpenclHostChunks(key, nonce, device, batch_chunks=4)
+    plaintext = np.frombuffer(os.urandom(12 * chunked.CHUNK_SIZE), np.uint8)
+    sealed = np.zeros(12 * chunked.SEALED_CHUNK_SIZE, np.uint8)
+    chunks.seal_ranges(plaintext, sealed, 5, iter([(0, 12)]))
+    target = aescl.pinned_empty(plaintext.nbytes + 1, device)[1:]
+    piece = next(chunks._pieces(sealed, target, 5, [(0, 12)], None, True))
+    assert piece.check is not None and piece.download_to is not None and piece.store is None
+    chunks.open_ranges(sealed, target, 5, iter([(0, 12)]))
+    assert target.tobytes() == plaintext.tobytes()
+
+    sealed[9 * chunked.SEALED_CHUNK_SIZE + 100] ^= 1
+    target[:] = 0xAA
+    with pytest.raises(aescl.AuthenticationError) as failed:
+        chunks.open_ranges(sealed, target, 5, iter([(0, 12)]))
+    assert failed.value.chunk == 5 + 9
+    released = 8 * chunked.CHUNK_SIZE  # (the two pieces before the failed one)
+    assert target[:released].tobytes() == plaintext[:released].tobytes()
+    assert not (target[released:] != 0xAA).any()  # (its piece: none of it)

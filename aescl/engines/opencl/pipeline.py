@@ -191,6 +191,13 @@ class Piece:
     # Host arrays the kernels use in place, on a device that shares host memory.
     use_in: np.ndarray | None = None
     use_out: np.ndarray | None = None
+    # Output released only once checked (an opening's plaintext, once its tags matched):
+    # the bytes from ``check_from`` on are downloaded first and given to ``check``, which
+    # raises to withhold the rest; then the bytes before them go straight from the
+    # device to ``download_to`` (pinned). Through staging and a host copy instead, a
+    # pinned opening on an H200 ran at 11 GB/s against 44 for sealing.
+    check: Callable[[np.ndarray], None] | None = None
+    check_from: int = 0
 
     @classmethod
     def through(cls, device: Device, source: np.ndarray, target: np.ndarray,
@@ -273,6 +280,7 @@ class Pipeline:
         self._compute_queue = self.runtime.queue
         self._upload_queue = cl.CommandQueue(self.runtime.context, device.cl_device)
         self._download_queue = cl.CommandQueue(self.runtime.context, device.cl_device)
+        self._release_queue: Any = None  # (made for the first checked piece)
         self._slots = [_Slot() for _ in range(SLOTS)]
 
     def _device_buffers(self, slot: _Slot, piece: Piece) -> tuple[Any, Any]:
@@ -319,7 +327,12 @@ class Pipeline:
             queue.flush()
             self._download_queue.flush()
             return _InFlight(piece, slot, download, mapped)
-        if piece.out_bytes:
+        if piece.check is not None:
+            download = cl.enqueue_copy(
+                self._download_queue,
+                self._staging(slot, "out", piece.out_bytes - piece.check_from), device_out,
+                src_offset=piece.check_from, is_blocking=False, wait_for=[done])
+        elif piece.out_bytes:
             target = piece.download_to
             if target is None:
                 target = self._staging(slot, "out", piece.out_bytes)
@@ -335,9 +348,21 @@ class Pipeline:
         if flight.mapped is not None:
             flight.mapped.base.release(self._download_queue)
             flight.mapped = None
-        if flight.piece.store is None:
+        piece = flight.piece
+        if piece.check is not None:
+            piece.check(self._staging(flight.slot, "out", piece.out_bytes - piece.check_from))
+            # (a queue of its own: behind the next pieces' checked bytes on the download
+            # queue, each release would wait for their kernels)
+            if self._release_queue is None:
+                self._release_queue = cl.CommandQueue(self.runtime.context,
+                                                      self._device.cl_device)
+            release = cl.enqueue_copy(self._release_queue, piece.download_to,
+                                      flight.slot.device_out, is_blocking=False)
+            self._release_queue.flush()
+            return [release.wait]
+        if piece.store is None:
             return []
-        return flight.piece.store(self._staging(flight.slot, "out", flight.piece.out_bytes))
+        return piece.store(self._staging(flight.slot, "out", piece.out_bytes))
 
     @one_job_per_device
     def run(self, pieces: Iterable[Piece]) -> None:

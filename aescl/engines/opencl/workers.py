@@ -40,7 +40,9 @@ from .pipeline import (
     Launch,
     Piece,
     copy_parts,
+    is_pinned,
     pipeline,
+    usable_in_place,
 )
 from .runtime import device_runtime, kept_per_object
 from .tuning import launch_config
@@ -495,8 +497,14 @@ class OpenclHostChunks:
         piece = Piece(source.nbytes, room + 2 * TAG_SIZE * count,
                       self._open_launch(first, count, source.nbytes, room, final))
         piece.read_from(self._device, source)
-        piece.store = lambda result: copy_parts(
-            target, _checked(result, target.nbytes, room, first, count, final))
+        if is_pinned(target, self._device) and not usable_in_place(
+                target, self._device, writable=True):
+            # Straight to the pinned target, once the tags (downloaded first) matched.
+            piece.download_to, piece.check_from = target, room
+            piece.check = lambda tags: _matched(tags, first, count, final)
+        else:
+            piece.store = lambda result: copy_parts(
+                target, _checked(result, target.nbytes, room, first, count, final))
         return piece
 
     def _pieces(self, source: np.ndarray, target: np.ndarray, first: int,
@@ -588,12 +596,18 @@ def _checked(result: np.ndarray, text_bytes: int, room: int, first: int, count: 
              final: bool) -> np.ndarray:
     """The plaintext of an opened piece (``result``: the plaintext in ``room`` bytes, then
     the computed and the received tags), after every tag in it matched; else raises."""
-    tags = result[room : room + 2 * TAG_SIZE * count].reshape(2, count, TAG_SIZE)
-    matches = np.all(tags[0] == tags[1], axis=1)  # every byte compared, no early exit
+    _matched(result[room:], first, count, final)
+    return result[:text_bytes]
+
+
+def _matched(tags: np.ndarray, first: int, count: int, final: bool) -> None:
+    """Raises unless every computed tag (the first ``count`` of ``tags``) equals its
+    received one (the next ``count``)."""
+    pairs = tags[: 2 * TAG_SIZE * count].reshape(2, count, TAG_SIZE)
+    matches = np.all(pairs[0] == pairs[1], axis=1)  # every byte compared, no early exit
     if not matches.all():
         index = int(np.argmin(matches))
         raise device_chunks.failed_chunk(first, index, final and index == count - 1)
-    return result[:text_bytes]
 
 
 class OpenclBlocks:
