@@ -1,6 +1,6 @@
-"""aescl's own helper processes (the host engine's workers, the OpenCL CPU rounds check,
-bench's start-up timing): a fresh interpreter that imports aescl from where this one did,
-and never from the working directory.
+"""aescl's own helper processes (the host engine's workers, a team's GPU workers, the
+OpenCL CPU rounds check, bench's start-up timing): a fresh interpreter that imports aescl
+from where this one did, and never from the working directory.
 
 ``python -m``/``-c`` put the working directory first on ``sys.path``: in a directory
 holding an ``aescl/`` folder, every helper imported that folder instead of aescl, and
@@ -16,6 +16,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
+    from multiprocessing.connection import Connection
 
 
 def import_path() -> list[str]:
@@ -52,3 +57,33 @@ def command(*, module: str | None = None, code: str | None = None) -> list[str]:
     else:
         boot += code  # type: ignore[operator]
     return [sys.executable, "-I", "-c", boot]
+
+
+def start_helper(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
+    """A helper running ``module`` (:func:`command`), and this side of the socket it is
+    handed as its first argument: it speaks pickled messages there, and exits when the
+    socket closes (:func:`end_helper`, or this process's exit)."""
+    import socket  # (here: the helpers' users import this module on small jobs' paths)
+    import subprocess
+    from multiprocessing.connection import Connection
+
+    ours, theirs = socket.socketpair()
+    try:
+        process = subprocess.Popen(
+            [*command(module=module), str(theirs.fileno())], pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL, env=environment())
+    finally:
+        theirs.close()
+    return process, Connection(ours.detach())
+
+
+def end_helper(process: subprocess.Popen[bytes], connection: Connection) -> None:
+    """Close a helper's socket and wait for it to exit (killed after 5 s)."""
+    import subprocess
+
+    connection.close()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -33,15 +33,11 @@ A worker exits when its socket closes: when this process exits or is killed.
 from __future__ import annotations
 
 import atexit
-import mmap
 import os
-import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any
 
 from .. import _python
@@ -106,15 +102,7 @@ class _Worker:
     """One device's worker process; one task at a time."""
 
     def __init__(self, device: Device) -> None:
-        ours, theirs = socket.socketpair()
-        try:
-            self.process = subprocess.Popen(
-                [*_python.command(module=__name__), str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                env=_python.environment())
-        finally:
-            theirs.close()
-        self.connection = Connection(ours.detach())
+        self.process, self.connection = _python.start_helper(__name__)
         self.mapped: set[int] = set()
         self.busy = threading.Lock()
         self.broken = False
@@ -128,17 +116,6 @@ class _Worker:
             self.close()
             raise WorkerFailed(f"{device.id}'s worker process did not start: {reply[1]}")
 
-    def _map(self, regions: Sequence[shared.Region]) -> None:
-        gone = [token for token in self.mapped if not shared.is_live(token)]
-        if gone:
-            self.connection.send(("unmap", gone))
-            self.mapped.difference_update(gone)
-        for region in regions:
-            if region.token not in self.mapped:
-                self.connection.send(("map", region.token, region.size))
-                send_handle(self.connection, region.fd, self.process.pid)
-                self.mapped.add(region.token)
-
     def run(self, head: tuple[Any, ...], source: Any, target: Any, ranges: Ranges) -> None:
         """The task ``head`` over ``source`` and ``target`` (in shared memory), on the
         ranges the worker pulls from ``ranges``."""
@@ -149,7 +126,8 @@ class _Worker:
                 for (region, offset), data in zip(located, (source, target), strict=True)]
         with self.busy:
             try:
-                self._map([region for region, _ in located])
+                shared.hand_over(self.connection, self.process.pid, self.mapped,
+                                 [region for region, _ in located])
                 self.connection.send((head, *refs))
                 while True:
                     reply = self.connection.recv()
@@ -167,12 +145,7 @@ class _Worker:
         raise WorkerFailed(f"a GPU's worker process failed: {reply[1]}")
 
     def close(self) -> None:
-        self.connection.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _python.end_helper(self.process, self.connection)
 
 
 def _worker(device: Device) -> _Worker:
@@ -292,15 +265,7 @@ def _serve(connection: Connection) -> None:
         except (EOFError, OSError):
             return
         if message[0] == "map":
-            descriptor = recv_handle(connection)
-            try:
-                # Populated now, as the host engine's workers do: first touches during
-                # the job would cost more than the transfers.
-                memory = mmap.mmap(descriptor, message[2],
-                                   flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
-            finally:
-                os.close(descriptor)
-            mappings[message[1]] = pin(memory, [device])
+            mappings[message[1]] = pin(shared.mapping_handed(connection, message[2]), [device])
             continue
         if message[0] == "unmap":
             for token in message[1]:

@@ -35,11 +35,9 @@ import os
 import pickle
 import socket
 import struct
-import subprocess
 import threading
 from collections.abc import Iterable, Iterator
-from multiprocessing.connection import Connection, wait
-from multiprocessing.reduction import send_handle
+from multiprocessing.connection import wait
 from typing import Any
 
 from ... import _python
@@ -112,30 +110,14 @@ def _receive_holding_gil(fd: int) -> bytes | None:
 
 class _Worker:
     def __init__(self, device: Device) -> None:
-        ours, theirs = socket.socketpair()
-        try:
-            self.process = subprocess.Popen(
-                [*_python.command(module=f"{__package__}.worker"), str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                env=_python.environment())
-        finally:
-            theirs.close()
-        self.connection = Connection(ours.detach())
+        self.process, self.connection = _python.start_helper(f"{__package__}.worker")
         self.mapped: set[int] = set()
         self.connection.send(device)
 
     def send(self, task: tuple[Any, ...], regions: Iterable[_shared.Region]) -> None:
         """Start ``task``; :meth:`finish` takes its reply."""
         try:
-            gone = [token for token in self.mapped if not _shared.is_live(token)]
-            if gone:
-                self.connection.send(("unmap", gone))
-                self.mapped.difference_update(gone)
-            for region in regions:
-                if region.token not in self.mapped:
-                    self.connection.send(("map", region.token, region.size))
-                    send_handle(self.connection, region.fd, self.process.pid)
-                    self.mapped.add(region.token)
+            _shared.hand_over(self.connection, self.process.pid, self.mapped, regions)
             payload = pickle.dumps(task, pickle.HIGHEST_PROTOCOL)
             if not _send_holding_gil(self.connection.fileno(), payload):
                 self.connection.send_bytes(payload)
@@ -159,12 +141,7 @@ class _Worker:
 
     def close(self) -> None:
         """End the worker: it exits when its socket closes."""
-        self.connection.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _python.end_helper(self.process, self.connection)
 
 
 class Workers:

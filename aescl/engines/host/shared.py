@@ -138,3 +138,37 @@ def locate(data: Any) -> tuple[Region, int] | None:
 def is_live(token: int) -> bool:
     """Whether the region ``token`` is still allocated (a worker may unmap it if not)."""
     return token in _regions
+
+
+# ---- Regions handed to worker processes (processes.py, engines/gpu_processes.py) ------
+
+
+def hand_over(connection: Any, pid: int, mapped: set[int], regions: Any) -> None:
+    """Tell a worker (process ``pid``, at the other end of ``connection``) which of the
+    regions it maps (``mapped``, their tokens; kept up to date here) were freed, then
+    hand it each of ``regions`` it does not map yet: ``("map", token, size)`` and the
+    region's descriptor."""
+    from multiprocessing.reduction import send_handle
+
+    gone = [token for token in mapped if not is_live(token)]
+    if gone:
+        connection.send(("unmap", gone))
+        mapped.difference_update(gone)
+    for region in regions:
+        if region.token not in mapped:
+            connection.send(("map", region.token, region.size))
+            send_handle(connection, region.fd, pid)
+            mapped.add(region.token)
+
+
+def mapping_handed(connection: Any, size: int) -> mmap.mmap:
+    """In a worker: the region whose descriptor :func:`hand_over` sends next, mapped.
+    Populated now: page faults on every first touch would cost more than the work (a
+    1 GiB split on the host engine ran at half speed without it)."""
+    from multiprocessing.reduction import recv_handle
+
+    descriptor = recv_handle(connection)
+    try:
+        return mmap.mmap(descriptor, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
+    finally:
+        os.close(descriptor)

@@ -6,11 +6,9 @@ reach.py."""
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import recv_handle
 from typing import Any
 
 from ...chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
@@ -18,6 +16,7 @@ from ...errors import AuthenticationError
 from . import reach
 from .engine import HostEngine
 from .processes import Reference
+from .shared import mapping_handed
 
 
 def _serve(connection: Connection) -> None:
@@ -31,14 +30,7 @@ def _serve(connection: Connection) -> None:
             return
         kind = message[0]
         if kind == "map":
-            descriptor = recv_handle(connection)
-            try:
-                # Populated now: page faults on every first touch would cost more
-                # than the AES (a 1 GiB split ran at half speed without it).
-                mappings[message[1]] = memoryview(mmap.mmap(
-                    descriptor, message[2], flags=mmap.MAP_SHARED | mmap.MAP_POPULATE))
-            finally:
-                os.close(descriptor)
+            mappings[message[1]] = memoryview(mapping_handed(connection, message[2]))
             continue
         if kind == "unmap":
             for token in message[1]:
