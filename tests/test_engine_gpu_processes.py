@@ -19,6 +19,7 @@ from aescl.engines import BlockTransform, engine_for, gpu_processes
 from aescl.engines.host import shared
 from aescl.engines.host.processes import WorkerFailed
 from aescl.errors import AuthenticationError
+from interrupting import interrupted_stderr
 
 pytestmark = pytest.mark.skipif(not shared.AVAILABLE, reason="no memfd here: no shared memory")
 
@@ -84,6 +85,20 @@ def test_a_worker_that_dies_fails_its_job_and_the_next_job_starts_another(device
     apart.blocks(transform).run(source, target, iter([(0, 256)]))
     assert gpu_processes._workers[device.id].process.pid != first.pid
     assert target.tobytes() == AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=0).encrypt(data)
+
+
+def test_ctrl_c_interrupts_the_program_and_not_its_gpu_worker(device):
+    err = interrupted_stderr(
+        "from aescl.engines import BlockTransform, engine_for, gpu_processes\n"
+        "from aescl.engines.host import shared\n"
+        "import numpy as np\n"
+        f"apart = gpu_processes.ApartEngine(engine_for(aescl.get_device({device.id!r})))\n"
+        "data = np.frombuffer(shared.shared_empty(16 << 20), np.uint8)\n"
+        "work = apart.blocks(BlockTransform(bytes(16), counter=0))\n"
+        "crypt = lambda: work.run(data, data, iter([(0, data.nbytes // 16)]))\n"
+        "crypt()",
+        "crypt()")
+    assert err.count("Traceback") == 1 and "_serve" not in err, err  # (the program's alone)
 
 
 def test_only_gpus_go_apart_and_only_on_shared_memory(device):

@@ -21,6 +21,7 @@ from aescl.engines import engine_for
 from aescl.engines.host import processes as _processes
 from aescl.engines.host import shared as _shared
 from conftest import selected_devices
+from interrupting import interrupted_stderr
 
 pytestmark = pytest.mark.skipif(not _shared.AVAILABLE, reason="no memfd on this system")
 
@@ -326,3 +327,13 @@ def test_where_no_worker_can_start_the_threads_do_the_job(monkeypatch):
     assert target.tobytes() == AES.new(key, AES.MODE_CTR, nonce=b"",
                                        initial_value=iv).encrypt(data)
     assert not host.processes and _processes._workers is None
+
+
+def test_ctrl_c_interrupts_the_program_and_not_its_worker_processes():
+    err = interrupted_stderr(
+        "source = aescl.pinned_empty(32 << 20, 'host'); source[:] = 1\n"
+        "out = aescl.pinned_empty(aescl.chunked.sealed_size(source.nbytes), 'host')\n"
+        "seal = lambda: aescl.chunked.encrypt(bytes(32), source, device='host', output=out)\n"
+        "seal()",
+        "seal()")
+    assert err.count("Traceback") == 1 and "_serve" not in err, err  # (the program's alone)

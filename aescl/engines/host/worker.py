@@ -7,6 +7,7 @@ reach.py."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from multiprocessing.connection import Connection
 from typing import Any
@@ -118,4 +119,10 @@ def _run(engine: Any, mappings: dict[int, memoryview], task: tuple[Any, ...]) ->
 
 
 if __name__ == "__main__":
-    _serve(Connection(int(sys.argv[1])))
+    # Ctrl-C reaches the whole process group: the caller decides what it ends, and a
+    # worker ends when its socket closes (else a traceback a worker, beside the one line).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _serve(Connection(int(sys.argv[1])))
+    except (EOFError, OSError):  # the caller went away mid-task: no one left to answer
+        pass
