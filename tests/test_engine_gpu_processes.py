@@ -6,8 +6,10 @@ has them."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -45,6 +47,23 @@ def test_block_ranges_in_a_worker_process_give_pycryptodomes_bytes(device):
     apart.blocks(BlockTransform(key, decrypt=True)).run(target, target, iter([(0, 5000)]))
     assert target.tobytes() == AES.new(key, AES.MODE_ECB).decrypt(expected)  # in place
     assert source.tobytes() == data
+
+    # Once freed here, the worker lets go of the memory (and its pin) without waiting
+    # for another job.
+    pid = gpu_processes._workers[device.id].process.pid
+    assert _mapped_regions(pid) >= 2
+    del source, target
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while _mapped_regions(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _mapped_regions(pid) == 0
+
+
+def _mapped_regions(pid: int) -> int:
+    """Shared regions process ``pid`` maps (each is a memfd named aescl)."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return sum("memfd:aescl" in line for line in maps)
 
 
 def test_chunks_sealed_and_opened_in_a_worker_process_match_the_engine_here(device):

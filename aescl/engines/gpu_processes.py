@@ -165,6 +165,23 @@ def _worker(device: Device) -> _Worker:
         return worker
 
 
+def _drop_freed(token: int) -> None:
+    """A region was freed: idle workers unmap it now, which also unpins it (pinned memory
+    is scarce); a worker at work drops it before its next task."""
+    for worker in list(_workers.values()):
+        if token in worker.mapped and worker.busy.acquire(blocking=False):
+            try:
+                worker.mapped.discard(token)
+                worker.connection.send(("unmap", [token]))
+            except OSError:
+                pass  # (a worker that is gone holds nothing; the next job notices)
+            finally:
+                worker.busy.release()
+
+
+shared.when_freed(_drop_freed)
+
+
 @atexit.register
 def shutdown() -> None:
     """End the running workers (at exit; a later job starts new ones)."""
