@@ -368,14 +368,16 @@ class _Workers:
 
     def __init__(self, make: Callable[[Engine], Any]) -> None:
         self._make = make
-        self._made: dict[int, Any] = {}
+        self._made: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
     def __call__(self, engine: Engine) -> Any:
-        with self._lock:  # (by engine: a GPU's stand-in in its process has a worker too)
-            if id(engine) not in self._made:
-                self._made[id(engine)] = self._make(engine)
-            return self._made[id(engine)]
+        # (by device and kind of engine: a GPU's stand-in in its process has one too)
+        key = engine.device.id, type(engine).__name__
+        with self._lock:
+            if key not in self._made:
+                self._made[key] = self._make(engine)
+            return self._made[key]
 
 
 class TeamBlocks:
