@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
     from multiprocessing.connection import Connection
 
 
@@ -87,3 +88,18 @@ def end_helper(process: subprocess.Popen[bytes], connection: Connection) -> None
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def serve_helper(serve: Callable[[Connection], None]) -> None:
+    """A helper's main (started by :func:`start_helper`): ``serve`` the socket given as
+    its first argument until it closes."""
+    import signal
+    from multiprocessing.connection import Connection
+
+    # Ctrl-C reaches the whole process group: the caller decides what it ends, and a
+    # helper ends when its socket closes (else a traceback a helper, beside the one line).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        serve(Connection(int(sys.argv[1])))
+    except (EOFError, OSError):  # the caller went away mid-task: no one left to answer
+        pass

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
@@ -327,10 +325,4 @@ def _run(engine: Any, mappings: dict[int, Any], task: tuple[Any, ...],
 
 
 if __name__ == "__main__":
-    # Ctrl-C reaches the whole process group: the caller decides what it ends, and a
-    # worker ends when its socket closes (else a traceback a worker, beside the one line).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        _serve(Connection(int(sys.argv[1])))
-    except (EOFError, OSError):  # the caller went away mid-task: no one left to answer
-        pass
+    _python.serve_helper(_serve)

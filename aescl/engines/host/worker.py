@@ -7,11 +7,10 @@ reach.py."""
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ... import _python
 from ...chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
 from ...errors import AuthenticationError
 from . import reach
@@ -119,10 +118,4 @@ def _run(engine: Any, mappings: dict[int, memoryview], task: tuple[Any, ...]) ->
 
 
 if __name__ == "__main__":
-    # Ctrl-C reaches the whole process group: the caller decides what it ends, and a
-    # worker ends when its socket closes (else a traceback a worker, beside the one line).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        _serve(Connection(int(sys.argv[1])))
-    except (EOFError, OSError):  # the caller went away mid-task: no one left to answer
-        pass
+    _python.serve_helper(_serve)
