@@ -75,6 +75,44 @@ def test_host_data_on_cuda_into_pinned_memory_and_in_place(small_pieces):
 
 
 @needs_gpu
+def test_memory_aescl_shares_is_pinned_for_cuda_until_the_last_array_over_it_goes(small_pieces):
+    """Shared memory (a GPU worker's or the host engine's) locked with cuMemHostRegister
+    is pinned for the engine's copies, is the same memory, and is let go of with the last
+    array over it; memory pinned beside the host engine is that shared memory."""
+    from aescl.engines.cuda.pipeline import _pinned_ranges, is_pinned, pin_host_memory
+    from aescl.engines.host import shared
+
+    if not shared.AVAILABLE:
+        pytest.skip("no memfd here: no shared memory")
+    gpu = aescl.get_device("cuda")
+    memory = shared.shared_empty(3 << 20)
+    pinned = pin_host_memory(memory, [gpu])
+    assert is_pinned(pinned) and is_pinned(pinned[4096:8192])
+    pinned[:4] = 7
+    assert bytes(memory[:4]) == bytes([7] * 4)  # (the same memory, not a copy)
+    key, nonce = os.urandom(16), os.urandom(8)
+    data = os.urandom(pinned.nbytes)
+    pinned[:] = memoryview(data)
+    engine = aescl.engines.engine_for(gpu)
+    assert not engine.stages(pinned)
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device="cuda").encrypt(pinned, output=pinned)
+    assert pinned.tobytes() == Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)
+    start = pinned.__array_interface__["data"][0]
+
+    def registered() -> bool:
+        return any(lo == start for lo, _ in list(_pinned_ranges.values()))
+
+    part = pinned[10:]
+    del pinned, memory
+    assert registered()  # (a slice still holds it)
+    del part
+    assert not registered()
+
+    beside_host = aescl.pinned_empty(1 << 20, ["cuda", "host"])
+    assert shared.locate(beside_host) is not None and is_pinned(beside_host)
+
+
+@needs_gpu
 @pytest.mark.parametrize("bits", KEY_BITS)
 @pytest.mark.parametrize("nonce_bytes", [12, 16])
 def test_host_data_gcm_on_cuda_matches_pycryptodome(bits, nonce_bytes, monkeypatch):

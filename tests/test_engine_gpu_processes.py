@@ -1,8 +1,8 @@
 """aescl/engines/gpu_processes.py: a GPU's share of a team's job in a worker process of its
 own, on aescl's shared memory. The worker runs the real engine of a device in a real
-child process; here on each selected OpenCL device (PoCL pins memory it did not
-allocate as NVIDIA's driver does), and the team route on two OpenCL GPUs where a host
-has them."""
+child process; here on each selected device (PoCL pins memory it did not allocate as
+NVIDIA's driver does; ``cuda:0`` where there is one), and the team route on two GPUs
+of each engine where a host has them."""
 
 from __future__ import annotations
 
@@ -129,12 +129,13 @@ def test_only_gpus_go_apart_and_only_on_shared_memory(device):
     assert gpu_processes.apart([engine, engine], [ordinary]) == {}
 
 
-def test_a_team_of_opencl_gpus_works_a_process_a_gpu_on_its_pinned_memory():
-    """Two OpenCL GPUs: ``pinned_empty`` of the team is shared memory, and a job on it runs
-    each GPU's share in its own worker. Skips, visibly, without two OpenCL GPUs."""
-    gpus = [d for d in aescl.devices() if d.is_opencl and d.type == "gpu"]
+@pytest.mark.parametrize("engine", ["opencl", "cuda"])
+def test_a_team_of_gpus_works_a_process_a_gpu_on_its_pinned_memory(engine):
+    """Two GPUs of one engine: ``pinned_empty`` of the team is shared memory, and a job on
+    it runs each GPU's share in its own worker. Skips, visibly, without two such GPUs."""
+    gpus = [d for d in aescl.devices() if d.engine == engine and d.type == "gpu"]
     if len(gpus) < 2:
-        pytest.skip("fewer than two OpenCL GPUs here")
+        pytest.skip(f"fewer than two {engine} GPUs here")
     team = [d.id for d in gpus[:2]]
     n = 64 << 20
     memory = aescl.pinned_empty(n, team)

@@ -12,8 +12,8 @@ the job's ranges one at a time from this process over a socket. The ranges are s
 claimed here, from the scheduler's cursor, so work stealing, rates and the redo of a
 failed engine's ranges are as on threads; the results land in place.
 
-Only engines whose package can pin memory it did not allocate take part this way (the
-OpenCL engine); the CUDA engine's pinned memory is not shared between processes.
+Only engines whose package can pin memory it did not allocate take part this way: both
+GPU engines (OpenCL: a CL_MEM_USE_HOST_PTR buffer over it; CUDA: cuMemHostRegister).
 
 A worker is ``python -m aescl.engines.gpu_processes FD`` (started as the host engine's
 are: host/processes.py), which speaks over the socket FD (pickled messages):

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 def pinned_empty(nbytes: int, chosen: list[Device]) -> np.ndarray:
     """A uint8 array of ``nbytes`` for the devices ``chosen``: with a CUDA GPU among them,
-    the CUDA engine's pinned memory (portable: every CUDA GPU's DMA reads it); else for
+    memory pinned by the CUDA engine (portable: every CUDA GPU's DMA reads it); else for
     an OpenCL device apart from host memory (a GPU), its pinned memory; ordinary memory
     where the devices are the host engine or OpenCL CPUs, which work on it in place.
-    Where the host engine is among them, the memory is also shared with its worker
-    processes, and where two GPUs or more are that can each work in a process of its
-    own, with theirs (gpu_processes.py; Linux)."""
+    Where the host engine is among them, the memory is shared memory (pinned all the
+    same) that its worker processes map too, and where two GPUs or more are that can
+    each work in a process of its own, that theirs map (gpu_processes.py; Linux)."""
     import numpy as np
 
     from . import host

@@ -7,13 +7,14 @@ and imported only when a CUDA array reaches a cipher call or a job runs on ``cud
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .arrays import CudaArrayBlocks, CudaArrayBytes, CudaArrayChunks, CudaArrayGhash
 from .engine import CudaEngine
 from .kernels import KERNELS, compile_cubin, cuda_defines
-from .pipeline import pinned_empty
+from .pipeline import pin_host_memory, pinned_empty
+from .runtime import ordinal_of
 from .workers import CudaBlocks
 
 if TYPE_CHECKING:
@@ -28,16 +29,20 @@ ArrayBlocks, ArrayGhash, ArrayChunks = CudaArrayBlocks, CudaArrayGhash, CudaArra
 ArrayBytes = CudaArrayBytes
 
 
-def host_memory(nbytes: int, chosen: Sequence[Device], shared: object) -> np.ndarray:
-    """Pinned memory of the first CUDA GPU among ``chosen`` (portable: every CUDA GPU's
-    DMA reads it; not shared with the host engine's worker processes)."""
-    first = next(d for d in chosen if d.is_cuda)
-    return pinned_empty(nbytes, int(first.id.partition(":")[2]))
+def host_memory(nbytes: int, chosen: Sequence[Device],
+                shared: Callable[[], Any] | None) -> np.ndarray:
+    """Pinned memory for the CUDA GPUs among ``chosen`` (portable: every CUDA GPU's DMA
+    reads it): ``shared()`` page-locked where given (memory the host engine's worker
+    processes, or each GPU's own, map too), else memory the first one allocates."""
+    gpus = [d for d in chosen if d.is_cuda]
+    if shared is not None:
+        return pin_host_memory(shared(), gpus)[:nbytes]
+    return pinned_empty(nbytes, ordinal_of(gpus[0]))
 
 
 __all__ = ["ArrayBytes", "KERNELS", "ArrayBlocks", "ArrayChunks", "ArrayGhash", "CudaArrayBlocks",
            "CudaArrayChunks", "CudaArrayGhash", "CudaBlocks", "CudaEngine", "Engine",
            "host_memory", "compile_cubin",
-           "cuda_defines", "pinned_empty"]
+           "cuda_defines", "pin_host_memory", "pinned_empty"]
 
 

@@ -22,15 +22,16 @@ import ctypes
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...devices import Device
 from ...errors import first_failure
-from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context
+from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, ordinal_of
 
 PIECE_BYTES = 32 << 20  # as the OpenCL engine's pieces: PCIe busy, several in flight
 SLOTS = 4  # feeding threads, each with a piece in flight
@@ -71,8 +72,58 @@ def pinned_empty(nbytes: int, ordinal: int = 0) -> np.ndarray:
     return np.frombuffer(owner, np.uint8)[:nbytes]
 
 
+class _Registered:
+    """The base of an array :func:`pin_host_memory` page-locked: it holds the memory, which
+    stays registered with CUDA until this goes (a finalizer of this object, never of the
+    memory: the memory must outlive the registration)."""
+
+    def __init__(self, memory: np.ndarray, context: Any) -> None:
+        self.__array_interface__ = memory.__array_interface__
+        self._memory = memory
+        pointer = _address(memory)
+        _pinned_ranges[id(self)] = (pointer, pointer + memory.nbytes)
+        weakref.finalize(self, _unregister, pointer, id(self), context)
+
+
+def _unregister(pointer: int, key: int, context: Any) -> None:
+    _pinned_ranges.pop(key, None)
+    try:
+        from cuda.bindings import driver
+
+        # (in the context that registered it, on whichever thread the collector runs)
+        checked(driver.cuCtxPushCurrent(context))
+        try:
+            driver.cuMemHostUnregister(pointer)
+        finally:
+            driver.cuCtxPopCurrent()
+    except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
+        pass
+
+
+@keeps_callers_context
+def pin_host_memory(memory: Any, devices: Sequence[Device]) -> np.ndarray:
+    """``memory`` (a buffer another part of aescl allocated: shared memory that the host
+    engine's or the GPUs' worker processes map too) as a uint8 array that every CUDA
+    GPU's DMA reads and writes directly, for as long as the array lives: page-locked
+    with cuMemHostRegister (portable), as :func:`pinned_empty` allocates it. Where the
+    driver will not lock it, the array is ordinary memory, and copies stage it."""
+    from cuda.bindings import driver
+
+    array = np.frombuffer(memory, np.uint8)
+    if not devices or not array.nbytes:
+        return array
+    cuda_device(ordinal_of(devices[0])).core.set_current()  # (registering needs a context)
+    try:
+        checked(driver.cuMemHostRegister(_address(array), array.nbytes,
+                                         driver.CU_MEMHOSTREGISTER_PORTABLE))
+    except RuntimeError:
+        return array
+    return np.asarray(_Registered(array, checked(driver.cuCtxGetCurrent())))
+
+
 def is_pinned(array: np.ndarray) -> bool:
-    """Whether all of ``array`` lies in memory :func:`pinned_empty` allocated."""
+    """Whether all of ``array`` lies in memory :func:`pinned_empty` allocated or
+    :func:`pin_host_memory` locked."""
     start = _address(array)
     end = start + array.nbytes
     return any(lo <= start and end <= hi for lo, hi in list(_pinned_ranges.values()))
