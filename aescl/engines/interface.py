@@ -45,7 +45,7 @@ and the device-resident seconds of one configuration on data already on the devi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -140,26 +140,6 @@ class ChunkWorker(Protocol):
     def seal(self, plaintext: Any, first: int, final: bool) -> Any: ...
 
     def open(self, ciphertext: Any, first: int, final: bool) -> Any: ...
-
-
-def piece_cuts(ranges: Iterable[tuple[int, int]], step: int) -> Iterator[tuple[int, int]]:
-    """The pieces a GPU engine's pipeline cuts the ranges it pulls into, each pulled only
-    when the pipeline asks for the next piece: at most ``step`` units, and smaller where
-    nothing overlaps a piece's copies. The first pieces of a run grow from an eighth of
-    ``step`` (the GPU waits for the first whole upload before it computes), and the
-    last ``2 * step`` of each range shrink by halves (the last download waits for its
-    piece's kernel): with 32 MiB pieces a team of four H200s paid about 3 ms a call for
-    these two waits, a tenth of a 2 GiB CTR job (docs/benchmarks, seventh session)."""
-    smallest = max(1, step // 8)
-    made = 0
-    for lo, hi in ranges:
-        while lo < hi:
-            left = hi - lo
-            size = min(left, step, smallest << min(made, 3),
-                       max(smallest, left - left // 2) if left < 2 * step else step)
-            yield lo, lo + size
-            lo += size
-            made += 1
 
 
 class Engine(Protocol):

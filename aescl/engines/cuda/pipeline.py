@@ -19,6 +19,7 @@ form serves.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,7 +31,6 @@ import numpy as np
 
 from ...devices import Device
 from ...errors import first_failure
-from ..interface import piece_cuts
 from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, ordinal_of
 
 PIECE_BYTES = 32 << 20  # as the OpenCL engine's pieces: PCIe busy, several in flight
@@ -269,7 +269,10 @@ def pipeline(ordinal: int) -> Pipeline:
 def pieces_of(ranges: Iterable[tuple[int, int]], unit_bytes: int,
               make: Callable[[int, int], Piece]) -> Iterator[Piece]:
     """The pieces of some ranges of units (blocks, chunks): each range cut into runs of
-    at most :data:`PIECE_BYTES` (:func:`~aescl.engines.interface.piece_cuts`),
-    ``make(lo, hi)`` making each run's piece."""
-    for lo, hi in piece_cuts(ranges, max(1, PIECE_BYTES // unit_bytes)):
-        yield make(lo, hi)
+    at most :data:`PIECE_BYTES`, ``make(lo, hi)`` making each run's piece."""
+    step = max(1, PIECE_BYTES // unit_bytes)
+    for start, stop in ranges:
+        for lo in itertools.count(start, step):
+            if lo >= stop:
+                break
+            yield make(lo, min(stop, lo + step))

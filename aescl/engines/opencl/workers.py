@@ -30,7 +30,7 @@ from ...chunkformat import (
     sealed_size,
 )
 from ...devices import Device
-from ..interface import BLOCK_SIZE, BlockTransform, Ranges, piece_cuts
+from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
 from ..registry import resolve
 from .gcm_kernels import GcmKernels
@@ -123,8 +123,9 @@ class KernelLauncher:
             )
 
         def pieces() -> Iterator[Piece]:
-            for lo, hi in piece_cuts(ranges, step):
-                yield piece(lo, hi)
+            for start, stop in ranges:
+                for lo in range(start, stop, step):
+                    yield piece(lo, min(stop, lo + step))
 
         pipeline(self._device).run(pieces())
 
@@ -517,10 +518,12 @@ class OpenclHostChunks:
         size_in, size_out = ((SEALED_CHUNK_SIZE, CHUNK_SIZE) if opening
                              else (CHUNK_SIZE, SEALED_CHUNK_SIZE))
         make = self._open_piece if opening else self._seal_piece
-        for lo, hi in piece_cuts(ranges, batch_chunks):
+        for lo, hi in ranges:
             check_chunk_range(first + lo, hi - lo)
-            yield make(source[lo * size_in : hi * size_in],
-                       target[lo * size_out : hi * size_out], first + lo, False)
+            for start in range(lo, hi, batch_chunks):
+                stop = min(hi, start + batch_chunks)
+                yield make(source[start * size_in : stop * size_in],
+                           target[start * size_out : stop * size_out], first + start, False)
 
     def seal_ranges(self, plaintext: np.ndarray, sealed: np.ndarray, first: int,
                     ranges: Iterable[tuple[int, int]],
