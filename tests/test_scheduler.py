@@ -644,3 +644,55 @@ def test_overlapped_windows_stop_cleanly_on_a_short_input_and_on_a_bad_chunk():
                                opened, 0, 8)
     # Only the windows before the bad one, each authenticated whole, were written.
     assert opened.getvalue() == plaintext[: 2 * chunked.CHUNK_SIZE]
+
+
+def test_a_runs_final_chunk_is_sealed_beside_its_whole_chunks():
+    """``_beside`` runs the final chunk while the whole chunks are under way (where a
+    team's GPUs work in processes of their own, the lead's device is free for it): here
+    the whole chunks wait for the final one, which never came when the two ran in turn."""
+    final_done = threading.Event()
+    order = []
+
+    def whole():
+        order.append("whole started")
+        assert final_done.wait(30), "the final chunk did not run beside the whole chunks"
+        order.append("whole ended")
+
+    def final():
+        order.append("final")
+        final_done.set()
+
+    scheduler._beside(whole, final)
+    assert order[-1] == "whole ended" and "final" in order
+
+
+def test_both_parts_of_a_run_end_before_the_lowest_rejected_chunk_is_raised():
+    ended = []
+
+    def whole():
+        ended.append("whole")
+        raise aescl.AuthenticationError("chunk 3 rejected", chunk=3)
+
+    def final():
+        threading.Event().wait(0.2)  # (still at work when the whole chunks failed)
+        ended.append("final")
+        raise aescl.AuthenticationError("chunk 9 rejected", chunk=9)
+
+    with pytest.raises(aescl.AuthenticationError) as failed:
+        scheduler._beside(whole, final)
+    assert failed.value.chunk == 3 and sorted(ended) == ["final", "whole"]
+
+
+@pytest.mark.parametrize("nbytes", [0, 100, 16384, 3 * 16384, 3 * 16384 + 5])
+def test_a_team_seals_and_opens_a_run_with_its_final_chunk_as_one_engine_does(nbytes):
+    key, nonce = os.urandom(32), os.urandom(12)
+    message = os.urandom(nbytes)
+    host = teams.Team([host_device()]).chunks(key, nonce, 4)
+    team = teams.Team([host_device(), *selected_devices()[:1]]).chunks(key, nonce, 4)
+    sealed = bytes(team.seal(message, 5, final=True))
+    assert sealed == bytes(host.seal(message, 5, final=True))
+    assert bytes(team.open(sealed, 5, final=True)) == message
+    broken = bytearray(sealed)
+    broken[-1] ^= 1  # (the final chunk's tag)
+    with pytest.raises(aescl.AuthenticationError):
+        team.open(bytes(broken), 5, final=True)
