@@ -95,12 +95,18 @@ def _array_chunks(kind: ArrayKind, chunk_key: bytes, base_nonce: bytes, device: 
 
 
 def _seal_all(cipher: TeamChunks, message: memoryview, sealed: memoryview) -> None:
-    cipher.seal_into(message, sealed, 0, final=True)
+    full = len(message) // CHUNK_SIZE
+    cipher.seal_full(message[: full * CHUNK_SIZE], sealed[: full * SEALED_CHUNK_SIZE], 0)
+    sealed[full * SEALED_CHUNK_SIZE :] = cipher.seal(message[full * CHUNK_SIZE :], full,
+                                                     final=True)
 
 
 def _open_all(cipher: TeamChunks, body: memoryview, plaintext: memoryview) -> None:
+    full = len(body) // SEALED_CHUNK_SIZE
     try:
-        cipher.open_into(body, plaintext, 0, final=True)
+        cipher.open_full(body[: full * SEALED_CHUNK_SIZE], plaintext[: full * CHUNK_SIZE], 0)
+        plaintext[full * CHUNK_SIZE :] = cipher.open(body[full * SEALED_CHUNK_SIZE :], full,
+                                                     final=True)
     except Exception:
         wipe(plaintext)  # runs that passed stay unreleased when a later one fails
         raise

@@ -380,36 +380,6 @@ class _Workers:
             return self._made[key]
 
 
-def _beside(whole: Callable[[], None], final: Callable[[], None] | None) -> None:
-    """``whole()`` (a run's whole chunks, split over the team) with ``final()`` (its final
-    chunk, on the lead) on a thread of its own meanwhile. Where the team's GPUs work in
-    processes of their own (engines/gpu_processes.py), the lead's device is free here,
-    and the final chunk no longer waits for the split: it cost 1.0-1.3 ms after a 2 GiB
-    seal of 35-38 ms on 2 x H200 (docs/benchmarks, seventh session). Elsewhere the
-    lead's own lock orders the two, as before. Both end before a failure is raised."""
-    if final is None:
-        whole()
-        return
-    failures: list[BaseException] = []
-
-    def run_final() -> None:
-        try:
-            final()
-        except BaseException as exc:  # (raised below, once the whole chunks ended too)
-            failures.append(exc)
-
-    thread = threading.Thread(target=run_final, name="aescl-final-chunk")
-    thread.start()
-    try:
-        whole()
-    except BaseException as exc:
-        failures.insert(0, exc)
-    finally:
-        thread.join()
-    if failures:
-        raise first_failure(failures)
-
-
 class TeamBlocks:
     """A block job (ECB, CTR) on every engine of a team; one worker per engine, made
     when the engine first takes part (an OpenCL worker builds its kernel then)."""
@@ -466,48 +436,21 @@ class TeamChunks:
                     lambda worker, ranges: worker.open_ranges(sealed, plaintext, first, ranges),
                     (sealed, plaintext))
 
-    def seal_into(self, plaintext: Any, sealed: Any, first: int, final: bool) -> None:
-        """Seal chunks ``first, ...`` of ``plaintext`` into ``sealed`` (their sealed size);
-        with ``final`` the last one is the short final one, sealed beside the whole
-        chunks (:func:`_beside`)."""
-        source, target = byte_view(plaintext), byte_view(sealed)
-        full, rest = plaintext_run(len(source), final)
-
-        def last() -> None:
-            target[full * SEALED_CHUNK_SIZE :] = byte_view(self.worker(
-                self._final_lead(rest)).seal(source[full * CHUNK_SIZE :], first + full,
-                                             final=True))
-        _beside(lambda: self.seal_full(source[: full * CHUNK_SIZE],
-                                       target[: full * SEALED_CHUNK_SIZE], first),
-                last if final else None)
-
     def seal(self, plaintext: Any, first: int, final: bool) -> memoryview:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""
         source = byte_view(plaintext)
         full, rest = plaintext_run(len(source), final)
         out = new_buffer(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0))
-        self.seal_into(source, out, first, final)
+        self.seal_full(source[: full * CHUNK_SIZE], out[: full * SEALED_CHUNK_SIZE], first)
+        if final:
+            out[full * SEALED_CHUNK_SIZE :] = byte_view(self.worker(self._final_lead(rest)).seal(
+                source[full * CHUNK_SIZE :], first + full, final=True))
         return out
 
     def _final_lead(self, nbytes: int) -> Engine:
         """The engine of a run's final chunk: the lead of the team for a job its size
         (``all`` and the default team run one on the host engine, starting no device)."""
         return self._team.for_job(nbytes, "chunks").lead
-
-    def open_into(self, ciphertext: Any, plaintext: Any, first: int, final: bool) -> None:
-        """Authenticate and decrypt sealed chunks from chunk ``first`` into ``plaintext``
-        (the final one beside the whole ones). A failure raises, and the caller wipes
-        what was written: plaintext of chunks that passed is not released before every
-        chunk of the run has."""
-        source, target = byte_view(ciphertext), byte_view(plaintext)
-        full, rest = sealed_run(len(source), first, final)
-
-        def last() -> None:
-            target[full * CHUNK_SIZE :] = byte_view(self.worker(self._final_lead(rest)).open(
-                source[full * SEALED_CHUNK_SIZE :], first + full, final=True))
-        _beside(lambda: self.open_full(source[: full * SEALED_CHUNK_SIZE],
-                                       target[: full * CHUNK_SIZE], first),
-                last if final else None)
 
     def open(self, ciphertext: Any, first: int, final: bool) -> memoryview:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
@@ -516,7 +459,10 @@ class TeamChunks:
         full, rest = sealed_run(len(source), first, final)
         out = new_buffer(full * CHUNK_SIZE + (rest - TAG_SIZE if final else 0))
         try:
-            self.open_into(source, out, first, final)
+            self.open_full(source[: full * SEALED_CHUNK_SIZE], out[: full * CHUNK_SIZE], first)
+            if final:
+                out[full * CHUNK_SIZE :] = byte_view(self.worker(self._final_lead(rest)).open(
+                    source[full * SEALED_CHUNK_SIZE :], first + full, final=True))
         except BaseException:
             wipe(out)
             raise
