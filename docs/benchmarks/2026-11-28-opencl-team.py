@@ -1,5 +1,5 @@
 """Issue 57: one GPU and the team of every GPU of the host, on one engine (ENGINE:
-``opencl``, the default, or ``cuda``), or ``all``, on 2 GiB of
+``opencl``, the default, or ``cuda``), or ``all``, on 2 GiB ($TEAM_GIB where set) of
 ``aescl.pinned_empty(n, spec)``: CTR-128, the chunked format sealed and opened
 (``output=``), best of 3 after a warm-up. Prints one JSON object, labelled with the
 first argument (which build ran it).
@@ -19,7 +19,7 @@ import time
 import aescl
 from aescl.timing import wall
 
-NBYTES = 2 << 30
+NBYTES = int(os.environ.get("TEAM_GIB", "2")) << 30
 
 
 def rate(run, tries: int = 3) -> float:
