@@ -26,13 +26,13 @@ def main() -> None:
     for panel, (ax, title) in enumerate(zip(axes, ("CTR-128", "chunked format (AES-256)"),
                                             strict=True)):
         for run_index, run in enumerate(figures["runs"]):
-            dashes = ("-", "--", ":")[run_index]
+            dashes = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)))[run_index]
             for engine, (colour, marker) in STYLES.items():
                 points = sorted((int(gpus), rates[engine][panel])
                                 for gpus, rates in run["gpus"].items() if engine in rates)
                 if points:
-                    ax.plot(*zip(*points, strict=True), dashes, marker=marker, color=colour,
-                            label=f"{engine}, {run['commit']}")
+                    ax.plot(*zip(*points, strict=True), linestyle=dashes, marker=marker,
+                            color=colour, label=f"{engine}, {run['commit']}")
             if panel == 0:
                 for engine, total in run["yardstick"].items():
                     gpus = max(int(g) for g in run["gpus"])
@@ -46,7 +46,8 @@ def main() -> None:
     axes[0].set_ylabel("GB/s, pinned memory")
     axes[0].legend(fontsize=7, ncol=2)
     figure.suptitle("One job over several GPUs, against N processes at once (stars): "
-                    "lines are runs (solid 2 x H200, dashed and dotted 4 x H200)", fontsize=9)
+                    "lines are runs (solid 2 x H200, the others 4 x H200; "
+                    "819dfbe and c3fb7bf: a process a GPU)", fontsize=9)
     figure.savefig(HERE / "2026-11-27-several-gpus.png", dpi=90)
 
 
