@@ -522,15 +522,15 @@ def _xor(data: memoryview, keystream: bytes) -> bytes:
 
 def pinned_empty(nbytes: int, device: DevicesSpec = None) -> np.ndarray:
     """A uint8 array of ``nbytes`` in page-locked host memory for ``device`` (for a
-    list or ``all`` with a CUDA GPU, the CUDA engine's pinned memory, else its first
+    list or ``all`` with a CUDA GPU, memory the CUDA engine pins, else its first
     OpenCL device apart from host memory, a GPU; ordinary
     memory for a list whose OpenCL devices are all CPUs, which work on ordinary
     memory in place). Where ``device`` is or includes the host engine, the memory is
     also shared with the host engine's worker processes (Linux), which then do its
     jobs on these arrays apart from this interpreter: the chunked format on every
     core, and CTR/ECB beside a GPU without slowing the GPU's feeding thread. For two
-    OpenCL GPUs or more it is shared memory pinned for each, and each GPU works its
-    share of a job on it in a process of its own.
+    GPUs or more of either engine it is shared memory pinned for each, and each GPU
+    works its share of a job on it in a process of its own.
 
     Cipher calls whose input and ``output=`` lie in such arrays move data straight
     between them and the device at the full PCIe rate; ordinary arrays go through

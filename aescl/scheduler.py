@@ -43,7 +43,7 @@ position alone.
 ``aescl.pinned_empty``) work their shares in a worker process each, pulling their
 ranges from this job's cursor (engines/gpu_processes.py): fed from threads of one
 interpreter, an OpenCL team of four H100s reached 0.46 of what four processes do, and
-0.87 this way (docs/benchmarks).
+0.87 this way; a CUDA team of four H200s 0.80, and 0.92 this way (docs/benchmarks).
 
 Engines left out stay in reserve for faults. A list of devices runs on the devices
 named, under the first, second and last rule.
