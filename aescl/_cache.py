@@ -13,6 +13,7 @@ with one line on stderr, and the work is done without the cache.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import stat
@@ -22,10 +23,19 @@ from pathlib import Path
 
 import platformdirs
 
+# What the cache root is made of: aescl's own setting, and what platformdirs reads.
+_ROOT_SETTINGS = ("AESCL_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "LOCALAPPDATA")
+
 
 def cache_root() -> Path:
     """``$AESCL_CACHE_DIR`` if set, else the platform's user cache directory for aescl."""
-    configured = os.environ.get("AESCL_CACHE_DIR")
+    return _cache_root(*(os.environ.get(name) for name in _ROOT_SETTINGS))
+
+
+@functools.lru_cache(maxsize=8)
+def _cache_root(configured: str | None, *platform_settings: str | None) -> Path:
+    # (Made once for each setting: every job's device choice reads the rates store, and
+    # working the path out took 26 of the 70 us of each of a plain call's four reads.)
     return Path(configured) if configured else Path(platformdirs.user_cache_dir("aescl"))
 
 

@@ -20,6 +20,7 @@ No numpy or OpenCL here: the default choice for a small job must not need them.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,12 @@ MIN_MEASURED_BYTES = 16 << 20
 def rates_path() -> Path:
     from ._cache import cache_root
 
-    return cache_root() / "tuning" / "rates.json"
+    return _rates_under(cache_root())
+
+
+@functools.lru_cache(maxsize=8)
+def _rates_under(root: Path) -> Path:
+    return root / "tuning" / "rates.json"
 
 
 def device_key(device: Device) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -154,3 +155,21 @@ def test_a_vendors_directory_is_not_made_in_a_folder_others_can_write(own_cache)
     made = _icd.write_private_vendors_dir(_report(), parent)
     assert parent not in made.parents and _mode(made) == 0o700
     assert [p.name for p in made.iterdir()] == ["aescl-nvidia.icd"]
+
+
+def test_the_cache_root_follows_its_settings_as_they_change(monkeypatch, tmp_path):
+    """The root is worked out once a setting (it is read before every job's device
+    choice), so a changed setting must give a new one, and the old one back after."""
+    from aescl._cache import cache_root
+
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "one"))
+    assert cache_root() == tmp_path / "one"
+    assert rates.rates_path() == tmp_path / "one" / "tuning" / "rates.json"
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "two"))
+    assert rates.rates_path() == tmp_path / "two" / "tuning" / "rates.json"
+    monkeypatch.delenv("AESCL_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert cache_root() == tmp_path / "xdg" / "aescl"
+    monkeypatch.setenv("AESCL_CACHE_DIR", str(tmp_path / "one"))
+    assert cache_root() == tmp_path / "one"
