@@ -284,10 +284,10 @@ class Team:
         """Run ``work(engine, ranges)`` on the engines taking part (:meth:`taking_part`)
         at once over ``units`` units; each engine pulls its ranges from one cursor.
         Returns when every unit is done."""
-        kinds = {e: rate_kind(e, kind, arrays) for e in self.engines}
-        everyone = [_Member(e, expected_rate(e.device, kinds[e])) for e in self.engines]
         if units <= 0:
             return  # (the shares stay those of the last job that had work)
+        kinds = {e: rate_kind(e, kind, arrays) for e in self.engines}
+        everyone = [_Member(e, expected_rate(e.device, kinds[e])) for e in self.engines]
         chosen = self.taking_part(units * unit_bytes, kind, arrays)
         members = [m for m in everyone if m.engine in chosen]
         job = _Job(units, unit_bytes, members)
