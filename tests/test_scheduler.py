@@ -644,3 +644,16 @@ def test_overlapped_windows_stop_cleanly_on_a_short_input_and_on_a_bad_chunk():
                                opened, 0, 8)
     # Only the windows before the bad one, each authenticated whole, were written.
     assert opened.getvalue() == plaintext[: 2 * chunked.CHUNK_SIZE]
+
+
+def test_a_split_with_no_units_reads_no_rate(monkeypatch):
+    """The format's final-chunk run splits no whole chunks on every call: it returns
+    before the rates store is read (a stat and a path each time)."""
+    def read(*_args, **_kwargs):
+        raise AssertionError("an empty split read a rate")
+
+    monkeypatch.setattr(scheduler, "expected_rate", read)
+    monkeypatch.setattr(scheduler, "rate_kind", read)
+    ran = []
+    teams.Team([host_device()]).split(0, 16, lambda engine, ranges: ran.append(1))
+    assert ran == []
