@@ -138,11 +138,11 @@ class DefaultTeam(Team):
         """The real device expected to finish ``nbytes`` of ``kind`` of work soonest
         (``nbytes=None``: the fastest at it, start-up aside)."""
         host = host_device()
+        if nbytes is not None and nbytes < scheduler.SPLIT_MIN_BYTES:
+            return host
         # (Whether each engine had started before this look: looking starts it.)
         was_started = started()
         cold = not gpu_engine_started()
-        if nbytes is not None and nbytes < scheduler.SPLIT_MIN_BYTES:
-            return host
         if nbytes is not None and cold:
             beyond = (expected_seconds(host, kind, nbytes, True, file_job)
                       - fastest_seconds(nbytes, file_job))
