@@ -27,6 +27,19 @@
 
 /* Work-items per GHASH work-group at most (the host picks a power of two). */
 #define GCM_MAX_GHASH_ITEMS 256
+/* gcm_crypt_hash's last step, from the Horner sums S_t of a message's `items`
+ * work-items to its GHASH: pairs of sums, level by level, each level a product by a
+ * position table of H^(2^level) (0: ghash_pair_sums), or each S_t times its own
+ * power of H at once, then a tree of XORs (1: ghash_sums_by_powers; the CUDA
+ * engine's build for a lone message, where the pairing's eight levels of table reads
+ * from global memory were most of a 4 KiB call's GPU time). The powers are
+ * ghash_powers' (below), read from GHASH_POWERS_AT 16-byte entries into h_positions. */
+#ifndef GCM_SUMS_BY_POWERS
+#define GCM_SUMS_BY_POWERS 0
+#endif
+#define GHASH_POSITION_POWERS 9   /* position tables of H^1, H^2 .. H^GCM_MAX_GHASH_ITEMS */
+#define GHASH_POWERS (GCM_MAX_GHASH_ITEMS + 1)   /* H^1 .. H^(items + 1) */
+#define GHASH_POWERS_AT (GHASH_POSITION_POWERS * GHASH_POSITION_ENTRIES)
 /* Where gcm_ghash's work-items read the position tables of their stride, H^T: a copy
  * in __local memory per work-group (1), or __global memory through the cache (0: the
  * CUDA engine, where it was as fast and takes no shared memory from the work-groups
@@ -207,6 +220,31 @@ inline ulong2 ghash_pair_sums(ulong2 sum, __local ulong2 *scratch, const uint he
     return total;
 }
 
+/* ghash_pair_sums' sum times H^2, which gcm_crypt_hash's tag needs (GCM_SUMS_BY_POWERS):
+ * each item's S_t times its own power H^(items + 1 - t) (powers[k - 1] = H^k), then
+ * the products added by a tree of XORs in `scratch`: one product a work-item, all at
+ * once, where the pairing makes log2(items) products one after another, each waiting
+ * on table reads and a barrier. The product is bit by bit (ghash_multiply_bitwise: no
+ * tables; its branches follow the bits of S_t, which is the hashed text's, not H's).
+ * An item whose blocks all lie in the message's virtual lead (`hashed` false) adds
+ * zero. Item 0 gets the result (the others zero); the same rules as ghash_pair_sums. */
+inline ulong2 ghash_sums_by_powers(ulong2 sum, __local ulong2 *scratch, const uint here,
+                                   const uint t, const uint items, const bool hashed,
+                                   __global const ulong2 *powers)
+{
+    scratch[here + t] = hashed ? ghash_multiply_bitwise(sum, powers[items - t])
+                               : AES_ULONG2(0ul, 0ul);
+    for (uint width = items >> 1; width; width >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (t < width)
+            scratch[here + t] ^= scratch[here + t + width];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong2 total = t == 0u ? scratch[here] : AES_ULONG2(0ul, 0ul);
+    barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is read before the next call writes */
+    return total;
+}
+
 AES_CPU_TARGET __kernel void gcm_ghash(__global const uint4 *data, const uint block_count,
                         const uint message_blocks, const uint message_stride,
                         const uint message_count, __global const ulong2 *h_tables,
@@ -340,14 +378,26 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
             }
             sum = (s ? GHASH_STRIDE_MULTIPLY(sum, stride_positions) : sum) ^ x;
         }
+#if GCM_SUMS_BY_POWERS
+        /* (the item's last virtual block, t + (steps - 1)·items, past the lead) */
+        const ulong2 partial_h2 = ghash_sums_by_powers(
+            sum, scratch, here, t, items, steps && t + (steps - 1u) * items >= lead,
+            h_positions + GHASH_POWERS_AT);
+#else
         const ulong2 partial = ghash_pair_sums(sum, scratch, here, t, items, positions);
+#endif
         if (t == 0u && m < message_count) {
             /* GHASH = (partial·H ^ L)·H = partial·H^2 ^ L·H: two products side by side,
              * beside E(J0), not one after the other (the table of H^2 is level 1's).
              * A lone message's launch is bound by such chains, not by its AES. */
+#if GCM_SUMS_BY_POWERS
+            const ulong2 hash = partial_h2
+                ^ ghash_multiply_positions_global(AES_ULONG2(0ul, 8ul * bytes), positions);
+#else
             const ulong2 hash =
                 ghash_multiply_positions_global(partial, positions + 2u * GHASH_POSITION_ENTRIES)
                 ^ ghash_multiply_positions_global(AES_ULONG2(0ul, 8ul * bytes), positions);
+#endif
             uint4 tag = ghash_store(hash) ^ aes_store(aes_encrypt_block(j0, rk, te));
             if (tag_masks)
                 tag = tag ^ tag_masks[m * tag_mask_step];
@@ -372,7 +422,6 @@ AES_CPU_TARGET __kernel void gcm_crypt_hash(__global const uint4 *input, __globa
  * (j, n) squares B j times and writes its entry of all 32 positions: one launch per
  * key, with no nibble tables of 256 powers to build first (a chunked call opening a
  * new message waits for these before its first batch). */
-#define GHASH_POSITION_POWERS 9   /* up to B^GCM_MAX_GHASH_ITEMS */
 #define GHASH_POSITION_ITEMS (GHASH_POSITION_POWERS * 16)
 AES_CPU_TARGET __kernel void ghash_position_tables(const ulong base_hi, const ulong base_lo,
                                                    __global ulong2 *positions)
@@ -394,6 +443,28 @@ AES_CPU_TARGET __kernel void ghash_position_tables(const ulong base_hi, const ul
             table[GHASH_POSITION_ENTRIES + 16u * k + n] = entry.y;
             entry = ghash_times_x4(entry);
         }
+    }
+}
+
+/* H^1 .. H^GHASH_POWERS into powers[0 ..] (entry k - 1 for H^k), H = (h_hi, h_lo):
+ * what gcm_crypt_hash's sums by powers (GCM_SUMS_BY_POWERS) multiply by, kept after
+ * H's position tables (at GHASH_POWERS_AT). Item k - 1 raises H to k by
+ * square-and-multiply, as ghash_power_tables does; launched apart from the position
+ * tables, and only for the build that reads them, so that a chunked call's new key
+ * waits for no more than it did. */
+AES_CPU_TARGET __kernel void ghash_powers(const ulong h_hi, const ulong h_lo,
+                                          __global ulong2 *powers)
+{
+    for (uint k = get_global_id(0); k < GHASH_POWERS; k += get_global_size(0)) {
+        ulong2 power = AES_ULONG2(1ul << 63, 0ul);   /* the element 1 */
+        ulong2 base = AES_ULONG2(h_hi, h_lo);
+        for (uint e = k + 1u; e; e >>= 1) {
+            if (e & 1u)
+                power = ghash_multiply_bitwise(power, base);
+            if (e > 1u)
+                base = ghash_multiply_bitwise(base, base);
+        }
+        powers[k] = power;
     }
 }
 

@@ -32,9 +32,10 @@ def test_every_cuda_kernel_compiles_from_the_one_core(arch, tables, rounds):
     builds = [(filename, cuda_defines(rounds, tables), names)
               for filename, names in KERNELS.items()]
     shapes = [_CRYPT_HASH_SHAPE] + ([_LONE_CRYPT_HASH_SHAPE] if arch == "90" else [])
-    for most_tables, threads, in_local, lanes in shapes:
+    for most_tables, threads, in_local, lanes, sums_by_powers in shapes:
         builds.append(("aes_gcm.cl", crypt_hash_defines(rounds, min(tables, most_tables),
-                                                        threads, in_local, lanes),
+                                                        threads, in_local, lanes,
+                                                        sums_by_powers),
                        ("gcm_crypt_hash",)))
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         cubins = list(pool.map(lambda build: compile_cubin(build[0], build[1], arch), builds))

@@ -15,12 +15,16 @@ import numpy as np
 import pyopencl as cl
 import pytest
 from Crypto.Cipher import AES
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import aescl
 from aescl import ghash
+from aescl.engines.cuda import workers as cuda_workers
+from aescl.engines.opencl import gcm_kernels
 from aescl.engines.opencl import runtime as opencl_runtime
 from aescl.engines.opencl.gcm import OpenclHostGcm
 from aescl.engines.opencl.gcm_kernels import GcmKernels
+from aescl.engines.opencl.kernels import kernel_in
 from vectors import load
 
 SIZES = ["128", "192", "256"]
@@ -210,3 +214,74 @@ def _times_x4(value: int) -> int:
     for _ in range(4):
         value = ghash.times_x(value)
     return value
+
+
+@pytest.mark.parametrize("items, lengths", [
+    (256, [1]), (256, [256]), (256, [300]), (256, [1024]),  # a lone message, as CUDA's
+    (8, [5, 5, 5]), (8, [130, 130, 130, 130, 130]),          # several in a work-group
+])
+def test_the_sums_by_powers_give_every_message_its_gcm_tag(device, monkeypatch, items,
+                                                           lengths):
+    """gcm_crypt_hash with GCM_SUMS_BY_POWERS (the CUDA engine's build for a lone
+    message: each work-item's Horner sum times its own power of H, then a tree of XORs)
+    seals and opens as AES-GCM does: lead blocks, items with no block, several Horner
+    steps, several messages a work-group. Run here on the OpenCL engine's tables route,
+    with H's powers after its position tables as the CUDA engine keeps them."""
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")  # (the tables route has the kernel)
+    built_options = gcm_kernels.aes_options
+    monkeypatch.setattr(gcm_kernels, "aes_options", lambda *args: built_options(*args)
+                        + " -DGCM_SUMS_BY_POWERS=1")
+    opencl_runtime._runtimes.pop(device.id, None)  # (builds kept by a runtime of its own)
+    try:
+        key = os.urandom(32)
+        engine = GcmKernels(key, device, "host")
+        assert engine.fused, "the tables route runs gcm_crypt_hash"
+        engine._crypt_hash_items = items
+        engine._crypt_hash_group = max(items, 16)
+        rt = engine.runtime
+        h_tables = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE,
+                             cuda_workers._H_TABLES_BYTES)
+        position_tables = kernel_in(rt, "aes_gcm.cl", engine.options, "ghash_position_tables")
+        powers = kernel_in(rt, "aes_gcm.cl", engine.options, "ghash_powers")
+        position_tables(rt.queue, (16 * 9,), (16,), np.uint64(engine.h >> 64),
+                        np.uint64(engine.h & (2**64 - 1)), h_tables)
+        powers(rt.queue, (cuda_workers._POWERS,), None, np.uint64(engine.h >> 64),
+               np.uint64(engine.h & (2**64 - 1)),
+               h_tables.get_sub_region(cuda_workers._POSITION_TABLES_BYTES,
+                                       cuda_workers._POWERS * 16))
+        engine._kept_tables(engine.h)["positions"] = h_tables
+        count, message_blocks = len(lengths), lengths[0]
+        nonces = [os.urandom(12) for _ in range(count)]
+        texts = [os.urandom(16 * message_blocks) for _ in range(count)]
+        j0s = engine.constant(np.frombuffer(b"".join(n + b"\0\0\0\1" for n in nonces),
+                                            np.uint8))
+        expected = [AESGCM(key).encrypt(n, t, None) for n, t in zip(nonces, texts,
+                                                                     strict=True)]
+        size = 16 * message_blocks * count
+        source = engine.constant(np.frombuffer(b"".join(texts), np.uint8))
+        target = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, size)
+        tags = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, 16 * count)
+        engine.enqueue_crypt_hash(source, target, size // 16, message_blocks, count,
+                                  (message_blocks, message_blocks), j0s, tags, 1, True)
+        sealed, got_tags = np.empty(size, np.uint8), np.empty(16 * count, np.uint8)
+        cl.enqueue_copy(rt.queue, sealed, target)
+        cl.enqueue_copy(rt.queue, got_tags, tags, is_blocking=True)
+        step = 16 * message_blocks
+        assert [sealed[m * step : (m + 1) * step].tobytes() + got_tags[16 * m : 16 * m + 16]
+                .tobytes() for m in range(count)] == expected
+        # Opening: the ciphertext hashed (not the output), each tag compared on the device.
+        opened = cl.Buffer(rt.context, cl.mem_flags.READ_WRITE, size)
+        verdict = engine.constant(np.array([0xFFFFFFFF], np.uint32))
+        received = bytearray(got_tags.tobytes())
+        received[16 * (count - 1)] ^= 1  # the last message's tag damaged
+        check = (engine.constant(np.frombuffer(bytes(received), np.uint8)), 0, 1, verdict, 0)
+        engine.enqueue_crypt_hash(target, opened, size // 16, message_blocks, count,
+                                  (message_blocks, message_blocks), j0s, None, 0, False,
+                                  check=check)
+        plain, first_failed = np.empty(size, np.uint8), np.empty(1, np.uint32)
+        cl.enqueue_copy(rt.queue, plain, opened)
+        cl.enqueue_copy(rt.queue, first_failed, verdict, is_blocking=True)
+        assert plain.tobytes() == b"".join(texts)
+        assert int(first_failed[0]) == count - 1
+    finally:
+        opencl_runtime._runtimes.pop(device.id, None)

@@ -34,7 +34,8 @@ KERNELS: dict[str, tuple[str, ...]] = {
     "aes_ecb.cl": ("aes_ecb_encrypt", "aes_ecb_decrypt"),
     "aes_ctr.cl": ("aes_ctr_xor",),
     "aes_gcm.cl": ("gcm_ctr_xor", "gcm_ghash", "gcm_crypt_hash", "ghash_power_tables",
-                   "ghash_position_tables", "gcm_tags", "ghash_sums_as_blocks"),
+                   "ghash_position_tables", "ghash_powers", "gcm_tags",
+                   "ghash_sums_as_blocks"),
     "chunk_layout.cl": ("chunks_tags", "chunks_counters", "chunks_first_mismatch"),
 }
 
@@ -97,14 +98,15 @@ def crypt_hash_tables(block_shared_bytes: int, wanted: int, threads: int,
 
 
 def crypt_hash_defines(rounds: int, tables: int, threads: int, stride_in_local: int,
-                       lanes: int = TABLE_LANES) -> dict[str, int]:
+                       lanes: int = TABLE_LANES, sums_by_powers: int = 0) -> dict[str, int]:
     """The ``-D`` options of the build that gcm_crypt_hash (cl/aes_gcm.cl) runs from: its
     own count of round tables and copies of each (``lanes``), blocks of ``threads``
-    (which size its sums' scratch), and GHASH's stride tables in shared memory (1) or
-    read through the cache (0), as workers._CRYPT_HASH_SHAPE (and _LONE_CRYPT_HASH_SHAPE,
-    for a lone message) chose them by measurement."""
+    (which size its sums' scratch), GHASH's stride tables in shared memory (1) or
+    read through the cache (0), and the work-items' sums put together by pairs (0) or
+    each by its own power of H (1, GCM_SUMS_BY_POWERS), as workers._CRYPT_HASH_SHAPE
+    (and _LONE_CRYPT_HASH_SHAPE, for a lone message) chose them by measurement."""
     return {**cuda_defines(rounds, tables, lanes), "GCM_CRYPT_HASH_MAX_GROUP": threads,
-            "GHASH_STRIDE_IN_LOCAL": stride_in_local}
+            "GHASH_STRIDE_IN_LOCAL": stride_in_local, "GCM_SUMS_BY_POWERS": sums_by_powers}
 
 
 def nvrtc_version() -> str:

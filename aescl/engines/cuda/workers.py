@@ -207,14 +207,17 @@ def ghash_grid(gpu: Gpu, function: Any, count: int) -> int:
 # memory 297.5-297.8, read through the cache 267.9-269.9, 2 tables 277-297, 1 table
 # 232-269; the three launches 252.5-261.4.
 _CRYPT_HASH_ITEMS = 8
-_CRYPT_HASH_SHAPE = (4, 1024, 1, TABLE_LANES)  # (and the copies of each table)
+_CRYPT_HASH_SHAPE = (4, 1024, 1, TABLE_LANES, 0)  # (the copies of each table; pairs)
 # A lone message (AESGCM.encrypt of one small device array) runs on one block, whose
 # set-up and GHASH's pairing levels are most of its time, not the AES: a block of 256
 # threads with one round table in one copy (1 KiB to stage, not 128) and the stride's
 # tables read through the cache. One H200 (2026-11-27, docs/benchmarks), GPU time a
 # call: 4 KiB 19.9 us against 33.2 with the build above, 64 bytes 19.1 against 34.6,
-# but 64 KiB 70.4 against 64.2, where more AES a thread pays for the copies.
-_LONE_CRYPT_HASH_SHAPE = (1, 256, 0, 1)
+# but 64 KiB 70.4 against 64.2, where more AES a thread pays for the copies. Its
+# work-items' sums are put together each by its own power of H (GCM_SUMS_BY_POWERS),
+# not by the pairing's eight levels of table reads from global memory, which were 12 of
+# those 19 us (2 x H200, 2026-11-28, docs/benchmarks).
+_LONE_CRYPT_HASH_SHAPE = (1, 256, 0, 1, 1)
 _LONE_MOST_BLOCKS = 1024  # (16 KiB) the longest lone message that runs on that build
 _GHASH_SEGMENT_STEPS = 64  # Horner steps per thread in one segment (the OpenCL engine's)
 _GHASH_LAUNCH_BLOCKS = 1 << 30  # blocks per launch: the kernel indexes them in 32 bits
@@ -226,6 +229,10 @@ _POWER_TABLES_BYTES = _POWER_TABLES * 16 * BLOCK_SIZE
 # GHASH_POSITION_ENTRIES entries (cl/aes_gcm.cl).
 _POSITION_TABLES_BYTES = 9 * 512 * BLOCK_SIZE
 _POSITION_ITEMS = 9 * 16  # GHASH_POSITION_ITEMS: a thread per table and nibble
+# H^1 .. H^257 (GHASH_POWERS), after the position tables (GHASH_POWERS_AT): what the lone
+# build's sums by powers read; made only for it (launch_powers).
+_POWERS = 257
+_H_TABLES_BYTES = _POSITION_TABLES_BYTES + _POWERS * BLOCK_SIZE
 
 
 def launch_power_tables(gpu: Gpu, stream: int, base: int, tables: int) -> None:
@@ -248,6 +255,15 @@ def launch_position_tables(gpu: Gpu, stream: int, base: int, positions: int) -> 
                   np.uint64(base & (2**64 - 1)), positions)
 
 
+def launch_powers(gpu: Gpu, stream: int, base: int, positions: int) -> None:
+    """Enqueue base^1 .. base^257 after the position tables at ``positions`` (ghash_powers,
+    cl/aes_gcm.cl), as :func:`launch_position_tables` does."""
+    function = gpu.kernel("aes_gcm.cl", "ghash_powers", 10)[1]
+    gpu.make_current()
+    launch_kernel(function, -(-_POWERS // 64), 64, 0, stream, np.uint64(base >> 64),
+                  np.uint64(base & (2**64 - 1)), positions + _POSITION_TABLES_BYTES)
+
+
 class KeyTables:
     """H's position tables (all the fused kernel reads of H) on each GPU, kept for as long
     as the job that holds them (aescl.AESGCM's many-messages job, for its key; a chunked
@@ -260,6 +276,7 @@ class KeyTables:
     def __init__(self, h: int) -> None:
         self._h = h
         self._on: dict[int, int] = {}  # GPU ordinal -> the tables' address there
+        self._powers_on: set[int] = set()  # GPUs whose tables have H's powers after them
         self._after: dict[tuple[int, int], Any] = {}  # (GPU, stream) -> event of last use
         self._lock = threading.Lock()
         weakref.finalize(self, _free_tables, self._on, self._after)
@@ -270,12 +287,23 @@ class KeyTables:
         with self._lock:
             if like.device not in self._on:
                 gpu.make_current()
-                pointer = int(checked(driver.cuMemAlloc(_POSITION_TABLES_BYTES)))
+                pointer = int(checked(driver.cuMemAlloc(_H_TABLES_BYTES)))
                 self._on[like.device] = pointer
                 launch_position_tables(gpu, like.stream, self._h, pointer)
                 checked(driver.cuStreamSynchronize(like.stream))
-            return CudaBytes(self._on[like.device], _POSITION_TABLES_BYTES, like.device, 0,
-                             False)
+            return CudaBytes(self._on[like.device], _H_TABLES_BYTES, like.device, 0, False)
+
+    def with_powers(self, gpu: Gpu, like: CudaBytes) -> None:
+        """H's powers after the tables on ``like``'s GPU (:func:`launch_powers`), made
+        once there and waited for, as :meth:`on` makes the tables (which it follows)."""
+        from cuda.bindings import driver
+
+        with self._lock:
+            if like.device not in self._powers_on:
+                gpu.make_current()
+                launch_powers(gpu, like.stream, self._h, self._on[like.device])
+                checked(driver.cuStreamSynchronize(like.stream))
+                self._powers_on.add(like.device)
 
     def used(self, gpu: Gpu, like: CudaBytes, current: bool = False) -> None:
         """The work just queued on ``like``'s stream reads the tables: they outlive it.
@@ -481,16 +509,18 @@ class _CryptHash:
     """gcm_crypt_hash as one GPU runs it for one key size: its build (kernels.
     crypt_hash_defines), function and launch shape."""
 
-    def __init__(self, gpu: Gpu, rounds: int, shape: tuple[int, int, int, int]) -> None:
+    def __init__(self, gpu: Gpu, rounds: int, shape: tuple[int, int, int, int, int]
+                 ) -> None:
         from cuda.bindings import driver
 
-        tables, threads, in_local, lanes = shape
+        tables, threads, in_local, lanes, sums_by_powers = shape
+        self.sums_by_powers = bool(sums_by_powers)
         tables = crypt_hash_tables(gpu.shared_optin, min(tables, gpu.round_tables), threads,
                                    in_local, lanes)
         self.items = _CRYPT_HASH_ITEMS
         self.shared_bytes = table_bytes(tables, lanes)
         self._code = module("aes_gcm.cl", crypt_hash_defines(rounds, tables, threads, in_local,
-                                                             lanes), gpu.arch)
+                                                             lanes, sums_by_powers), gpu.arch)
         self._kernel = self._code.get_kernel("gcm_crypt_hash")
         self.function = launch_function(self._kernel, "gcm_crypt_hash", self.shared_bytes)
         most = int(checked(driver.cuFuncGetAttribute(
@@ -501,12 +531,12 @@ class _CryptHash:
         self.most_blocks = gpu.sms * max(1, int(per_sm))  # one wave: the kernel strides
 
 
-_crypt_hashes: dict[tuple[int, int, tuple[int, int, int, int]], _CryptHash] = {}
+_crypt_hashes: dict[tuple[int, int, tuple[int, int, int, int, int]], _CryptHash] = {}
 _crypt_hashes_lock = threading.Lock()
 
 
-def _crypt_hash(gpu: Gpu, rounds: int, shape: tuple[int, int, int, int] = _CRYPT_HASH_SHAPE
-                ) -> _CryptHash:
+def _crypt_hash(gpu: Gpu, rounds: int,
+                shape: tuple[int, int, int, int, int] = _CRYPT_HASH_SHAPE) -> _CryptHash:
     with _crypt_hashes_lock:
         key = (gpu.core.device_id, rounds, shape)
         if key not in _crypt_hashes:
@@ -537,8 +567,9 @@ class CudaChunkKernels:
         if tables is not None:  # (kept for the key: tables.on)
             self._h_positions = tables.on(gpu, like)
         else:
-            self._h_positions = self.scratch(_POSITION_TABLES_BYTES)
+            self._h_positions = self.scratch(_H_TABLES_BYTES)
             launch_position_tables(gpu, like.stream, h, self._h_positions.pointer)
+        self._powers_made = False  # (H's powers after them: _with_powers)
         self._h_tables: CudaBytes | None = None
         self._chunk_key = bytes(key)
         self._key = key_argument if key_argument is not None else \
@@ -726,6 +757,8 @@ class CudaChunkKernels:
         if isinstance(run, Messages):
             if count == 1 and run.message_blocks <= _LONE_MOST_BLOCKS:
                 fused = _crypt_hash(self._gpu, self._rounds, _LONE_CRYPT_HASH_SHAPE)
+                if fused.sums_by_powers:
+                    self._with_powers()
             items = _message_items(fused, count)
         grid = min(-(-count // (fused.threads // items)), fused.most_blocks)
         received, received_stride, verdict, verdict_first = \
@@ -750,6 +783,16 @@ class CudaChunkKernels:
                 self._h_positions.pointer, 0 if tags is None else tags.pointer, np.uint32(0),
                 np.uint32(tag_stride), masks, np.uint32(mask_step), received, np.uint32(0),
                 np.uint32(received_stride), verdict, np.uint32(verdict_first), self._key)
+
+    def _with_powers(self) -> None:
+        """H's powers after its position tables, for a build that sums by powers: made
+        in this stream's order (kept tables: once a GPU, and waited for)."""
+        if not self._powers_made:
+            if self._tables is not None:
+                self._tables.with_powers(self._gpu, self._like)
+            else:
+                launch_powers(self._gpu, self._like.stream, self._h, self._h_positions.pointer)
+            self._powers_made = True
 
     def verdict(self) -> CudaBytes:
         from cuda.bindings import driver
