@@ -288,10 +288,12 @@ def test_in_place_output_matches_and_leaves_the_input_alone(device, shift):
     assert np.array_equal(data, before)
 
 
-def test_an_opening_into_pinned_memory_releases_a_piece_only_once_its_tags_matched(device):
-    """Into pinned memory a piece's plaintext goes straight from the device, after its
-    tags (downloaded first) matched; a piece with a failed tag releases none of it. (A
-    misaligned slice: aligned pinned memory on a CPU device is used in place instead.)"""
+def test_an_opening_into_pinned_memory_leaves_no_plaintext_of_a_failed_piece(device):
+    """Into pinned memory a piece's plaintext goes straight from the device, beside its
+    tags (Piece.copy_before_check); a piece with a failed tag, and any piece in flight
+    after it, is zeroed there before the failure is raised: none of its plaintext is
+    left. (A misaligned slice: aligned pinned memory on a CPU device is used in place
+    instead.)"""
     key, nonce = os.urandom(32), os.urandom(12)
     chunks = OpenclHostChunks(key, nonce, device, batch_chunks=4)
     plaintext = np.frombuffer(os.urandom(12 * chunked.CHUNK_SIZE), np.uint8)
@@ -300,6 +302,7 @@ def test_an_opening_into_pinned_memory_releases_a_piece_only_once_its_tags_match
     target = aescl.pinned_empty(plaintext.nbytes + 1, device)[1:]
     piece = next(chunks._pieces(sealed, target, 5, [(0, 12)], None, True))
     assert piece.check is not None and piece.download_to is not None and piece.store is None
+    assert piece.copy_before_check
     chunks.open_ranges(sealed, target, 5, iter([(0, 12)]))
     assert target.tobytes() == plaintext.tobytes()
 
@@ -310,4 +313,8 @@ def test_an_opening_into_pinned_memory_releases_a_piece_only_once_its_tags_match
     assert failed.value.chunk == 5 + 9
     released = 8 * chunked.CHUNK_SIZE  # (the two pieces before the failed one)
     assert target[:released].tobytes() == plaintext[:released].tobytes()
-    assert not (target[released:] != 0xAA).any()  # (its piece: none of it)
+    # Its piece zeroed, and the next one zeroed (in flight) or never written.
+    failed_piece = target[released : released + 4 * chunked.CHUNK_SIZE]
+    assert not failed_piece.any()
+    last_piece = target[released + 4 * chunked.CHUNK_SIZE :]
+    assert not last_piece.any() or not (last_piece != 0xAA).any()

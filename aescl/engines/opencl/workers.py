@@ -366,9 +366,10 @@ class OpenclHostChunks:
     one device's pipeline (pipeline.py): each piece of chunks is sealed or opened by the
     chunked format's device program (device_chunks.py), on the piece's device buffers,
     as device arrays' chunks are. An opened piece's tags come back with its plaintext
-    and are compared on the host before any of the plaintext is copied out, so that no
-    launch waits for a verdict (the pipeline enqueues every piece from one thread): a
-    piece that fails releases none.
+    and are compared on the host, so that no launch waits for a verdict (the pipeline
+    enqueues every piece from one thread): a piece that fails releases none of its
+    plaintext (into pinned memory, where it goes straight from the device, it is
+    zeroed there before the failure is raised).
 
     One route of its own, an optional operation: CPU devices whose GHASH is carry-less
     seal and open full chunks in one pass over memory (``cl/chunk_seal.cl``), which the
@@ -499,9 +500,12 @@ class OpenclHostChunks:
         piece.read_from(self._device, source)
         if is_pinned(target, self._device) and not usable_in_place(
                 target, self._device, writable=True):
-            # Straight to the pinned target, once the tags (downloaded first) matched.
+            # Straight to the pinned target, beside the tags; zeroed there where they
+            # did not match (Piece.copy_before_check). A piece whose plaintext does not
+            # fill its room (the final chunk's) goes once its tags matched.
             piece.download_to, piece.check_from = target, room
             piece.check = lambda tags: _matched(tags, first, count, final)
+            piece.copy_before_check = room == target.nbytes
         else:
             piece.store = lambda result: copy_parts(
                 target, _checked(result, target.nbytes, room, first, count, final))
@@ -538,9 +542,11 @@ class OpenclHostChunks:
                     ranges: Iterable[tuple[int, int]],
                     batch_chunks: int | None = None) -> None:
         """Open the whole sealed chunks of each range pulled from ``ranges`` into
-        ``plaintext``. Each piece's plaintext is copied out only after all of its tags
-        matched; a failure raises AuthenticationError, and the pieces before it have
-        been written."""
+        ``plaintext``. A failure raises AuthenticationError: the pieces before it have
+        been written, and none of its plaintext, or of a piece after it, is left in
+        ``plaintext`` (into pinned memory a piece's plaintext is copied out beside its
+        tags, and zeroed where they did not match; elsewhere it is copied out once they
+        matched)."""
         pipeline(self._device).run(self._pieces(input_array(sealed), input_array(plaintext),
                                                 first, ranges, batch_chunks, opening=True))
 
