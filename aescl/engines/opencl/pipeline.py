@@ -371,13 +371,15 @@ class Pipeline:
             flight.mapped = None
         piece = flight.piece
         if piece.copy_before_check:
+            # Waited for here, as a sealed piece's download is (its tags, then its
+            # plaintext, on one in-order queue), not in a task of the pool a piece.
+            flight.landed()
             try:
                 piece.check(self._staging(flight.slot, "out", piece.out_bytes - piece.check_from))
             except BaseException:
-                flight.landed()
                 wipe(memoryview(piece.download_to))
                 raise
-            return [flight.copied.wait]
+            return []
         if piece.check is not None:
             piece.check(self._staging(flight.slot, "out", piece.out_bytes - piece.check_from))
             # (a queue of its own: behind the next pieces' checked bytes on the download
