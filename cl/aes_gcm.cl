@@ -449,23 +449,14 @@ AES_CPU_TARGET __kernel void ghash_position_tables(const ulong base_hi, const ul
 /* H^1 .. H^GHASH_POWERS into powers[0 ..] (entry k - 1 for H^k), H = (h_hi, h_lo):
  * what gcm_crypt_hash's sums by powers (GCM_SUMS_BY_POWERS) multiply by, kept after
  * H's position tables (at GHASH_POWERS_AT). Item k - 1 raises H to k by
- * square-and-multiply, as ghash_power_tables does; launched apart from the position
+ * square-and-multiply (ghash_power_bitwise); launched apart from the position
  * tables, and only for the build that reads them, so that a chunked call's new key
  * waits for no more than it did. */
 AES_CPU_TARGET __kernel void ghash_powers(const ulong h_hi, const ulong h_lo,
                                           __global ulong2 *powers)
 {
-    for (uint k = get_global_id(0); k < GHASH_POWERS; k += get_global_size(0)) {
-        ulong2 power = AES_ULONG2(1ul << 63, 0ul);   /* the element 1 */
-        ulong2 base = AES_ULONG2(h_hi, h_lo);
-        for (uint e = k + 1u; e; e >>= 1) {
-            if (e & 1u)
-                power = ghash_multiply_bitwise(power, base);
-            if (e > 1u)
-                base = ghash_multiply_bitwise(base, base);
-        }
-        powers[k] = power;
-    }
+    for (uint k = get_global_id(0); k < GHASH_POWERS; k += get_global_size(0))
+        powers[k] = ghash_power_bitwise(AES_ULONG2(h_hi, h_lo), k + 1u);
 }
 
 /* The nibble tables of H^1..H^count (table k-1 for H^k, 16 entries each, entry n
@@ -476,14 +467,7 @@ AES_CPU_TARGET __kernel void ghash_power_tables(const ulong h_hi, const ulong h_
                                  __global ulong2 *tables)
 {
     for (uint k = get_global_id(0); k < count; k += get_global_size(0)) {
-        ulong2 power = AES_ULONG2(1ul << 63, 0ul);   /* the element 1 */
-        ulong2 base = AES_ULONG2(h_hi, h_lo);
-        for (uint e = k + 1u; e; e >>= 1) {
-            if (e & 1u)
-                power = ghash_multiply_bitwise(power, base);
-            if (e > 1u)
-                base = ghash_multiply_bitwise(base, base);
-        }
+        const ulong2 power = ghash_power_bitwise(AES_ULONG2(h_hi, h_lo), k + 1u);
         ulong2 single[4];   /* power times x^0 .. x^3 */
         single[0] = power;
         for (int j = 1; j < 4; ++j)

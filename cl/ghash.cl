@@ -82,6 +82,20 @@ inline ulong2 ghash_multiply_bitwise(ulong2 x, ulong2 y)
     return z;
 }
 
+/* h^exponent by square-and-multiply, with bitwise products: a few dozen for the
+ * exponents of H's tables and powers, which are made once a key. */
+inline ulong2 ghash_power_bitwise(ulong2 h, uint exponent)
+{
+    ulong2 power = AES_ULONG2(1ul << 63, 0ul);   /* the element 1 */
+    for (uint e = exponent; e; e >>= 1) {
+        if (e & 1u)
+            power = ghash_multiply_bitwise(power, h);
+        if (e > 1u)
+            h = ghash_multiply_bitwise(h, h);
+    }
+    return power;
+}
+
 /* x·P with P's nibble table in the given address space: Horner over the 32
  * nibbles of x, the highest degree (low nibble of lo) first. OpenCL C 1.2 has no
  * generic address space, hence one definition per space. */
