@@ -313,8 +313,17 @@ def test_an_opening_into_pinned_memory_leaves_no_plaintext_of_a_failed_piece(dev
     assert failed.value.chunk == 5 + 9
     released = 8 * chunked.CHUNK_SIZE  # (the two pieces before the failed one)
     assert target[:released].tobytes() == plaintext[:released].tobytes()
-    # Its piece zeroed, and the next one zeroed (in flight) or never written.
-    failed_piece = target[released : released + 4 * chunked.CHUNK_SIZE]
-    assert not failed_piece.any()
-    last_piece = target[released + 4 * chunked.CHUNK_SIZE :]
-    assert not last_piece.any() or not (last_piece != 0xAA).any()
+    assert not target[released:].any()  # (its piece: copied out, then zeroed)
+
+    # A failure in the second of three pieces: all three were in flight before the
+    # first was checked, so the third's plaintext was copied out too, never checked,
+    # and must be zeroed as well.
+    sealed[9 * chunked.SEALED_CHUNK_SIZE + 100] ^= 1
+    sealed[5 * chunked.SEALED_CHUNK_SIZE + 100] ^= 1
+    target[:] = 0xAA
+    with pytest.raises(aescl.AuthenticationError) as failed:
+        chunks.open_ranges(sealed, target, 5, iter([(0, 12)]))
+    assert failed.value.chunk == 5 + 5
+    released = 4 * chunked.CHUNK_SIZE
+    assert target[:released].tobytes() == plaintext[:released].tobytes()
+    assert not target[released:].any()
