@@ -46,7 +46,9 @@ interpreter, an OpenCL team of four H100s reached 0.46 of what four processes do
 0.87 this way; a CUDA team of four H200s 0.80, and 0.92 this way (docs/benchmarks).
 
 Engines left out stay in reserve for faults. A list of devices runs on the devices
-named, under the first, second and last rule.
+named, under the first, second and last rule. The one exception is a run's final chunk
+of the chunked format (under 16 KiB), which every team seals and opens on the host
+engine (:func:`_final_engine`): on a GPU it was a launch and a wait after the split.
 
 **Faults.** An engine that fails (an OpenCL error, a device out of memory, a
 lost device) is dropped from the job, and every range it had taken is redone by
@@ -82,7 +84,7 @@ from .chunkformat import (
     plaintext_run,
     sealed_run,
 )
-from .devices import Device
+from .devices import Device, host_device
 from .engines import BLOCK_SIZE, BlockTransform, Engine, Ranges, engine_for
 from .errors import AuthenticationError, DeviceNotFound, first_failure
 from .rates import expected_rate, rate_kind
@@ -362,6 +364,15 @@ class Team:
         return TeamChunks(self, key, base_nonce, batch_chunks)
 
 
+def _final_engine() -> Engine:
+    """The engine of a run's final chunk, on every team: the host engine. The chunk is
+    under 16 KiB of host memory, which OpenSSL seals in about 0.05 ms on one core; a
+    GPU took 1.0-1.25 ms for it, a launch and a wait once the split had ended, a
+    fixed cost of every team call (2 x H200, 2 GiB, docs/benchmarks: "What a team's
+    call costs apart from its bytes"), and a device need not start for it."""
+    return engine_for(host_device())
+
+
 class _Workers:
     """One job's worker per engine, made when the engine first takes part (an OpenCL
     worker builds its kernel then); callable from every member's thread."""
@@ -443,14 +454,9 @@ class TeamChunks:
         out = new_buffer(full * SEALED_CHUNK_SIZE + (rest + TAG_SIZE if final else 0))
         self.seal_full(source[: full * CHUNK_SIZE], out[: full * SEALED_CHUNK_SIZE], first)
         if final:
-            out[full * SEALED_CHUNK_SIZE :] = byte_view(self.worker(self._final_lead(rest)).seal(
+            out[full * SEALED_CHUNK_SIZE :] = byte_view(self.worker(_final_engine()).seal(
                 source[full * CHUNK_SIZE :], first + full, final=True))
         return out
-
-    def _final_lead(self, nbytes: int) -> Engine:
-        """The engine of a run's final chunk: the lead of the team for a job its size
-        (``all`` and the default team run one on the host engine, starting no device)."""
-        return self._team.for_job(nbytes, "chunks").lead
 
     def open(self, ciphertext: Any, first: int, final: bool) -> memoryview:
         """Authenticate and decrypt sealed chunks from chunk ``first``; no plaintext of the
@@ -461,7 +467,7 @@ class TeamChunks:
         try:
             self.open_full(source[: full * SEALED_CHUNK_SIZE], out[: full * CHUNK_SIZE], first)
             if final:
-                out[full * CHUNK_SIZE :] = byte_view(self.worker(self._final_lead(rest)).open(
+                out[full * CHUNK_SIZE :] = byte_view(self.worker(_final_engine()).open(
                     source[full * SEALED_CHUNK_SIZE :], first + full, final=True))
         except BaseException:
             wipe(out)

@@ -227,6 +227,25 @@ def test_a_rejected_chunk_stops_the_split_job_and_releases_nothing(opencl_cpu, f
     assert not out[:-1].any()  # the output buffer is left zeroed
 
 
+def test_a_runs_final_chunk_goes_to_the_host_engine_on_every_team(opencl_cpu):
+    """The final chunk (under 16 KiB) is sealed and opened on the host engine, not on the
+    team's lead: a GPU took about 1 ms for it, a fixed cost of every team call."""
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    cipher = scheduler.Team([opencl_cpu]).chunks(key, base_nonce, 8)
+    plaintext = os.urandom(2 * chunked.CHUNK_SIZE + 100)
+    sealed = bytes(cipher.seal(plaintext, 0, final=True))
+    assert sealed == chunked.encrypt_raw(key, base_nonce, plaintext, device="host")
+    assert bytes(cipher.open(sealed, 0, final=True)) == plaintext
+    made = {kind for _, kind in cipher.worker._made}
+    assert made == {type(engine_for(opencl_cpu)).__name__, "HostEngine"}
+
+    # A run of the final chunk alone starts no worker on the team's own engine.
+    alone = scheduler.Team([opencl_cpu]).chunks(key, base_nonce, 8)
+    assert bytes(alone.seal(plaintext[:100], 0, final=True)) == chunked.encrypt_raw(
+        key, base_nonce, plaintext[:100], device="host")
+    assert {kind for _, kind in alone.worker._made} == {"HostEngine"}
+
+
 # ---- no device named: the default team -------------------------------------------------
 
 @pytest.fixture
