@@ -575,6 +575,39 @@ def test_kept_lone_sealings_of_other_lengths_and_threads_stay_pycas():
     assert results == [True] * 160
 
 
+def test_a_cipher_dropped_while_its_work_waits_on_a_stream_still_gives_pycas_bytes():
+    """A cipher's kept tables of H (engines/cuda/workers.py, KeyTables) record no event a
+    call: freed with the cipher, they wait for all the work of their GPU first. Here the
+    cipher is dropped while its launches sit behind a long sleep on the stream, and more
+    memory is allocated and written meanwhile; every sealed message is still pyca's."""
+    import gc
+
+    from cuda_arrays import cuda_gpu_present
+
+    torch = pytest.importorskip("torch")
+    if not cuda_gpu_present():
+        pytest.skip("no CUDA GPU on this machine")
+    key = os.urandom(32)
+    pyca = PycaAESGCM(key)
+    cipher = aescl.AESGCM(key)
+    messages = [(os.urandom(12), os.urandom(4096)) for _ in range(8)]
+    tensors = [torch.frombuffer(bytearray(data), dtype=torch.uint8).to("cuda")
+               for _, data in messages]
+    cipher.encrypt(messages[0][0], tensors[0], None)  # (the kernels kept for the stream)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(500_000_000)  # (a few hundred ms of the GPU's clock)
+    sealed = [cipher.encrypt(nonce, tensor, None)
+              for (nonce, _), tensor in zip(messages, tensors, strict=True)]
+    del cipher
+    gc.collect()
+    scribbles = [torch.full((1 << 20,), 0xA5, dtype=torch.uint8, device="cuda")
+                 for _ in range(4)]
+    torch.cuda.synchronize()
+    assert all(s.cpu().numpy().tobytes() == pyca.encrypt(nonce, data, None)
+               for s, (nonce, data) in zip(sealed, messages, strict=True))
+    assert all(int(scribble[0]) == 0xA5 for scribble in scribbles)
+
+
 def test_a_jax_array_that_fails_its_tag_raises_invalid_tag_and_zeroes_its_rows(jax_gpu):
     """A JAX array is immutable, so aescl makes its results in CuPy and hands them to JAX
     last. A failed tag must still raise InvalidTag (InvalidTags naming the rows of a

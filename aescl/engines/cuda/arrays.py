@@ -77,7 +77,7 @@ def _reused_after_the_stream(obj: Any) -> bool:
     so aescl's, in the usual case (an array used on another stream needs what their own
     operations need there: docs/gpu-arrays.md); and aescl's own spans (staged host
     data) are kept by the engine."""
-    return isinstance(obj, CudaBytes) or _library(obj) in ("torch", "cupy")
+    return isinstance(obj, CudaBytes) or is_torch_tensor(obj) or _library(obj) == "cupy"
 
 
 def _hold_until_done(span: CudaBytes, *arrays: Any) -> None:
@@ -280,10 +280,10 @@ def empty_like(obj: Any, device: int) -> Any:
 
 def empty_bytes(obj: Any, device: int, nbytes: int) -> Any:
     """A new flat uint8 array of ``nbytes`` of ``obj``'s library on GPU ``device``."""
-    library = _library(obj)
-    if library == "torch":
+    if is_torch_tensor(obj):  # (first, and cheaper than naming its library)
         torch = sys.modules["torch"]
         return torch.empty(nbytes, dtype=torch.uint8, device=obj.device)
+    library = _library(obj)
     if library in ("cupy", "jax"):
         cupy = sys.modules["cupy"] if library == "cupy" else _cupy_for_jax()
         with cupy.cuda.Device(device):
@@ -435,7 +435,7 @@ class CudaArrayChunks:
         self._key_argument = keyschedule.kernel_key_argument(key, "host", False)
         # H's tables on each GPU kept between calls, for a job its caller keeps (each
         # call's own otherwise: made in the stream's order, with no wait).
-        self._tables = KeyTables(self._h) if kept else None
+        self._tables = KeyTables(self._h, whole_gpu_at_free=True) if kept else None
         # A kept job's kernels for lone messages with no AAD, a (GPU, stream): such a
         # call keeps nothing of its own in them (no scratch, no uploads), so one serves
         # every such call there (making them was a tenth of a 4 KiB message's call).
