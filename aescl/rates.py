@@ -232,6 +232,12 @@ def expected_rate(device: Device, kind: str, stored_first: bool = False) -> floa
     return (guessed or _GUESSED_GB_S.get((device.type, kind), 1.0)) * 1e9
 
 
+def only_guessed(device: Device, kind: str) -> bool:
+    """Whether ``device``'s rate for ``kind`` of work is a guess: neither stored nor
+    measured in this process."""
+    return stored_rate(device, kind) is None and (device.id, kind) not in measured
+
+
 def start_seconds(device: Device, started: bool) -> float:
     """What a job on ``device`` pays before its first byte: nothing on the host engine
     or once this process has ``started`` OpenCL; else the start-up ``aescl bench``

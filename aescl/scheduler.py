@@ -89,12 +89,15 @@ from .engines import BLOCK_SIZE, BlockTransform, Engine, Ranges, engine_for
 from .errors import AuthenticationError, DeviceNotFound, first_failure
 from .rates import expected_rate, rate_kind
 
-# (device id, kind of work) of the jobs done in this process. A device's first job of a
-# kind sets no measured rate: it carries the engine's start-up (a context, kernel builds,
-# tuning), which a later job does not. Counted, a GPU started by the default team
-# measured 0.19-0.25 GB/s for a 1 GiB chunked job that it then did at 6.3 (H200 host),
-# and was never chosen again.
-_worked_before: set[tuple[str, str]] = set()
+# (device id, kind of work, kind of launch) of the jobs done in this process. A device's
+# first job of a kind of launch sets no measured rate: it carries the engine's start-up
+# (a context, kernel builds, tuning), which a later job does not. Counted, a GPU started
+# by the default team measured 0.19-0.25 GB/s for a 1 GiB chunked job that it then did
+# at 6.3 (H200 host), and was never chosen again; and PoCL's first opening, after its
+# first sealing had built only the sealing kernel, measured 0.39 GB/s for what it then
+# did at 1.7 (the 2-core CI kind). The launch names the kernels a job builds: ``seal``,
+# ``open``, or a block kernel and key size (``aes_ctr_xor/128``).
+_worked_before: set[tuple[str, str, str]] = set()
 
 # A job this small runs on the leading engine alone: splitting it would cost more
 # (threads, a kernel launch per engine) than it saves.
@@ -282,10 +285,11 @@ class Team:
 
     def split(self, units: int, unit_bytes: int,
               work: Callable[[Engine, Iterable[tuple[int, int]]], None],
-              kind: str = "blocks", arrays: Sequence[Any] = ()) -> None:
+              kind: str = "blocks", arrays: Sequence[Any] = (), launch: str = "") -> None:
         """Run ``work(engine, ranges)`` on the engines taking part (:meth:`taking_part`)
         at once over ``units`` units; each engine pulls its ranges from one cursor.
-        Returns when every unit is done."""
+        ``launch`` names the kernels the work runs (:data:`_worked_before`). Returns
+        when every unit is done."""
         if units <= 0:
             return  # (the shares stay those of the last job that had work)
         kinds = {e: rate_kind(e, kind, arrays) for e in self.engines}
@@ -350,9 +354,9 @@ class Team:
             share = member.share
             if share and not share.failed and share.units and share.seconds > 0:
                 timed = member.engine.device.id, kinds[member.engine]
-                if timed in _worked_before:
+                if (*timed, launch) in _worked_before:
                     rates.measured[timed] = share.units * unit_bytes / share.seconds
-                _worked_before.add(timed)
+                _worked_before.add((*timed, launch))
         if errors:
             raise first_failure(errors)
 
@@ -398,6 +402,8 @@ class TeamBlocks:
     def __init__(self, team: Team, transform: BlockTransform) -> None:
         self._team = team
         self.worker = _Workers(lambda engine: engine.blocks(transform))
+        # (the kernel and its build: one a key size)
+        self._launch = f"{transform.kernel[1]}/{8 * len(transform.key)}"
 
     def run(self, source: Any, target: Any, first_block: int = 0) -> None:
         """Every whole block of ``source`` into ``target`` (the same length; may be the
@@ -406,7 +412,7 @@ class TeamBlocks:
         self._team.for_job(blocks * BLOCK_SIZE, "blocks").split(
             blocks, BLOCK_SIZE,
             lambda engine, ranges: self.worker(engine).run(source, target, ranges, first_block),
-            arrays=(source, target))
+            arrays=(source, target), launch=self._launch)
 
     def keystream(self, index: int) -> bytes:
         return bytes(self.worker(self._team.lead).keystream(index))
@@ -424,28 +430,28 @@ class TeamChunks:
         self.worker = _Workers(lambda engine: engine.chunks(key, base_nonce, batch_chunks))
 
     def _split(self, count: int, first: int, call: Callable[[Any, Ranges], None],
-               arrays: tuple[Any, Any]) -> None:
+               arrays: tuple[Any, Any], launch: str) -> None:
         """``count`` whole chunks from message chunk ``first`` of ``arrays``, split over
         the team that runs a job of their size; ``call(worker, ranges)`` does an
-        engine's part."""
+        engine's part, ``launch`` (``seal``, ``open``) names it."""
         check_chunk_range(first, count)
         self._team.for_job(count * CHUNK_SIZE, "chunks").split(
             count, CHUNK_SIZE, lambda engine, ranges: call(self.worker(engine), ranges),
-            "chunks", arrays)
+            "chunks", arrays, launch)
 
     def seal_full(self, plaintext: Any, sealed: Any, first: int) -> None:
         """Seal every whole chunk of ``plaintext`` (message chunks ``first, ...``) into
         ``sealed``, 16400 bytes each."""
         self._split(len(byte_view(plaintext)) // CHUNK_SIZE, first,
                     lambda worker, ranges: worker.seal_ranges(plaintext, sealed, first, ranges),
-                    (plaintext, sealed))
+                    (plaintext, sealed), "seal")
 
     def open_full(self, sealed: Any, plaintext: Any, first: int) -> None:
         """Open every whole sealed chunk of ``sealed``; a range's plaintext is written
         only after its chunks authenticated, and a failure raises AuthenticationError."""
         self._split(len(byte_view(sealed)) // SEALED_CHUNK_SIZE, first,
                     lambda worker, ranges: worker.open_ranges(sealed, plaintext, first, ranges),
-                    (sealed, plaintext))
+                    (sealed, plaintext), "open")
 
     def seal(self, plaintext: Any, first: int, final: bool) -> memoryview:
         """Seal chunks ``first, ...``; with ``final`` the last one is the short final one."""

@@ -1,0 +1,60 @@
+"""Issue 55 (item 4): the five plain calls (bytes in, bytes out) of a long-lived process,
+the default device against each named one. A fresh process's default runs its first
+jobs on the host engine, starting no device until it has spent a start-up's worth of
+time there (renting before buying, aescl.teams); a started CPU device whose rate is a
+guess then takes large jobs until one has measured it. This script plays that part
+first: 16 default calls of each kind, then three rounds of the default and each named
+device (``host`` and every OpenCL CPU device), best of 4 each, GB/s. Prints one JSON
+object: the figures, and the rates measured in the process.
+
+    python3 docs/benchmarks/2026-11-28-steady-plain-calls.py [MiB]    # default 256
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import aescl
+from aescl import rates
+
+
+def main(mib: int) -> None:
+    n = mib << 20
+    data, key, nonce = os.urandom(n), os.urandom(32), os.urandom(12)
+    sealed = aescl.chunked.encrypt(key, data, device="host")
+    text, tag = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="host").encrypt_and_digest(data)
+    calls = {
+        "chunked.encrypt": lambda d: aescl.chunked.encrypt(key, data, device=d),
+        "chunked.decrypt": lambda d: aescl.chunked.decrypt(key, sealed, device=d),
+        "GCM encrypt_and_digest": lambda d: aescl.new(
+            key, aescl.MODE_GCM, nonce=nonce, device=d).encrypt_and_digest(data),
+        "GCM decrypt_and_verify": lambda d: aescl.new(
+            key, aescl.MODE_GCM, nonce=nonce, device=d).decrypt_and_verify(text, tag),
+        "CTR encrypt": lambda d: aescl.new(key[:16], aescl.MODE_CTR, nonce=nonce[:8],
+                                           device=d).encrypt(data),
+    }
+    for call in calls.values():
+        for _ in range(16):
+            call(None)
+    named = ["host"] + [d.id for d in aescl.list_devices() if d.type == "cpu"]
+    figures: dict[str, dict[str, list[float]]] = {}
+    for _ in range(3):
+        for name, call in calls.items():
+            for device in [None, *named]:
+                fastest = float("inf")
+                for _ in range(4):
+                    start = time.perf_counter()
+                    call(device)
+                    fastest = min(fastest, time.perf_counter() - start)
+                figures.setdefault(name, {}).setdefault(device or "default", []).append(
+                    round(n / fastest / 1e9, 2))
+    measured = {f"{device} {kind}": round(rate / 1e9, 2)
+                for (device, kind), rate in rates.measured.items()}
+    print(json.dumps({"GB/s": figures, "measured GB/s": measured}))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 256)
