@@ -483,7 +483,8 @@ def test_a_gcm_stream_goes_by_its_own_rates_not_the_chunked_formats(no_device_na
 def test_unmeasured_devices_rank_the_host_engine_before_an_opencl_cpu(without_a_gpu,
                                                                       no_device_named,
                                                                       opencl_cpu):
-    # The guesses alone: on the same cores OpenSSL ran 6-20x PoCL (docs/benchmarks).
+    # The guesses alone, asked with no job: a CPU device is guessed low so that it starts
+    # for nothing the host engine would do (a job then tries it once OpenCL runs: above).
     for kind in ("blocks", "chunks"):
         assert no_device_named.best_device(kind) == host_device()
 
