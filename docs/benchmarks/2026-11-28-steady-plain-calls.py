@@ -3,11 +3,11 @@ the default device against each named one. A fresh process's default runs its fi
 jobs on the host engine, starting no device until it has spent a start-up's worth of
 time there (renting before buying, aescl.teams); a started CPU device whose rate is a
 guess then takes large jobs until one has measured it. This script plays that part
-first: 16 default calls of each kind, then three rounds of the default and each named
-device (``host`` and every OpenCL CPU device), best of 4 each, GB/s. Prints one JSON
+first: 16 default calls of each kind, then ROUNDS rounds (default 3) of the default
+and each device named (every real device listed), best of 4 each, GB/s. Prints one JSON
 object: the figures, and the rates measured in the process.
 
-    python3 docs/benchmarks/2026-11-28-steady-plain-calls.py [MiB]    # default 256
+    python3 docs/benchmarks/2026-11-28-steady-plain-calls.py [MiB [ROUNDS]]   # 256, 3
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import aescl
 from aescl import rates
 
 
-def main(mib: int) -> None:
+def main(mib: int, rounds: int) -> None:
     n = mib << 20
     data, key, nonce = os.urandom(n), os.urandom(32), os.urandom(12)
     sealed = aescl.chunked.encrypt(key, data, device="host")
@@ -39,9 +39,9 @@ def main(mib: int) -> None:
     for call in calls.values():
         for _ in range(16):
             call(None)
-    named = ["host"] + [d.id for d in aescl.list_devices() if d.type == "cpu"]
+    named = [d.id for d in aescl.list_devices() if not d.is_simulator]
     figures: dict[str, dict[str, list[float]]] = {}
-    for _ in range(3):
+    for _ in range(rounds):
         for name, call in calls.items():
             for device in [None, *named]:
                 fastest = float("inf")
@@ -57,4 +57,5 @@ def main(mib: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 256)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 256,
+         int(sys.argv[2]) if len(sys.argv) > 2 else 3)
