@@ -287,7 +287,11 @@ def _serve(connection: Connection) -> None:
             for token in message[1]:
                 mappings.pop(token, None)
             continue
-        connection.send(_run(engine, mappings, message, connection))
+        held: list[Any] = []
+        connection.send(_run(engine, mappings, message, connection, held))
+        # The task's objects go only now: freeing a key's tables on the GPU waits for its
+        # streams and the driver (cuMemFree), which the parent need not wait for.
+        held.clear()
 
 
 def _pulled(connection: Connection) -> Iterator[tuple[int, int]]:
@@ -301,7 +305,9 @@ def _pulled(connection: Connection) -> Iterator[tuple[int, int]]:
 
 
 def _run(engine: Any, mappings: dict[int, Any], task: tuple[Any, ...],
-         connection: Connection) -> Any:
+         connection: Connection, held: list[Any]) -> Any:
+    """The reply to ``task``; the engine's worker for it is put in ``held``, for the
+    caller to drop once the reply is sent."""
     head, source, target = task
 
     def view(ref: tuple[int, int, int]) -> Any:
@@ -311,11 +317,12 @@ def _run(engine: Any, mappings: dict[int, Any], task: tuple[Any, ...],
     ranges = _pulled(connection)
     try:
         if head[0] == "blocks":
-            engine.blocks(head[1]).run(view(source), view(target), ranges, head[2])
+            held.append(engine.blocks(head[1]))
+            held[0].run(view(source), view(target), ranges, head[2])
         else:
             kind, key, base_nonce, batch_chunks, first = head
-            chunks = engine.chunks(key, base_nonce, batch_chunks)
-            crypt = chunks.seal_ranges if kind == "seal" else chunks.open_ranges
+            held.append(engine.chunks(key, base_nonce, batch_chunks))
+            crypt = held[0].seal_ranges if kind == "seal" else held[0].open_ranges
             crypt(view(source), view(target), first, ranges)
     except AuthenticationError as exc:
         return ("auth", str(exc), exc.chunk)
