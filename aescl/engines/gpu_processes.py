@@ -287,11 +287,7 @@ def _serve(connection: Connection) -> None:
             for token in message[1]:
                 mappings.pop(token, None)
             continue
-        held: list[Any] = []
-        connection.send(_run(engine, mappings, message, connection, held))
-        # The task's objects go only now: freeing a key's tables on the GPU waits for its
-        # streams and the driver (cuMemFree), which the parent need not wait for.
-        held.clear()
+        connection.send(_run(engine, mappings, message, connection))
 
 
 def _pulled(connection: Connection) -> Iterator[tuple[int, int]]:
@@ -305,9 +301,7 @@ def _pulled(connection: Connection) -> Iterator[tuple[int, int]]:
 
 
 def _run(engine: Any, mappings: dict[int, Any], task: tuple[Any, ...],
-         connection: Connection, held: list[Any]) -> Any:
-    """The reply to ``task``; the engine's worker for it is put in ``held``, for the
-    caller to drop once the reply is sent."""
+         connection: Connection) -> Any:
     head, source, target = task
 
     def view(ref: tuple[int, int, int]) -> Any:
@@ -317,12 +311,11 @@ def _run(engine: Any, mappings: dict[int, Any], task: tuple[Any, ...],
     ranges = _pulled(connection)
     try:
         if head[0] == "blocks":
-            held.append(engine.blocks(head[1]))
-            held[0].run(view(source), view(target), ranges, head[2])
+            engine.blocks(head[1]).run(view(source), view(target), ranges, head[2])
         else:
             kind, key, base_nonce, batch_chunks, first = head
-            held.append(engine.chunks(key, base_nonce, batch_chunks))
-            crypt = held[0].seal_ranges if kind == "seal" else held[0].open_ranges
+            chunks = engine.chunks(key, base_nonce, batch_chunks)
+            crypt = chunks.seal_ranges if kind == "seal" else chunks.open_ranges
             crypt(view(source), view(target), first, ranges)
     except AuthenticationError as exc:
         return ("auth", str(exc), exc.chunk)
