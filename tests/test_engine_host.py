@@ -5,6 +5,7 @@ what a failed chunk leaves behind."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import numpy as np
@@ -178,6 +179,53 @@ def test_a_failed_chunk_opened_in_place_by_the_workers_is_never_written(reaching
     for k in range(200):
         got = opened[k * CHUNK : (k + 1) * CHUNK]
         assert got in (b"\xaa" * CHUNK, plaintext[k * CHUNK : (k + 1) * CHUNK]), k
+
+
+def test_on_few_cores_the_second_large_job_starts_the_workers_for_those_after(monkeypatch):
+    """On a host of fewer than STAGE_MIN_CORES cores, starting the workers costs more than
+    one job gains from them: the first large chunk job on ordinary memory runs on a
+    thread and starts nothing; the second starts them on a thread of their own and runs
+    here meanwhile; once they run, the jobs go to them (reach.py), each pyca's bytes."""
+    from aescl.engines.host import processes
+
+    threads = 2
+    monkeypatch.setattr(host, "STAGE_MIN_CORES", threads + 1)
+    monkeypatch.setattr(host, "REACH_MIN_BYTES", 8 * CHUNK)
+    processes.shutdown()  # (none running from earlier tests)
+    engine = HostEngine(host_device(), threads=threads)
+    if not engine.processes:
+        pytest.skip("no worker processes here (memfd)")
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(20 * CHUNK)
+    expected = _chunks_as_pycryptodome(key, base_nonce, 0, plaintext)
+    worker = engine.chunks(key, base_nonce)
+
+    def sealed_here() -> bytes:
+        sealed = bytearray(20 * SEALED)
+        worker.seal_ranges(plaintext, sealed, 0, iter([(0, 20)]))
+        return bytes(sealed)
+
+    assert sealed_here() == expected
+    assert not processes.running(threads) and not processes._starting
+    assert sealed_here() == expected  # (started on a thread beside it)
+    for _ in range(600):
+        if processes.running(threads) or processes._start_failed:
+            break
+        time.sleep(0.1)
+    if processes._start_failed:
+        pytest.skip("the host engine's worker processes could not start here")
+    assert processes.running(threads)
+    if not processes.workers(engine.device, threads).can_reach():
+        pytest.skip("this kernel lets no child read its parent's memory (Yama ptrace_scope)")
+
+    def no_threads(*args):
+        raise AssertionError("the job ran on this process's threads, not in the workers")
+
+    monkeypatch.setattr(host, "_on_threads", no_threads)
+    assert sealed_here() == expected
+    opened = bytearray(20 * CHUNK)
+    worker.open_ranges(expected, opened, 0, iter([(0, 20)]))
+    assert opened == plaintext
 
 
 def test_a_forked_child_starts_workers_of_its_own(reaching):

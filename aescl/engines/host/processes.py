@@ -277,3 +277,34 @@ def workers(device: Device, count: int) -> Workers:
                 _workers = None
             _workers = Workers(device, count)
         return _workers
+
+
+def running(count: int) -> bool:
+    """Whether ``count`` workers or more of this process are up, starting none."""
+    pool = _workers
+    return (pool is not None and pool.owner == os.getpid() and not pool.broken
+            and pool.count >= count)
+
+
+_starting: set[int] = set()  # processes whose workers a thread is starting
+_start_failed: set[int] = set()  # processes where a start on a thread failed
+
+
+def start_soon(device: Device, count: int) -> None:
+    """Start ``count`` workers on a thread of their own, while the caller's jobs go on
+    (at most once a process: not where one is starting, or such a start failed)."""
+    here = os.getpid()
+    with _lock:
+        if here in _starting or here in _start_failed or running(count):
+            return
+        _starting.add(here)
+
+    def start() -> None:
+        try:
+            workers(device, count)
+        except WorkerFailed:
+            _start_failed.add(here)
+        finally:
+            _starting.discard(here)
+
+    threading.Thread(target=start, name="aescl-host-workers-start", daemon=True).start()
