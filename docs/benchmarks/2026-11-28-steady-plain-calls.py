@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import aescl
 from aescl import rates
+from aescl.timing import wall
 
 
 def main(mib: int, rounds: int) -> None:
@@ -44,11 +44,8 @@ def main(mib: int, rounds: int) -> None:
     for _ in range(rounds):
         for name, call in calls.items():
             for device in [None, *named]:
-                fastest = float("inf")
-                for _ in range(4):
-                    start = time.perf_counter()
-                    call(device)
-                    fastest = min(fastest, time.perf_counter() - start)
+                fastest = min(wall(lambda call=call, device=device: call(device))
+                              for _ in range(4))
                 figures.setdefault(name, {}).setdefault(device or "default", []).append(
                     round(n / fastest / 1e9, 2))
     measured = {f"{device} {kind}": round(rate / 1e9, 2)
