@@ -124,8 +124,9 @@ class DefaultTeam(Team):
       (its rate a core differs 3.5x between the kinds of machine measured: no guess
       fits both). Once its engine has started that reason is gone: while its rate for
       a kind of work is still a guess, it takes the large jobs in memory (from
-      :data:`aescl.rates.MIN_MEASURED_BYTES`) of that kind, two of them, as a device's
-      first job sets no rate, and then goes by its measured rate like every other.
+      :data:`aescl.rates.MIN_MEASURED_BYTES`) of that kind until one has measured it
+      (two or three: a device's first job of each kind of launch sets no rate), and
+      then goes by its measured rate like every other.
       On the 2-core CI kind PoCL seals 256 MiB at 2.5-2.8 GB/s against the host
       engine's 2.1-2.2; on the 16-core H200 host at 5.7 against 12.4
       (docs/benchmarks): there, the two jobs cost once what the measurement is worth.
