@@ -171,7 +171,6 @@ def engine_for(device: Device) -> Engine:
 
 
 @cache
-@cache
 def array_kinds() -> tuple[ArrayKind, ...]:
     """The kinds of device array the engines take, in the order asked."""
     return tuple(_resolve(line.arrays) for line in ENGINES if line.arrays)
