@@ -45,7 +45,7 @@ half of pyca's own loop before any AES, and the batch ran 0.1-1.2x that loop
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -54,13 +54,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM as _PycaAESGCM
 
 from . import ghash
 from ._arrays import BytesLike, BytesResult, byte_view, wipe
-from .engines.device_arrays import OPENCL_ARRAYS, ArrayKind
+from .engines.device_arrays import ArrayKind
 from .engines.programs import device_messages
 from .engines.registry import array_kind_of
 from .errors import AuthenticationError
 from .modes import MODE_GCM, new
 from .scheduler import SPLIT_MIN_BYTES
-from .teams import DevicesSpec, array_device_rule, host_messages_device, team
+from .teams import DevicesSpec, array_device_rule, team
 
 TAG_SIZE = 16
 # Messages from this size on run on aescl's engines; shorter ones on pyca, where a
@@ -72,14 +72,6 @@ ENGINE_MIN_BYTES = SPLIT_MIN_BYTES
 # whole device (one message of the program runs on one block of threads: 1 MiB took
 # 3.7 ms on the H200, against 0.28 ms through MODE_GCM).
 ONE_MESSAGE_MOST_BYTES = 64 << 10
-# A batch of host messages goes to a CPU device in one launch (AESGCM._host_batch) from
-# this many messages on, and up to this many bytes a message: fewer, or longer, cost less
-# through pyca's loop (docs/benchmarks, 2026-11-28, tenth session).
-HOST_BATCH_MIN_MESSAGES = 64
-HOST_BATCH_MOST_BYTES = 64 << 10
-# A host batch goes in parts of this many messages, each launched before the one
-# before it is copied out, so that the host's copies overlap the device's work.
-HOST_BATCH_PART_MESSAGES = 8192
 
 
 class InvalidTags(InvalidTag):
@@ -154,28 +146,6 @@ class _Nonces:
     def __len__(self) -> int:
         return len(self._list) if self.rows is None else len(self.rows)
 
-    def joined(self) -> _Nonces:
-        """These nonces as the rows of one array where they are a list of ``bytes`` of one
-        length (a host batch: its checks and J0s then run over all rows at once, as for
-        an array of nonces); else themselves."""
-        listed = self._list
-        if listed is None or not listed or set(map(type, listed)) != {bytes} \
-                or len(set(map(len, listed))) != 1:
-            return self
-        joined = _Nonces([])
-        joined.rows = np.frombuffer(b"".join(listed), np.uint8).reshape(len(listed), -1)
-        joined._list = listed
-        return joined
-
-    def part(self, first: int, end: int) -> _Nonces:
-        """The nonces ``first .. end`` (checked as a whole already)."""
-        part = _Nonces([])
-        if self.rows is not None:
-            part.rows, part._list = self.rows[first:end], None
-        else:
-            part._list = self.as_list()[first:end]
-        return part
-
     def subset(self, indices: list[int]) -> _Nonces:
         """The nonces at ``indices``, in that order (checked as a whole already)."""
         part = _Nonces([])
@@ -211,7 +181,7 @@ class _Nonces:
                 raise ValueError("Nonce must be between 8 and 128 bytes")
             return self.rows
         nonces = self.as_list()
-        if set(map(type, nonces)) == {bytes}:  # (the usual list: all at once)
+        if {type(nonce) for nonce in nonces} == {bytes}:  # (the usual list: all at once)
             lengths = set(map(len, nonces))
             if 8 <= min(lengths) and max(lengths) <= 128:
                 return nonces
@@ -279,18 +249,6 @@ def _refuse_beside(repeats: _RepeatCheck | None, rows: ArrayKind, result: Any) -
         repeats.refuse()
 
 
-def _listed_rows(rows: np.ndarray) -> list[bytes]:
-    """Each row of ``rows`` (N x W bytes in host memory) in its own ``bytes``, as pyca
-    returns each message: NumPy's list of W-byte strings makes them all in one C loop,
-    three times the speed of slicing each in Python; those strings drop trailing zero
-    bytes, so the rows that end in one (1 in 256 of sealed rows) are copied again."""
-    width = rows.shape[1]
-    listed: list[bytes] = rows.view(f"S{width}").reshape(-1).tolist()
-    for index in np.flatnonzero(rows[:, -1] == 0).tolist():
-        listed[index] = rows[index].tobytes()
-    return listed
-
-
 def _stacked_groups(arrays: Any, tag_bytes: int) -> list[tuple[Any, list[int], Any]] | None:
     """A list of device arrays of one type and kind, each of the same whole blocks (past
     ``tag_bytes`` of tag), as (kind, indices, rows): the arrays at ``indices``, all on one
@@ -335,14 +293,6 @@ def _at(associated_data: Any, indices: list[int]) -> Any:
     message, else the same for all."""
     if isinstance(associated_data, list | tuple):
         return [associated_data[index] for index in indices]
-    return associated_data
-
-
-def _part_of(associated_data: Any, first: int, end: int) -> Any:
-    """The associated data of messages ``first .. end``: its items there for one a
-    message, else the same for all."""
-    if isinstance(associated_data, list | tuple):
-        return associated_data[first:end]
     return associated_data
 
 
@@ -497,11 +447,6 @@ class AESGCM:
         aads = self._batch(batch, count, associated_data)
         repeats = _RepeatCheck(batch)
         if rows is None:
-            device = self._host_batch_device(messages, 0)
-            if device is not None:  # (one launch a part on a CPU device)
-                batch = batch.joined()
-                _RepeatCheck(batch).refuse()
-                return self._seal_host_batch(device, batch, messages, aads, associated_data)
             repeats.refuse()
             groups = _stacked_groups(messages, 0)
             if groups is not None:  # (device arrays as the rows of one 2-D array a device)
@@ -572,11 +517,6 @@ class AESGCM:
         failed: list[int] = []
         if rows is not None:
             return self._open_rows(rows, batch, ciphertexts, aads, associated_data, repeats)
-        device = self._host_batch_device(ciphertexts, TAG_SIZE)
-        if device is not None:  # (as in encrypt_many)
-            batch = batch.joined()
-            _RepeatCheck(batch).refuse()
-            return self._open_host_batch(device, batch, ciphertexts, aads, associated_data)
         repeats.refuse()
         groups = _stacked_groups(ciphertexts, TAG_SIZE)
         if groups is not None:  # (device arrays as the rows of one 2-D array a device)
@@ -619,73 +559,6 @@ class AESGCM:
                 results[index] = row
         if failed:
             raise InvalidTags(sorted(failed), results)
-        return results
-
-    def _host_batch_device(self, messages: Any, tag_bytes: int) -> Any:
-        """The CPU device that takes a list of host messages in one launch a part
-        (teams.host_messages_device), where the messages are such a batch: ``bytes`` or
-        ``bytearray``, at least HOST_BATCH_MIN_MESSAGES of them, all of one length of
-        whole blocks (past ``tag_bytes`` of tag) up to HOST_BATCH_MOST_BYTES. None: the
-        messages go one by one (pyca's loop for short ones)."""
-        count = len(messages)
-        if count < HOST_BATCH_MIN_MESSAGES or not set(map(type, messages)) <= {bytes,
-                                                                            bytearray}:
-            return None
-        lengths = set(map(len, messages))
-        if len(lengths) != 1:
-            return None
-        length = lengths.pop() - tag_bytes
-        if length > HOST_BATCH_MOST_BYTES or not device_messages.fits(length, count):
-            return None
-        return host_messages_device(self._device, count)
-
-    @staticmethod
-    def _host_parts(device: Any, messages: Any) -> Iterator[tuple[int, int, np.ndarray, Any]]:
-        """A host batch's parts (HOST_BATCH_PART_MESSAGES each) as (first, end, rows,
-        array): the messages joined once into host memory (``rows``, N x L) and that
-        memory as a pyopencl array that ``device`` reads in place, made one part at a
-        time as the caller launches each."""
-        step = HOST_BATCH_PART_MESSAGES
-        for first in range(0, len(messages), step):
-            end = min(len(messages), first + step)
-            rows = np.frombuffer(bytearray().join(messages[first:end]), np.uint8
-                                 ).reshape(end - first, -1)
-            yield first, end, rows, OPENCL_ARRAYS.over_host(rows, device)
-
-    def _seal_host_batch(self, device: Any, batch: _Nonces, messages: Any, aads: list[Any],
-                         associated_data: Any) -> list[bytes]:
-        """A batch of host messages sealed on a CPU device, a launch a part: each part
-        launched before the one before it is copied out into ``bytes``, so that the
-        copies overlap the device's work (sealing returns once its work is enqueued)."""
-        results: list[bytes] = []
-        launched = None
-        for first, end, rows, array in self._host_parts(device, messages):
-            sealed = self._seal_rows(OPENCL_ARRAYS, batch.part(first, end), array,
-                                     aads[first:end], _part_of(associated_data, first, end))
-            if launched is not None:
-                results += _listed_rows(OPENCL_ARRAYS.mapped(launched[0]))
-            launched = (sealed, rows)  # (the rows kept alive until their work is done)
-        assert launched is not None
-        results += _listed_rows(OPENCL_ARRAYS.mapped(launched[0]))
-        return results
-
-    def _open_host_batch(self, device: Any, batch: _Nonces, ciphertexts: Any,
-                         aads: list[Any], associated_data: Any) -> list[bytes]:
-        """A batch of sealed host messages opened on a CPU device, a launch a part (an
-        opening waits for its verdict); InvalidTags naming every failed message, with
-        each failed one's zeros, once all are done."""
-        results: list[bytes] = []
-        failed: list[int] = []
-        for first, end, _, array in self._host_parts(device, ciphertexts):
-            try:
-                opened = self._open_rows(OPENCL_ARRAYS, batch.part(first, end), array,
-                                         aads[first:end], _part_of(associated_data, first, end))
-            except InvalidTags as failure:
-                failed += [first + index for index in failure.failed]
-                opened = failure.results
-            results += _listed_rows(OPENCL_ARRAYS.mapped(opened))
-        if failed:
-            raise InvalidTags(failed, results)
         return results
 
     def _rows_job(self, rows: ArrayKind) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 from . import scheduler
 from .devices import Device, host_device, select
 from .engines import Engine, engine_for
-from .engines.registry import get_device, gpu_engine_started, line_of, list_devices, started
+from .engines.registry import get_device, gpu_engine_started, list_devices, started
 from .errors import DeviceNotFound
 from .rates import (
     MIN_MEASURED_BYTES,
@@ -181,18 +181,6 @@ class DefaultTeam(Team):
     def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
         return team(self.best_device(kind, nbytes, file_job))
 
-    def messages_device(self, count: int) -> Device | None:
-        """The CPU device that takes a batch of ``count`` host messages in one launch
-        (:func:`host_messages_device`), rented as :meth:`best_device` rents: while
-        OpenCL has not started, the batches' expected time in pyca's loop adds up
-        until it passes the least start-up timed, and the batch that passes it starts
-        OpenCL and looks. None: pyca's loop on the host."""
-        if not started()["opencl"]:
-            self._rented_seconds += count * HOST_MESSAGE_SECONDS
-            if self._rented_seconds <= least_start_seconds():
-                return None
-        return _cpu_device_of(line_of("opencl").devices())
-
     def stream_engine(self) -> Engine:
         if not gpu_engine_started():
             return self._host.lead
@@ -279,31 +267,6 @@ def array_device_rule(kind: str, team: Team) -> Any:
                      + ", ".join(d.id for d in team.devices))
 
 
-# What pyca's own loop costs a message of a batch on the host: 1.1-2.2 µs a 1 KiB
-# message on the 2-core CI kind (docs/benchmarks, 2026-11-27 and 11-28), most of it the
-# call. The default team rents a CPU device for batches by it.
-HOST_MESSAGE_SECONDS = 1.5e-6
-
-
-def _cpu_device_of(devices: Sequence[Device]) -> Device | None:
-    return next((d for d in devices if d.is_opencl and d.type == "cpu"), None)
-
-
-def host_messages_device(device: DevicesSpec, count: int) -> Device | None:
-    """Where a batch of ``count`` GCM messages in host memory (aescl.AESGCM's
-    encrypt_many and decrypt_many) goes in one launch: an OpenCL CPU device among those
-    ``device`` names, which computes in host memory, so that the messages go in place
-    with no transfer; with no device named, such a device once renting it paid
-    (:meth:`DefaultTeam.messages_device`). None: the messages go one by one through
-    pyca on the host (the host engine alone, CUDA, or no CPU device)."""
-    chosen = team(device)
-    if isinstance(chosen, DefaultTeam):
-        return chosen.messages_device(count)
-    if isinstance(chosen, CudaTeam):
-        return None
-    return _cpu_device_of(chosen.devices)
-
-
 _teams: dict[tuple[str, ...], Team] = {}
 
 
@@ -347,5 +310,4 @@ def team(device: DevicesSpec) -> Team:
 
 
 __all__ = ["CudaTeam", "DefaultTeam", "DeviceSpec", "DevicesSpec", "WholeMachineTeam",
-           "array_device_rule", "cuda_spec", "host_messages_device", "resolve_devices",
-           "team"]
+           "array_device_rule", "cuda_spec", "resolve_devices", "team"]

@@ -23,9 +23,7 @@ An engine package that takes device arrays exports, from its root, three classes
 * ``ArrayBytes``: ``empty(like, nbytes)``, ``write(array, offset, data)``,
   ``finish(like, result)``, ``stack(arrays)`` (their bytes as the rows of one 2-D
   array, or None) and ``device_of(array)``, for a result a call lays out itself
-  (aescl.AESGCM); the OpenCL engine's also ``over_host(memory, device)`` and
-  ``mapped(array)``: host memory that a CPU device reads in place, for a batch of host
-  messages in one launch.
+  (aescl.AESGCM).
 
 ``rule`` is where a cipher's devices let the arrays run (``teams.array_device_rule``).
 """
@@ -190,18 +188,6 @@ class ArrayKind:
     def finish(self, like: Any, result: Any) -> Any:
         """A result made by :meth:`empty` as the kind of array ``like`` is."""
         return self.engine().ArrayBytes.finish(like, result)
-
-    def over_host(self, memory: Any, device: Any) -> Any:
-        """Host ``memory`` (a NumPy array the caller keeps alive until the work on it is
-        done) as an array of this kind on ``device``, a CPU device that reads it in
-        place: a batch of host messages in one launch (aescl.AESGCM). Only the OpenCL
-        engine has it."""
-        return self.engine().ArrayBytes.over_host(memory, device)
-
-    def mapped(self, array: Any) -> Any:
-        """An array made from :meth:`over_host` memory's work, in host memory as NumPy,
-        once its work is done (a CPU device's memory: no copy)."""
-        return self.engine().ArrayBytes.mapped(array)
 
 
 # The two kinds, each on its engine's line in engines/registry.py.

@@ -415,51 +415,9 @@ def read_array(array: Any, offset: int, nbytes: int) -> bytes:
     return host.tobytes()
 
 
-# A device's pool of memory for the results of work on host memory it reads in place
-# (OpenclArrayBytes.over_host), so that a batch after the first writes memory already
-# touched: a fresh 16 MiB result cost about 10 ms of page faults on the 2-core CI kind,
-# three times the work of sealing 16,384 messages of 1 KiB there (docs/benchmarks).
-_host_pools: dict[str, Any] = {}
-_host_pools_lock = threading.Lock()
-
-
-def _host_pool(device: Device, queue: Any) -> Any:
-    import pyopencl.tools as cl_tools
-
-    with _host_pools_lock:
-        pool = _host_pools.get(device.id)
-        if pool is None:
-            pool = _host_pools[device.id] = cl_tools.MemoryPool(
-                cl_tools.ImmediateAllocator(queue))
-        return pool
-
-
 class OpenclArrayBytes:
     """Plain bytes of pyopencl arrays, for a call that lays out its own result
     (aescl.AESGCM: the ciphertext, then the tag)."""
-
-    @staticmethod
-    def over_host(memory: np.ndarray, device: Device) -> Any:
-        """Host ``memory`` (a C-contiguous NumPy array, kept alive by the caller until the
-        work on it is done) as a pyopencl array on ``device``, a CPU device, which reads
-        it in place (the buffer uses the host pointer: no copy). Results of work on it
-        come from a pool of the device's (:func:`mapped` reads them without a copy)."""
-        from .runtime import device_runtime
-
-        queue = device_runtime(device).queue
-        buffer = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
-                           hostbuf=memory)
-        import pyopencl.array as cl_array
-
-        return cl_array.Array(queue, memory.shape, memory.dtype, data=buffer,
-                              allocator=_host_pool(device, queue))
-
-    @staticmethod
-    def mapped(array: Any) -> np.ndarray:
-        """``array``'s bytes as a NumPy array of its shape in host memory, once the work
-        before on it is done: on a CPU device its memory itself (mapped), unmapped when
-        the NumPy array goes."""
-        return array.map_to_host(flags=cl.map_flags.READ)  # type: ignore[no-any-return]
 
     @staticmethod
     def empty(like: Any, nbytes: int) -> Any:
