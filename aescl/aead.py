@@ -37,10 +37,11 @@ of one 2-D array by the library (torch, CuPy, pyopencl), one array a device, and
 the same way, the devices at once (a thread each); the results are those arrays' rows.
 
 Other lists go message by message (short host messages straight to pyca). A batch of
-host messages in one launch on a CPU device was measured and not kept: on the 2-core CI
-kind, joining the messages and copying each result into its own ``bytes`` cost about
-half of pyca's own loop before any AES, and the batch ran 0.1-1.2x that loop
-(docs/benchmarks, 2026-11-27).
+host messages in one launch on a CPU device was measured twice and not kept: on the
+2-core CI kind, joining the messages and copying each result into its own ``bytes`` cost
+about half of pyca's own loop before any AES, and the batch ran 0.1-1.3x that loop
+(docs/benchmarks, 2026-11-27 and 11-28; pyca's calls hold the GIL, so two threads of
+them take no less than one).
 """
 
 from __future__ import annotations
