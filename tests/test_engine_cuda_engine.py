@@ -205,6 +205,24 @@ def test_host_data_chunked_on_cuda_is_byte_identical_to_the_host_engine(small_pi
 
 
 @needs_gpu
+def test_a_chunk_job_on_host_data_makes_its_keys_tables_before_its_first_piece(small_pieces):
+    """Made in the first piece's set-up, the tables' wait took that piece's upload with
+    it, the other pieces' set-ups waiting on the tables' lock (KeyTables.make_now)."""
+    from aescl.chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
+
+    key, nonce = os.urandom(32), os.urandom(12)
+    engine = aescl.engines.engine_for(aescl.get_device("cuda:0"))
+    job = engine.chunks(key, nonce, 1024)
+    assert list(job._tables._on) == [0]  # (before any work)
+    data = os.urandom(40 * CHUNK_SIZE)
+    sealed = job.seal(data, 7, final=False)
+    assert len(sealed) == 40 * SEALED_CHUNK_SIZE
+    host = aescl.engines.engine_for(aescl.get_device("host")).chunks(key, nonce, 1024)
+    assert bytes(sealed) == bytes(host.seal(data, 7, final=False))
+    assert bytes(job.open(sealed, 7, final=False)) == data
+
+
+@needs_gpu
 def test_threads_sharing_the_cuda_engine_each_get_their_own_bytes(small_pieces):
     """Eight threads, each its own key and data, on one GPU at once: every result is the
     one pycryptodome gives for that thread's key."""

@@ -133,6 +133,7 @@ class CudaHostChunks:
         self._h = ghash.hash_subkey(self._key)
         self._key_argument = keyschedule.kernel_key_argument(self._key, "host", False)
         self._tables = KeyTables(self._h)
+        self._tables.make_now(ordinal)  # (not in the first piece: KeyTables.make_now)
 
     def _piece(self, source: np.ndarray, target: np.ndarray, first: int, final: bool,
                opening: bool) -> Piece:
