@@ -205,21 +205,54 @@ def test_host_data_chunked_on_cuda_is_byte_identical_to_the_host_engine(small_pi
 
 
 @needs_gpu
-def test_a_chunk_job_on_host_data_makes_its_keys_tables_before_its_first_piece(small_pieces):
-    """Made in the first piece's set-up, the tables' wait took that piece's upload with
-    it, the other pieces' set-ups waiting on the tables' lock (KeyTables.make_now)."""
+def test_a_chunk_jobs_key_tables_are_made_on_a_stream_of_their_own(small_pieces):
+    """Made and waited for on the first piece's stream, the tables' wait took that
+    piece's upload with it, the other pieces' set-ups waiting on the tables' lock: they
+    are made on a stream of their own, which the pieces' streams wait for on the GPU
+    (KeyTables.on)."""
     from aescl.chunkformat import CHUNK_SIZE, SEALED_CHUNK_SIZE
 
     key, nonce = os.urandom(32), os.urandom(12)
     engine = aescl.engines.engine_for(aescl.get_device("cuda:0"))
     job = engine.chunks(key, nonce, 1024)
-    assert list(job._tables._on) == [0]  # (before any work)
     data = os.urandom(40 * CHUNK_SIZE)
     sealed = job.seal(data, 7, final=False)
+    assert list(job._tables._made) == [0]
+    stream, _ = job._tables._made[0]
+    assert all(stream != slot_stream for slot_stream in job._slot_kernels)
     assert len(sealed) == 40 * SEALED_CHUNK_SIZE
     host = aescl.engines.engine_for(aescl.get_device("host")).chunks(key, nonce, 1024)
     assert bytes(sealed) == bytes(host.seal(data, 7, final=False))
     assert bytes(job.open(sealed, 7, final=False)) == data
+
+
+@needs_gpu
+def test_a_chunk_jobs_pieces_share_one_set_of_kernels_a_slot_and_record_no_events(
+        small_pieces, monkeypatch):
+    """A piece's set-up is host time under the GIL the slots' threads share: the kernels
+    are made once a slot's stream, and no piece records an event for the key's tables
+    (each piece's stream is waited for before the piece ends)."""
+    from aescl.chunkformat import CHUNK_SIZE
+    from aescl.engines.cuda import engine as cuda_engine
+    from aescl.engines.cuda.pipeline import SLOTS
+
+    made = []
+    real = cuda_engine.CudaChunkKernels
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cuda_engine, "CudaChunkKernels", counted)
+    key, nonce = os.urandom(32), os.urandom(12)
+    job = aescl.engines.engine_for(aescl.get_device("cuda:0")).chunks(key, nonce, 1024)
+    data = os.urandom(64 * CHUNK_SIZE + 100)  # (64 KiB pieces: 65 of them, and the final)
+    sealed = job.seal(data, 0, final=True)
+    host = aescl.engines.engine_for(aescl.get_device("host")).chunks(key, nonce, 1024)
+    assert bytes(sealed) == bytes(host.seal(data, 0, final=True))
+    assert bytes(job.open(sealed, 0, final=True)) == data
+    assert 1 <= len(made) <= SLOTS
+    assert job._tables._after == {}
 
 
 @needs_gpu

@@ -268,58 +268,64 @@ class KeyTables:
     """H's position tables (all the fused kernel reads of H) on each GPU, kept for as long
     as the job that holds them (aescl.AESGCM's many-messages job, for its key; a chunked
     job on host arrays, for its pieces): a call then makes none (a launch and an
-    allocation less in a 4 KiB message's call, or in a piece's set-up). Made
-    once a GPU, and waited for, so that calls on any stream may read them; freed once
+    allocation less in a 4 KiB message's call, or in a piece's set-up). Made once a
+    GPU, each stream that reads them waiting for them on the GPU (:meth:`on`); freed once
     the last work of each stream that read them is done: an event a stream, recorded
     after each call's launches; or, with ``whole_gpu_at_free``, for tables that live as
     long as an object of the caller's (aescl.AESGCM), a wait for all the work of each
     GPU's context when they are freed, so that a call records nothing (the event was
     1.3-2.6 µs of a 4 KiB message's call of about 20, on the H200 host)."""
 
-    def __init__(self, h: int, whole_gpu_at_free: bool = False) -> None:
+    def __init__(self, h: int, whole_gpu_at_free: bool = False,
+                 streams_waited: bool = False) -> None:
         self._h = h
         self._on: dict[int, int] = {}  # GPU ordinal -> the tables' address there
         self._powers_on: set[int] = set()  # GPUs whose tables have H's powers after them
         self._after: dict[tuple[int, int], Any] = {}  # (GPU, stream) -> event of last use
-        self._per_call = not whole_gpu_at_free
+        # ``streams_waited``: every call's stream is waited for before the holder's job
+        # returns (a chunk job's pieces: pipeline.Slot.run), so no call records an event.
+        self._per_call = not (whole_gpu_at_free or streams_waited)
+        # GPU ordinal -> (stream, event) the tables were made on (on); the GPUs whose
+        # tables are known made (no stream waits for them any more)
+        self._made: dict[int, tuple[int, Any]] = {}
+        self._done: set[int] = set()
         self._lock = threading.Lock()
-        weakref.finalize(self, _free_tables, self._on, self._after, whole_gpu_at_free)
+        weakref.finalize(self, _free_tables, self._on, self._after, whole_gpu_at_free,
+                         self._made)
 
     def on(self, gpu: Gpu, like: CudaBytes) -> CudaBytes:
-        with self._lock:
-            if like.device not in self._on:
-                self._make(gpu, like.device, like.stream)
-            return CudaBytes(self._on[like.device], _H_TABLES_BYTES, like.device, 0, False)
-
-    @keeps_callers_context
-    def make_now(self, ordinal: int) -> None:
-        """The tables on GPU ``ordinal`` made now, on a stream of their own, and waited for:
-        before a job's pieces start. Made in its first piece's set-up, the wait on that
-        piece's stream took the piece's upload with it (a 32 MiB piece's work took up to
-        3-5 ms on the H200, against 0.2 for the others), while the other pieces' set-ups
-        waited on this object's lock."""
-        with self._lock:
-            if ordinal not in self._on:
-                self._make(cuda_device(ordinal), ordinal, None)
-
-    def _make(self, gpu: Gpu, ordinal: int, stream: int | None) -> None:
-        """The tables on ``gpu``, on ``stream`` (None: a new one, destroyed after), waited
-        for, so that calls on any stream may read them. The lock is held."""
+        """The tables on ``like``'s GPU, for work on ``like``'s stream. The first call on
+        a GPU enqueues them on a stream of their own; until they are made, each call's
+        stream waits for them on the GPU (an event), and the host waits for nothing.
+        Waited for by the host on the caller's stream, they took the upload queued
+        before on it with them (a chunk job's first 32 MiB piece: a set-up of up to 2-5
+        ms on the H200, against 0.1-0.2 for the others, whose set-ups waited on this
+        object's lock meanwhile: docs/benchmarks)."""
         from cuda.bindings import driver
 
-        gpu.make_current()
-        pointer = int(checked(driver.cuMemAlloc(_H_TABLES_BYTES)))
-        self._on[ordinal] = pointer
-        own = stream is None
-        if own:
-            stream = int(checked(driver.cuStreamCreate(
-                driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
-        try:
-            launch_position_tables(gpu, stream, self._h, pointer)
-            checked(driver.cuStreamSynchronize(stream))
-        finally:
-            if own:
-                checked(driver.cuStreamDestroy(stream))
+        with self._lock:
+            if like.device not in self._on:
+                gpu.make_current()
+                pointer = int(checked(driver.cuMemAlloc(_H_TABLES_BYTES)))
+                self._on[like.device] = pointer
+                stream = int(checked(driver.cuStreamCreate(
+                    driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
+                made = checked(driver.cuEventCreate(
+                    driver.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+                self._made[like.device] = (stream, made)
+                launch_position_tables(gpu, stream, self._h, pointer)
+                checked(driver.cuEventRecord(made, stream))
+            if like.device not in self._done:
+                gpu.make_current()
+                event = self._made[like.device][1]
+                (status,) = driver.cuEventQuery(event)
+                if status == driver.CUresult.CUDA_SUCCESS:
+                    self._done.add(like.device)  # (made: no stream need wait any more)
+                elif status == driver.CUresult.CUDA_ERROR_NOT_READY:
+                    checked(driver.cuStreamWaitEvent(like.stream, event, 0))
+                else:
+                    checked((status,))
+            return CudaBytes(self._on[like.device], _H_TABLES_BYTES, like.device, 0, False)
 
     def with_powers(self, gpu: Gpu, like: CudaBytes) -> None:
         """H's powers after the tables on ``like``'s GPU (:func:`launch_powers`), made
@@ -352,7 +358,7 @@ class KeyTables:
 
 @keeps_callers_context
 def _free_tables(on: dict[int, int], after: dict[tuple[int, int], Any],
-                 whole_gpu: bool) -> None:
+                 whole_gpu: bool, made: dict[int, tuple[int, Any]]) -> None:
     from cuda.bindings import driver
 
     # (unchecked: at exit the driver may have gone first)
@@ -360,6 +366,11 @@ def _free_tables(on: dict[int, int], after: dict[tuple[int, int], Any],
         cuda_device(ordinal).make_current()
         driver.cuEventSynchronize(event)
         driver.cuEventDestroy(event)
+    for ordinal, (stream, event) in made.items():
+        cuda_device(ordinal).make_current()
+        driver.cuEventSynchronize(event)
+        driver.cuEventDestroy(event)
+        driver.cuStreamDestroy(stream)
     for ordinal, pointer in on.items():
         cuda_device(ordinal).make_current()
         if whole_gpu:
@@ -625,12 +636,14 @@ class CudaChunkKernels:
 
     def release_all(self) -> None:
         """Free the scratch memory in the stream's order (after the work that uses it),
-        and have the key's kept tables outlive that work."""
+        and have the key's kept tables outlive that work. The object may be used again
+        on its stream after (a chunk job's pieces on one slot: CudaHostChunks)."""
         if self._tables is not None:
             self._tables.used(self._gpu, self._like)
         for span in self._spans:
             self._memory.release(span)
         self._spans.clear()
+        self._h_tables = None  # (scratch: released above)
 
     def copy(self, target: CudaBytes, source: CudaBytes) -> None:
         if source.nbytes:
