@@ -136,7 +136,7 @@ class CudaHostChunks:
         self._tables = KeyTables(self._h, streams_waited=True)
         # One set of kernels a slot's stream, made by its first piece and used by the
         # others: a piece's set-up is host time under the GIL of the slots' threads
-        # (sealing's was 0.10-0.14 ms a piece on the H200 against CTR's 0.02-0.03, and
+        # (sealing's was 0.10-0.20 ms a piece on the H200 against CTR's 0.02-0.05, and
         # 16 MiB pieces sealed at 41 GB/s against 47 for 32 MiB: docs/benchmarks).
         self._slot_kernels: dict[int, CudaChunkKernels] = {}
 
