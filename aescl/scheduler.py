@@ -44,6 +44,8 @@ position alone.
 ranges from this job's cursor (engines/gpu_processes.py): fed from threads of one
 interpreter, an OpenCL team of four H100s reached 0.46 of what four processes do, and
 0.87 this way; a CUDA team of four H200s 0.80, and 0.92 this way (docs/benchmarks).
+The caller's thread sends each worker its task and first range, then answers all of
+their asks (:meth:`Team._together`); the other engines of such a job run on threads.
 
 Engines left out stay in reserve for faults. A list of devices runs on the devices
 named, under the first, second and last rule. The one exception is a run's final chunk
@@ -306,38 +308,53 @@ class Team:
         errors: list[BaseException] = []  # rejections of the data: raised as they are
         device_errors: list[BaseException] = []  # engine failures: redone elsewhere
 
+        def ended(member: _Member, begun: float, failure: BaseException | None) -> None:
+            """An engine's work on the job ended, at ``failure`` where it raised."""
+            share = member.share
+            assert share is not None
+            share.seconds += time.perf_counter() - begun
+            with job.lock:
+                if failure is None:
+                    share.units += sum(hi - lo for lo, hi in member.taken)
+                elif isinstance(failure, AuthenticationError):
+                    job.stopped = True
+                    errors.append(failure)
+                else:  # the engine failed: the others redo its ranges
+                    share.error = f"{type(failure).__name__}: {failure}".splitlines()[0]
+                    job.redo.extend(member.taken)
+                    device_errors.append(failure)
+
         def run(member: _Member) -> None:
-            share = member.share = member.share or Share(member.engine.device)
+            member.share = member.share or Share(member.engine.device)
             begun = time.perf_counter()
             try:
                 work(stand_ins.get(id(member.engine), member.engine), _Claims(job, member))
-            except AuthenticationError as exc:
-                with job.lock:
-                    job.stopped = True
-                errors.append(exc)
+            except Exception as exc:
+                ended(member, begun, exc)
                 return
-            except Exception as exc:  # the engine failed: the others redo its ranges
-                with job.lock:
-                    share.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                    job.redo.extend(member.taken)
-                device_errors.append(exc)
-                return
-            finally:
-                share.seconds += time.perf_counter() - begun
-            with job.lock:
-                share.units += sum(hi - lo for lo, hi in member.taken)
+            except BaseException:
+                member.share.seconds += time.perf_counter() - begun
+                raise
+            ended(member, begun, None)
 
         # Every engine's first range is claimed before any starts: otherwise the engine
         # on the caller's thread, which starts last, could find a small job gone to an
         # engine whose pipeline claims several pieces ahead at once.
         for member in members:
             member.first = job.take(member)
+        # GPUs in worker processes are all served from the caller's thread; the others
+        # (or, where no GPU works apart, all but the first) each run on a thread.
+        apart = [m for m in members if id(m.engine) in stand_ins]
+        on_threads = [m for m in members if id(m.engine) not in stand_ins]
         threads = [threading.Thread(target=run, args=(m,), name=f"aescl-{m.engine.device.id}")
-                   for m in members[1:]]
+                   for m in (on_threads if apart else members[1:])]
         for thread in threads:
             thread.start()
         try:
-            run(members[0])  # the caller's thread works too
+            if apart:
+                self._together(apart, stand_ins, job, work, ended)
+            else:
+                run(members[0])  # the caller's thread works too
         finally:
             for thread in threads:
                 thread.join()
@@ -360,6 +377,25 @@ class Team:
         if errors:
             raise first_failure(errors)
 
+
+    @staticmethod
+    def _together(apart: list[_Member], stand_ins: dict[int, Engine], job: _Job,
+                  work: Callable[[Engine, Iterable[tuple[int, int]]], None],
+                  ended: Callable[[_Member, float, BaseException | None], None]) -> None:
+        """The members whose GPUs work in processes of their own: each one's task sent,
+        then all of them served, on this thread (gpu_processes.Together)."""
+        from .engines import gpu_processes
+
+        together = gpu_processes.Together()
+        for member in apart:
+            member.share = member.share or Share(member.engine.device)
+            begun = time.perf_counter()
+            try:
+                with together.begin(lambda failure, m=member, b=begun: ended(m, b, failure)):
+                    work(stand_ins[id(member.engine)], _Claims(job, member))
+            except Exception as exc:
+                ended(member, begun, exc)
+        together.serve()
 
     def blocks(self, transform: BlockTransform) -> TeamBlocks:
         return TeamBlocks(self, transform)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -88,6 +89,60 @@ def test_chunks_sealed_and_opened_in_a_worker_process_match_the_engine_here(devi
     assert failed.value.chunk == 3 + 25
 
 
+def test_tasks_begun_together_are_served_from_the_calling_thread(device):
+    """A job's GPU tasks are sent, then served from one thread (Together); a second task
+    for a worker that is busy runs on a thread of its own."""
+    key = os.urandom(16)
+    data = os.urandom(16 * 5000)
+    source = _shared_copy(data)
+    targets = [_shared_copy(bytes(len(data))) for _ in range(2)]
+    apart = gpu_processes.ApartEngine(engine_for(device))
+    transform = BlockTransform(key, counter=7)
+    served_from: list[list[threading.Thread]] = [[], []]  # a task's ranges: by which thread
+
+    def ranges(task, pieces):
+        for piece in pieces:
+            served_from[task].append(threading.current_thread())
+            yield piece
+
+    together, ends = gpu_processes.Together(), []
+    for task, pieces in enumerate(([(3000, 5000), (0, 1), (1, 3000)], [(0, 5000)])):
+        with together.begin(ends.append):
+            apart.blocks(transform).run(source, targets[task], ranges(task, pieces))
+    here = threading.current_thread()
+    assert served_from[0] == [here]  # (its first range, sent with the task)
+    try:
+        assert ends == []  # (only begun)
+    finally:
+        together.serve()
+    assert ends == [None, None]
+    assert served_from[0] == [here] * 3  # (all three of its ranges)
+    assert here not in served_from[1]  # the busy worker's second task: on a thread
+    expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=7).encrypt(data)
+    assert [t.tobytes() for t in targets] == [expected, expected]
+
+
+def test_a_task_that_fails_with_its_next_range_on_the_way_leaves_its_worker_in_step(device):
+    """The worker asks for its next range as it starts one: where the engine fails first,
+    the answer on its way is read before the task's reply, and the next task is served
+    right by the same worker."""
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    count = 40
+    plaintext = os.urandom(count * CHUNK)
+    source, sealed = _shared_copy(plaintext), _shared_copy(bytes(count * SEALED))
+    apart = gpu_processes.ApartEngine(engine_for(device)).chunks(key, base_nonce, 8)
+    apart.seal_ranges(source, sealed, 0, iter([(0, count)]))
+    sealed[25 * SEALED + 7] ^= 1
+    opened = _shared_copy(bytes(count * CHUNK))
+    with pytest.raises(AuthenticationError):
+        apart.open_ranges(sealed, opened, 0, iter([(20, 30), (0, 20), (30, count)]))
+    pid = gpu_processes._workers[device.id].process.pid
+    sealed[25 * SEALED + 7] ^= 1
+    apart.open_ranges(sealed, opened, 0, iter([(0, 20), (20, count)]))
+    assert opened.tobytes() == plaintext
+    assert gpu_processes._workers[device.id].process.pid == pid  # (the same worker)
+
+
 def test_a_worker_that_dies_fails_its_job_and_the_next_job_starts_another(device):
     key = os.urandom(16)
     data = os.urandom(16 * 256)
@@ -153,3 +208,38 @@ def test_a_team_of_gpus_works_a_process_a_gpu_on_its_pinned_memory(engine):
     opened = aescl.pinned_empty(n, team)
     chunked.decrypt(key * 2, sealed, output=opened, device=team)
     assert opened.tobytes() == data.tobytes()
+
+
+@pytest.mark.parametrize("engine", ["opencl", "cuda"])
+def test_a_teams_gpu_whose_worker_died_has_its_ranges_redone_and_a_rejection_names_its_chunk(
+        engine):
+    """Two GPUs of one engine, served together from the job's thread: a worker killed
+    between jobs fails its share of the next, which the other GPU redoes; and a sealed
+    chunk changed on its way is refused by the team, its index named. Skips, visibly,
+    without two such GPUs."""
+    gpus = [d for d in aescl.devices() if d.engine == engine and d.type == "gpu"]
+    if len(gpus) < 2:
+        pytest.skip(f"fewer than two {engine} GPUs here")
+    team = [d.id for d in gpus[:2]]
+    n = 16 << 20
+    memory = aescl.pinned_empty(n, team)
+    data = np.frombuffer(os.urandom(n), np.uint8)
+    memory[:] = data
+    out = aescl.pinned_empty(n, team)
+    key, nonce = os.urandom(16), os.urandom(8)
+    expected = AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data.tobytes())
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=team).encrypt(memory, output=out)
+    victim = gpu_processes._workers[team[0]].process
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    out[:] = 0
+    aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=team).encrypt(memory, output=out)
+    assert out.tobytes() == expected
+
+    sealed = aescl.pinned_empty(chunked.sealed_size(n), team)
+    chunked.encrypt(key * 2, memory, output=sealed, device=team)
+    sealed[700 * SEALED + 3] ^= 1
+    opened = aescl.pinned_empty(n, team)
+    with pytest.raises(AuthenticationError) as failed:
+        chunked.decrypt(key * 2, sealed, output=opened, device=team)
+    assert failed.value.chunk == 700

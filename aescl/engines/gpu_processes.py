@@ -21,11 +21,20 @@ are: host/processes.py), which speaks over the socket FD (pickled messages):
 * first the device id. Reply: ``"ready"`` once its engine is made, or ``("error", text)``;
 * ``("map", token, size)`` followed by the region's descriptor: map it and pin it;
   ``("unmap", [tokens])`` once regions were freed;
-* a task ``(head, source, target)``: ``head`` is ``("blocks", transform, first_block)`` or
-  ``("seal" | "open", key, base_nonce, batch_chunks, first)``, ``source`` and ``target``
-  are ``(token, offset, nbytes)``. While it runs the worker asks ``("next",)`` and is
-  answered a range ``(lo, hi)``, or None when the job has no more for it. The task's
-  reply: None, ``("auth", message, chunk)``, or ``("error", text)``.
+* a task ``(head, source, target, first)``: ``head`` is ``("blocks", transform,
+  first_block)`` or ``("seal" | "open", key, base_nonce, batch_chunks, first_chunk)``,
+  ``source`` and ``target`` are ``(token, offset, nbytes)``, and ``first`` is the task's
+  first range ``(lo, hi)``, claimed before it was sent. As the engine takes each range
+  the worker asks ``("next",)`` for the one after, and is answered a range, or None
+  when the job has no more for it: the answer travels while that range runs. The
+  task's reply, once every range it took is done (and any answer it did not take is
+  read): None, ``("auth", message, chunk)``, or ``("error", text)``.
+
+The GPUs of one job are served together from the thread that runs the job
+(:func:`begun_together`): it sends every worker its task, then answers whichever asks,
+so that no thread is started a GPU. A thread a GPU, each started as the one before
+had sent its task, began their tasks 0.25-0.35 ms apart on the 4 x H200 host
+(docs/benchmarks, "A CUDA team's fixed costs").
 
 A worker exits when its socket closes: when this process exits or is killed.
 """
@@ -35,8 +44,9 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Iterator, Sequence
-from multiprocessing.connection import Connection
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .. import _python
@@ -115,33 +125,58 @@ class _Worker:
             self.close()
             raise WorkerFailed(f"{device.id}'s worker process did not start: {reply[1]}")
 
-    def run(self, head: tuple[Any, ...], source: Any, target: Any, ranges: Ranges) -> None:
-        """The task ``head`` over ``source`` and ``target`` (in shared memory), on the
-        ranges the worker pulls from ``ranges``."""
+    def send_task(self, head: tuple[Any, ...], source: Any, target: Any,
+                  first: tuple[int, int]) -> None:
+        """Send the task ``head`` over ``source`` and ``target`` (in shared memory) with its
+        first range. The caller holds :attr:`busy` until the task's reply (:meth:`answer`)."""
         located = [shared.locate(source), shared.locate(target)]
         if None in located:
             raise ValueError("a job in a GPU's worker process needs its arrays in shared memory")
         refs = [(region.token, offset, memoryview(data).nbytes)
                 for (region, offset), data in zip(located, (source, target), strict=True)]
-        with self.busy:
-            try:
-                shared.hand_over(self.connection, self.process.pid, self.mapped,
-                                 [region for region, _ in located])
-                self.connection.send((head, *refs))
-                while True:
-                    reply = self.connection.recv()
-                    if reply != ("next",):
-                        break
-                    self.connection.send(next(ranges, None))
-            except (OSError, EOFError) as exc:
-                self.broken = True
-                raise WorkerFailed(f"a GPU's worker process stopped ({exc or 'closed'})"
-                                   ) from None
+        try:
+            shared.hand_over(self.connection, self.process.pid, self.mapped,
+                             [region for region, _ in located])
+            self.connection.send((head, *refs, first))
+        except (OSError, EOFError) as exc:
+            raise self._stopped(exc) from None
+
+    def answer(self, ranges: Ranges) -> bool:
+        """One message of the running task: an ask for a range, answered from ``ranges``
+        (False), or the task's reply (True; a failure it tells is raised)."""
+        try:
+            reply = self.connection.recv()
+            if reply == ("next",):
+                self.connection.send(next(ranges, None))
+                return False
+        except (OSError, EOFError) as exc:
+            raise self._stopped(exc) from None
         if reply is None:
-            return
+            return True
         if reply[0] == "auth":
             raise AuthenticationError(reply[1], chunk=reply[2])
         raise WorkerFailed(f"a GPU's worker process failed: {reply[1]}")
+
+    def _stopped(self, exc: BaseException) -> WorkerFailed:
+        self.broken = True
+        return WorkerFailed(f"a GPU's worker process stopped ({exc or 'closed'})")
+
+    def run(self, head: tuple[Any, ...], source: Any, target: Any, ranges: Ranges) -> None:
+        """The task ``head`` over ``source`` and ``target`` on the ranges the worker pulls
+        from ``ranges``, served from this thread until it ends."""
+        first = next(ranges, None)
+        if first is None:
+            return  # (the job has no range left for it: no task)
+        with self.busy:
+            self.send_task(head, source, target, first)
+            try:
+                while not self.answer(ranges):
+                    pass
+            except (AuthenticationError, WorkerFailed):
+                raise
+            except BaseException:
+                self.broken = True  # (interrupted mid-task: its conversation is lost)
+                raise
 
     def close(self) -> None:
         _python.end_helper(self.process, self.connection)
@@ -189,17 +224,109 @@ def shutdown() -> None:
         _workers.clear()
 
 
+Ended = Callable[[BaseException | None], None]
+_begun_here = threading.local()  # .entry: [Together, ended, whether a task took it]
+
+
+class Together:
+    """The GPU workers' tasks of one job, begun from one thread and then served there
+    (:meth:`serve`), each worker's asks answered as they come: one thread for every
+    GPU of the job, where each had a thread of its own (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._running: dict[Connection, tuple[_Worker, Ranges, Ended]] = {}
+        self._threads: list[threading.Thread] = []
+
+    @contextmanager
+    def begin(self, ended: Ended) -> Iterator[None]:
+        """Within it, a stand-in's task (:class:`ApartEngine`) is only sent, with its first
+        range, and served by :meth:`serve`, which calls ``ended(failure)`` (None where it
+        succeeded) once it ended. A task that cannot go to its worker now (one that
+        does not start, or is busy with another thread's job) runs on a thread of its
+        own; work that went to no worker ended with the block (``ended(None)``)."""
+        entry = _begun_here.entry = [self, ended, False]
+        try:
+            yield
+        finally:
+            del _begun_here.entry
+        if not entry[2]:
+            ended(None)
+
+    def _on_thread(self, run: Callable[[], None], ended: Ended) -> None:
+        def share() -> None:
+            try:
+                run()
+            except BaseException as exc:  # (told to the job, as a thread's own would be)
+                ended(exc)
+            else:
+                ended(None)
+
+        thread = threading.Thread(target=share, name="aescl-gpu-share")
+        thread.start()
+        self._threads.append(thread)
+
+    def serve(self) -> None:
+        """Answer the begun tasks' asks until each has ended, then wait for the shares run
+        on threads."""
+        try:
+            while self._running:
+                for connection in wait(list(self._running)):
+                    worker, ranges, ended = self._running[connection]
+                    try:
+                        if not worker.answer(ranges):
+                            continue
+                        failure = None
+                    except (AuthenticationError, WorkerFailed) as exc:
+                        failure = exc
+                    del self._running[connection]
+                    worker.busy.release()
+                    ended(failure)
+        except BaseException:
+            for worker, _, _ in self._running.values():
+                worker.broken = True  # (interrupted mid-task: its conversation is lost)
+                worker.busy.release()
+            self._running.clear()
+            raise
+        finally:
+            for thread in self._threads:
+                thread.join()
+
+
 def _in_worker(engine: Engine, head: tuple[Any, ...], source: Any, target: Any,
-               ranges: Ranges) -> bool:
-    """Run the task in ``engine``'s device's worker; False where that worker cannot start
-    (it never will here: the engine's jobs stay in this process from then on)."""
+               ranges: Ranges, here: Callable[[], None]) -> None:
+    """Run the task in ``engine``'s device's worker, or ``here()`` in this process where
+    that worker cannot start (it never will here: the engine's jobs stay in this
+    process from then on). Within :meth:`Together.begin`, the task is only begun."""
     try:
-        worker = _worker(engine.device)
+        worker: _Worker | None = _worker(engine.device)
     except WorkerFailed:
         _cannot_start.add(engine.device.id)
-        return False
-    worker.run(head, source, target, ranges)
-    return True
+        worker = None
+    entry = getattr(_begun_here, "entry", None)
+    if entry is None:
+        if worker is None:
+            here()
+        else:
+            worker.run(head, source, target, ranges)
+        return
+    together, ended, _ = entry
+    entry[2] = True
+    if worker is None or not worker.busy.acquire(blocking=False):
+        together._on_thread(here if worker is None else
+                            lambda: worker.run(head, source, target, ranges), ended)
+        return
+    try:
+        first = next(ranges, None)
+        if first is not None:
+            worker.send_task(head, source, target, first)
+            together._running[worker.connection] = (worker, ranges, ended)
+            return
+    except BaseException:
+        worker.busy.release()
+        entry[2] = False
+        raise
+    worker.busy.release()
+    ended(None)  # (the job had no range left for it)
 
 
 class ApartEngine:
@@ -224,9 +351,9 @@ class _ApartBlocks:
         self._engine, self._transform = engine, transform
 
     def run(self, source: Any, target: Any, ranges: Ranges, first_block: int = 0) -> None:
-        if not _in_worker(self._engine, ("blocks", self._transform, first_block),
-                          source, target, ranges):
-            self._engine.blocks(self._transform).run(source, target, ranges, first_block)
+        _in_worker(self._engine, ("blocks", self._transform, first_block), source, target,
+                   ranges, lambda: self._engine.blocks(self._transform).run(
+                       source, target, ranges, first_block))
 
     def keystream(self, index: int) -> bytes:
         return self._engine.blocks(self._transform).keystream(index)
@@ -245,12 +372,12 @@ class _ApartChunks:
         return self._here
 
     def seal_ranges(self, plaintext: Any, sealed: Any, first: int, ranges: Ranges) -> None:
-        if not _in_worker(self._engine, ("seal", *self._job, first), plaintext, sealed, ranges):
-            self._local().seal_ranges(plaintext, sealed, first, ranges)
+        _in_worker(self._engine, ("seal", *self._job, first), plaintext, sealed, ranges,
+                   lambda: self._local().seal_ranges(plaintext, sealed, first, ranges))
 
     def open_ranges(self, sealed: Any, plaintext: Any, first: int, ranges: Ranges) -> None:
-        if not _in_worker(self._engine, ("open", *self._job, first), sealed, plaintext, ranges):
-            self._local().open_ranges(sealed, plaintext, first, ranges)
+        _in_worker(self._engine, ("open", *self._job, first), sealed, plaintext, ranges,
+                   lambda: self._local().open_ranges(sealed, plaintext, first, ranges))
 
     def seal(self, plaintext: Any, first: int, final: bool) -> Any:
         return self._local().seal(plaintext, first, final)
@@ -290,38 +417,65 @@ def _serve(connection: Connection) -> None:
         connection.send(_run(engine, mappings, message, connection))
 
 
-def _pulled(connection: Connection) -> Iterator[tuple[int, int]]:
-    """The job's ranges for this worker, each asked of the parent when the engine wants it."""
-    while True:
-        connection.send(("next",))
-        claimed = connection.recv()
+class _Pulled:
+    """The job's ranges for this worker, as the engine takes them: the first came with
+    the task, and each next one is asked for as the engine takes the one before, so
+    that the answer travels while that range runs (the engines take their ranges one
+    at a time: the pipelines' feeding threads under a lock)."""
+
+    def __init__(self, connection: Connection, first: tuple[int, int]) -> None:
+        self._connection = connection
+        self._waiting: tuple[int, int] | None = first  # the next range to take
+        self._asked = False  # whether the next one is still on its way
+
+    def __iter__(self) -> _Pulled:
+        return self
+
+    def __next__(self) -> tuple[int, int]:
+        if self._asked:
+            self._waiting, self._asked = self._connection.recv(), False
+        claimed, self._waiting = self._waiting, None
         if claimed is None:
-            return
-        yield claimed
+            raise StopIteration
+        self._connection.send(("next",))
+        self._asked = True
+        return claimed
+
+    def untaken(self) -> tuple[int, int] | None:
+        """A range the parent handed out for this task that the engine never took (it
+        stopped early), once an answer still on its way is read; None where none is."""
+        if self._asked:
+            self._waiting, self._asked = self._connection.recv(), False
+        return self._waiting
 
 
 def _run(engine: Any, mappings: dict[int, Any], task: tuple[Any, ...],
          connection: Connection) -> Any:
-    head, source, target = task
+    head, source, target, first = task
 
     def view(ref: tuple[int, int, int]) -> Any:
         token, offset, nbytes = ref
         return mappings[token][offset : offset + nbytes]
 
-    ranges = _pulled(connection)
+    ranges = _Pulled(connection, first)
+    reply: Any = None
     try:
         if head[0] == "blocks":
             engine.blocks(head[1]).run(view(source), view(target), ranges, head[2])
         else:
-            kind, key, base_nonce, batch_chunks, first = head
+            kind, key, base_nonce, batch_chunks, first_chunk = head
             chunks = engine.chunks(key, base_nonce, batch_chunks)
             crypt = chunks.seal_ranges if kind == "seal" else chunks.open_ranges
-            crypt(view(source), view(target), first, ranges)
+            crypt(view(source), view(target), first_chunk, ranges)
     except AuthenticationError as exc:
-        return ("auth", str(exc), exc.chunk)
+        reply = ("auth", str(exc), exc.chunk)
     except Exception as exc:
-        return ("error", f"{type(exc).__name__}: {exc}")
-    return None  # (the parent answers each ask; ranges never asked for stay its to hand out)
+        reply = ("error", f"{type(exc).__name__}: {exc}")
+    # Every range the parent handed this task is done, or the task fails (and the job
+    # redoes its ranges elsewhere): a success never leaves a range unwritten.
+    if ranges.untaken() is not None and reply is None:
+        reply = ("error", "the engine stopped before its last range")
+    return reply
 
 
 if __name__ == "__main__":
