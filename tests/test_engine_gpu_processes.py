@@ -238,7 +238,7 @@ def test_a_teams_gpu_whose_worker_died_has_its_ranges_redone_and_a_rejection_nam
 
     sealed = aescl.pinned_empty(chunked.sealed_size(n), team)
     chunked.encrypt(key * 2, memory, output=sealed, device=team)
-    sealed[700 * SEALED + 3] ^= 1
+    sealed[700 * SEALED + SEALED // 2] ^= 1  # (past the header, well inside chunk 700)
     opened = aescl.pinned_empty(n, team)
     with pytest.raises(AuthenticationError) as failed:
         chunked.decrypt(key * 2, sealed, output=opened, device=team)
