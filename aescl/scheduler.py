@@ -151,21 +151,15 @@ class _Job:
 
     def _size(self, member: _Member) -> int:
         """Units for the member's next range: alone, all that is left (one hand-over);
-        otherwise what it finishes in half the time the job has left, so that the
-        engines end together, between an eighth of its piece (less would only add
-        hand-overs) and eight. A range runs beside the engine's other pieces in flight
-        (``pieces_at_once``), each at that part of its rate: half its share of what is
-        left, over those. Sized by its share alone, a GPU's range near a job's end was
-        one piece of up to 30 MiB, which ran 4-5 ms while the other GPUs had finished
-        (4 x H200, docs/benchmarks: "Where a team's last milliseconds go")."""
+        otherwise half its share of what is left, so that the engines end together,
+        between an eighth of its piece (less would only add hand-overs) and eight."""
         left = self.units - self.cursor
         alive = [m for m in self.members if not (m.share and m.share.failed)]
         if len(alive) == 1:
             return left
         piece = max(1, member.engine.piece_bytes // self.unit_bytes)
         share = member.rate / sum(m.rate for m in alive)
-        in_time = int(left * share / (2 * member.engine.pieces_at_once))
-        return max(max(1, piece // 8), min(8 * piece, in_time))
+        return max(max(1, piece // 8), min(8 * piece, int(left * share / 2)))
 
     def take(self, member: _Member) -> tuple[int, int] | None:
         with self.lock:

@@ -106,7 +106,6 @@ class _FailingEngine:
 
     def __init__(self, engine, device, took):
         self._engine, self.device, self.piece_bytes = engine, device, 64 << 10
-        self.pieces_at_once = engine.pieces_at_once
         self.holds_gil_for = frozenset()  # takes part in a split of every kind of work
         self.on_host_cores, self.stages = engine.on_host_cores, engine.stages
         self.in_interpreter = engine.in_interpreter
@@ -142,7 +141,6 @@ class _LateEngine:
 
     def __init__(self, engine, start):
         self._engine, self.device, self.piece_bytes = engine, engine.device, engine.piece_bytes
-        self.pieces_at_once = engine.pieces_at_once
         self.holds_gil_for = engine.holds_gil_for
         self.on_host_cores, self.stages = engine.on_host_cores, engine.stages
         self.in_interpreter = engine.in_interpreter
@@ -729,28 +727,3 @@ def test_a_split_with_no_units_reads_no_rate(monkeypatch):
     ran = []
     teams.Team([host_device()]).split(0, 16, lambda engine, ranges: ran.append(1))
     assert ran == []
-
-
-def test_a_range_ends_in_half_the_time_the_job_has_left_at_its_pipelines_depth(opencl_cpu):
-    """Each range an engine takes runs beside its other pieces in flight, each at that
-    part of its rate: taken one after another, every range but the smallest allowed ends
-    within half the time the job has left, at the rates given."""
-    engines = [engine_for(opencl_cpu), engine_for(host_device())]
-    assert [e.pieces_at_once for e in engines] == [4, 1]
-    rate = {id(engines[0]): 3e9, id(engines[1]): 1e9}
-    members = [scheduler._Member(e, rate[id(e)]) for e in engines]
-    units, unit_bytes = (4 << 30) // 16, 16
-    job = scheduler._Job(units, unit_bytes, members)
-    checked = 0
-    while True:
-        member = members[checked % 2]
-        left_seconds = (units - job.cursor) * unit_bytes / sum(rate.values())
-        taken = job.take(member)
-        if taken is None:
-            break
-        size = taken[1] - taken[0]
-        smallest = max(1, member.engine.piece_bytes // unit_bytes // 8)
-        runs = size * unit_bytes * member.engine.pieces_at_once / member.rate
-        assert size <= smallest or runs <= left_seconds / 2 + 1e-9, (checked, size)
-        checked += 1
-    assert checked > 20 and job.cursor == units

@@ -147,10 +147,6 @@ class Engine(Protocol):
     # Bytes of work one pull of ``ranges`` takes (a pipeline piece, or a host thread's
     # share): the scheduler's unit of work stealing for this engine.
     piece_bytes: int
-    # Pieces the engine works on at once (its pipeline's depth): each runs at about that
-    # part of the engine's rate, so a range's last piece ends that many times later than
-    # its bytes alone at the engine's rate would (scheduler._Job._size).
-    pieces_at_once: int
     # Kinds of work ("blocks", "chunks") during which the engine's threads hold the GIL:
     # the scheduler does not run them beside engines that need it.
     holds_gil_for: frozenset[str]

@@ -27,16 +27,7 @@ from ...chunkformat import (
 from ...devices import Device
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
-from .pipeline import (
-    PIECE_BYTES,
-    SLOTS,
-    Piece,
-    Slot,
-    is_pinned,
-    pieces_of,
-    pinned_empty,
-    pipeline,
-)
+from .pipeline import PIECE_BYTES, Piece, Slot, is_pinned, pieces_of, pinned_empty, pipeline
 from .runtime import CudaBytes, keeps_callers_context, ordinal_of
 from .workers import CudaBlocks, CudaChunkKernels, KeyTables
 
@@ -48,7 +39,6 @@ class CudaEngine:
         self.device = device
         self.ordinal = ordinal_of(device)
         self.piece_bytes = PIECE_BYTES
-        self.pieces_at_once = SLOTS
         self.holds_gil_for: frozenset[str] = frozenset()  # copies and waits release it
         self.on_host_cores = False
 

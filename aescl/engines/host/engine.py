@@ -477,7 +477,6 @@ class HostEngine:
         # workers' replies each wait for the GIL beside a GPU's feeding thread, so
         # a job must cost them few rounds (docs/benchmarks).
         self.piece_bytes = PIECE_BYTES * self.threads
-        self.pieces_at_once = 1  # (a pull is one piece for each thread)
         self.holds_gil_for = HOLDS_GIL_FOR
         self.on_host_cores = True
         # Whether jobs in shared memory go to worker processes (not in a worker itself).

@@ -13,7 +13,7 @@ from ..interface import BlockTransform
 from ..start_up import start_seconds
 from . import measure, tuning
 from .gcm import OpenclHostGcm
-from .pipeline import ON_THE_DEVICE, PIECE_BYTES, is_pinned, pinned_empty, shares_host_memory
+from .pipeline import PIECE_BYTES, is_pinned, pinned_empty, shares_host_memory
 from .workers import OpenclBlocks, OpenclHostChunks
 
 
@@ -23,7 +23,6 @@ class OpenclEngine:
     def __init__(self, device: Device) -> None:
         self.device = device
         self.piece_bytes = min(PIECE_BYTES, default_slice_bytes(device))
-        self.pieces_at_once = ON_THE_DEVICE
         self.holds_gil_for: frozenset[str] = frozenset()  # waits and copies release it
         self.on_host_cores = device.type == "cpu"
 

@@ -44,7 +44,6 @@ from .runtime import DeviceRuntime, device_runtime, one_job_per_device
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
-ON_THE_DEVICE = SLOTS - 2  # of them queued on the device at once
 _COPY_PART_BYTES = 4 << 20  # below this a host copy is not worth splitting
 _HOST_THREADS = max(1, min(16, os.cpu_count() or 1))
 
@@ -415,7 +414,7 @@ class Pipeline:
                 slot = self._slots[index % SLOTS]
                 if piece.load is not None and piece.in_bytes:
                     loading = _submit(pool, piece.load(self._staging(slot, "in", piece.in_bytes)))
-                if len(in_flight) == ON_THE_DEVICE:  # the rest stay queued on the device
+                if len(in_flight) == SLOTS - 2:  # the rest stay queued on the device
                     storing = self._store_next(pool, in_flight, storing)
                 _finish(loading)
                 in_flight.append(self._enqueue(piece, slot))
