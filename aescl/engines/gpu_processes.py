@@ -33,8 +33,9 @@ are: host/processes.py), which speaks over the socket FD (pickled messages):
 The GPUs of one job are served together from the thread that runs the job
 (:func:`begun_together`): it sends every worker its task, then answers whichever asks,
 so that no thread is started a GPU. A thread a GPU, each started as the one before
-had sent its task, began their tasks 0.25-0.35 ms apart on the 4 x H200 host
-(docs/benchmarks, "A CUDA team's fixed costs").
+had sent its task, began four GPUs' tasks 0.69-0.73 ms from first to last on the
+4 x H200 host; served together, 0.17-0.23 ms (docs/benchmarks, "A team's GPU workers
+served from the job's thread").
 
 A worker exits when its socket closes: when this process exits or is killed.
 """
