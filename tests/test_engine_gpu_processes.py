@@ -184,19 +184,30 @@ def test_only_gpus_go_apart_and_only_on_shared_memory(device):
     assert gpu_processes.apart([engine, engine], [ordinary]) == {}
 
 
+def _two_gpus_of(engine: str) -> list[str]:
+    """The ids of two GPUs of ``engine``; skips, visibly, where the host has fewer."""
+    gpus = [d.id for d in aescl.devices() if d.engine == engine and d.type == "gpu"]
+    if len(gpus) < 2:
+        pytest.skip(f"fewer than two {engine} GPUs here")
+    return gpus[:2]
+
+
+def _random_pinned(n: int, team: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``aescl.pinned_empty(n, team)`` holding random bytes, and a copy of them."""
+    memory = aescl.pinned_empty(n, team)
+    data = np.frombuffer(os.urandom(n), np.uint8)
+    memory[:] = data
+    return memory, data
+
+
 @pytest.mark.parametrize("engine", ["opencl", "cuda"])
 def test_a_team_of_gpus_works_a_process_a_gpu_on_its_pinned_memory(engine):
     """Two GPUs of one engine: ``pinned_empty`` of the team is shared memory, and a job on
     it runs each GPU's share in its own worker. Skips, visibly, without two such GPUs."""
-    gpus = [d for d in aescl.devices() if d.engine == engine and d.type == "gpu"]
-    if len(gpus) < 2:
-        pytest.skip(f"fewer than two {engine} GPUs here")
-    team = [d.id for d in gpus[:2]]
+    team = _two_gpus_of(engine)
     n = 64 << 20
-    memory = aescl.pinned_empty(n, team)
+    memory, data = _random_pinned(n, team)
     assert shared.locate(memory) is not None
-    data = np.frombuffer(os.urandom(n), np.uint8)
-    memory[:] = data
     out = aescl.pinned_empty(n, team)
     key, nonce = os.urandom(16), os.urandom(8)
     aescl.new(key, aescl.MODE_CTR, nonce=nonce, device=team).encrypt(memory, output=out)
@@ -217,14 +228,9 @@ def test_a_teams_gpu_whose_worker_died_has_its_ranges_redone_and_a_rejection_nam
     between jobs fails its share of the next, which the other GPU redoes; and a sealed
     chunk changed on its way is refused by the team, its index named. Skips, visibly,
     without two such GPUs."""
-    gpus = [d for d in aescl.devices() if d.engine == engine and d.type == "gpu"]
-    if len(gpus) < 2:
-        pytest.skip(f"fewer than two {engine} GPUs here")
-    team = [d.id for d in gpus[:2]]
+    team = _two_gpus_of(engine)
     n = 16 << 20
-    memory = aescl.pinned_empty(n, team)
-    data = np.frombuffer(os.urandom(n), np.uint8)
-    memory[:] = data
+    memory, data = _random_pinned(n, team)
     out = aescl.pinned_empty(n, team)
     key, nonce = os.urandom(16), os.urandom(8)
     expected = AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(data.tobytes())

@@ -31,7 +31,7 @@ are: host/processes.py), which speaks over the socket FD (pickled messages):
   read): None, ``("auth", message, chunk)``, or ``("error", text)``.
 
 The GPUs of one job are served together from the thread that runs the job
-(:func:`begun_together`): it sends every worker its task, then answers whichever asks,
+(:class:`Together`): it sends every worker its task, then answers whichever asks,
 so that no thread is started a GPU. A thread a GPU, each started as the one before
 had sent its task, began four GPUs' tasks 0.69-0.73 ms from first to last on the
 4 x H200 host; served together, 0.17-0.23 ms (docs/benchmarks, "A team's GPU workers
