@@ -9,6 +9,8 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -173,6 +175,63 @@ def test_ctrl_c_interrupts_the_program_and_not_its_gpu_worker(device):
         "crypt()",
         "crypt()")
     assert err.count("Traceback") == 1 and "_serve" not in err, err  # (the program's alone)
+
+
+_CAUGHT_CTRL_C = """
+import os, signal, sys
+import numpy as np
+import aescl
+from Crypto.Cipher import AES
+from aescl.engines import BlockTransform, engine_for, gpu_processes
+from aescl.engines.host import shared
+signal.signal(signal.SIGINT, signal.default_int_handler)  # (as a terminal's)
+apart = gpu_processes.ApartEngine(engine_for(aescl.get_device(sys.argv[1])))
+n = 32 << 20
+data = np.frombuffer(shared.shared_empty(n), np.uint8)
+data[:] = np.frombuffer(os.urandom(n), np.uint8)
+first, after = (np.frombuffer(shared.shared_empty(n), np.uint8) for _ in range(2))
+def crypt(key, out):  # (many small ranges: the job mostly waits on its worker's asks)
+    ranges = iter([(lo, lo + 2048) for lo in range(0, n // 16, 2048)])
+    apart.blocks(BlockTransform(key, counter=0)).run(data, out, ranges)
+crypt(bytes(16), first)
+print("ready", flush=True)
+try:
+    while True:
+        if sys.argv[2] == "together":
+            together = gpu_processes.Together()
+            with together.begin(lambda failure: None):
+                crypt(bytes(16), first)
+            together.serve()
+        else:
+            crypt(bytes(16), first)
+except KeyboardInterrupt:
+    pass
+key = bytes(range(16))
+crypt(key, after)
+expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=0).encrypt(data.tobytes())
+print("right" if after.tobytes() == expected else "wrong", flush=True)
+"""
+
+
+@pytest.mark.parametrize("served", ["alone", "together"])
+def test_a_job_cut_by_a_caught_ctrl_c_leaves_the_next_job_right(device, served):
+    """As in a notebook: Ctrl-C stops a job while its worker is mid-task, and the program
+    goes on. That worker's conversation is lost, so it is not used again: the next job,
+    under another key into other memory, gives pycryptodome's bytes (a worker used again
+    would hand the new job's ranges to the old task)."""
+    program = subprocess.Popen([sys.executable, "-c", _CAUGHT_CTRL_C, device.id, served],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        assert program.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        os.killpg(program.pid, signal.SIGINT)  # (to the whole group, as a terminal does)
+        out, err = program.communicate(timeout=60)
+    finally:
+        if program.poll() is None:
+            os.killpg(program.pid, signal.SIGKILL)
+            program.wait()
+    assert (program.returncode, out.strip()) == (0, "right"), err
 
 
 def test_only_gpus_go_apart_and_only_on_shared_memory(device):
