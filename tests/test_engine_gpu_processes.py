@@ -145,6 +145,31 @@ def test_a_task_that_fails_with_its_next_range_on_the_way_leaves_its_worker_in_s
     assert gpu_processes._workers[device.id].process.pid == pid  # (the same worker)
 
 
+def test_a_task_begun_together_that_fails_ends_with_its_failure_and_its_worker_serves_on(
+        device):
+    """A task served together whose engine fails on its second range (the chunk counter
+    would pass its end) ends with the worker's failure, told to its ``ended``; the
+    worker, in step, serves the next task."""
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = os.urandom(8 * CHUNK)
+    source, sealed = _shared_copy(plaintext), _shared_copy(bytes(8 * SEALED))
+    apart = gpu_processes.ApartEngine(engine_for(device)).chunks(key, base_nonce, 8)
+    together, ends = gpu_processes.Together(), []
+    with together.begin(ends.append):
+        apart.seal_ranges(source, sealed, chunked.MAX_CHUNKS - 6,
+                          iter([(0, 2), (4, 8), (2, 4)]))
+    together.serve()
+    assert len(ends) == 1 and isinstance(ends[0], WorkerFailed), ends
+    assert "CounterOverflowError" in str(ends[0])
+    pid = gpu_processes._workers[device.id].process.pid
+    here = np.zeros(8 * SEALED, np.uint8)
+    engine_for(device).chunks(key, base_nonce, 8).seal_ranges(
+        np.frombuffer(plaintext, np.uint8), here, 5, iter([(0, 8)]))
+    apart.seal_ranges(source, sealed, 5, iter([(4, 8), (0, 4)]))
+    assert sealed.tobytes() == here.tobytes()
+    assert gpu_processes._workers[device.id].process.pid == pid
+
+
 def test_a_worker_that_dies_fails_its_job_and_the_next_job_starts_another(device):
     key = os.urandom(16)
     data = os.urandom(16 * 256)
