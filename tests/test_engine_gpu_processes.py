@@ -6,6 +6,7 @@ of each engine where a host has them."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import signal
@@ -122,6 +123,42 @@ def test_tasks_begun_together_are_served_from_the_calling_thread(device):
     assert here not in served_from[1]  # the busy worker's second task: on a thread
     expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=7).encrypt(data)
     assert [t.tobytes() for t in targets] == [expected, expected]
+
+
+class _Unknown:
+    """A real engine under a device id that its worker process cannot find."""
+
+    def __init__(self, engine):
+        self._engine = engine
+        self.device = dataclasses.replace(engine.device, id="no-such-device:0")
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+
+def test_a_task_begun_together_whose_worker_cannot_start_runs_here_on_a_thread(device):
+    """Where a GPU's worker does not start, its task runs in this process instead, on a
+    thread of its own, and ends as the others do; its device stays here from then on."""
+    key = os.urandom(16)
+    data = os.urandom(16 * 3000)
+    source, target = _shared_copy(data), _shared_copy(bytes(len(data)))
+    apart = gpu_processes.ApartEngine(_Unknown(engine_for(device)))
+    served_from: list[threading.Thread] = []
+
+    def ranges():
+        for piece in [(1000, 3000), (0, 1000)]:
+            served_from.append(threading.current_thread())
+            yield piece
+
+    together, ends = gpu_processes.Together(), []
+    with together.begin(ends.append):
+        apart.blocks(BlockTransform(key, counter=3)).run(source, target, ranges())
+    together.serve()
+    assert ends == [None]
+    assert threading.current_thread() not in served_from
+    assert "no-such-device:0" in gpu_processes._cannot_start
+    expected = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=3).encrypt(data)
+    assert target.tobytes() == expected
 
 
 def test_a_task_that_fails_with_its_next_range_on_the_way_leaves_its_worker_in_step(device):
