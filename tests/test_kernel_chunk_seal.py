@@ -15,7 +15,7 @@ import pytest
 import aescl
 import chunked_reference as reference
 from aescl import chunked
-from aescl.engines.opencl import OpenclHostChunks, kernels, tuning
+from aescl.engines.opencl import OpenclHostChunks, gcm_kernels, kernels, tuning
 
 CHUNK = chunked.CHUNK_SIZE
 SEALED = chunked.SEALED_CHUNK_SIZE
@@ -65,3 +65,24 @@ def test_every_route_seals_and_opens_like_the_reference(device, monkeypatch, rou
         with pytest.raises(aescl.AuthenticationError) as failure:
             chunked.decrypt_raw(chunk_key, base_nonce, bytes(damaged), device=device)
         assert failure.value.chunk == 1
+
+
+def test_a_short_run_spreads_each_chunk_over_more_work_items_and_seals_alike(device,
+                                                                            monkeypatch):
+    """A run of fewer chunks than fill the device gets more work-items a chunk in the
+    fused kernel (device_chunks.message_items), with the same bytes either way."""
+    monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")  # (the tables route: gcm_crypt_hash)
+    chosen: list[int] = []
+    choose = gcm_kernels.message_items
+
+    def recorded(*args: int) -> int:
+        chosen.append(choose(*args))
+        return chosen[-1]
+
+    monkeypatch.setattr(gcm_kernels, "message_items", recorded)
+    chunk_key, base_nonce = os.urandom(32), os.urandom(12)
+    message = os.urandom(3 * CHUNK + 100)
+    sealed = chunked.encrypt_raw(chunk_key, base_nonce, message, device=device)
+    assert sealed == reference.encrypt_raw(chunk_key, base_nonce, message)
+    assert chunked.decrypt_raw(chunk_key, base_nonce, sealed, device=device) == message
+    assert chosen and max(chosen) > 8, chosen

@@ -28,6 +28,7 @@ from ..programs.device_chunks import (
     Messages,
     TagCheck,
     fused_gcm,
+    message_items,
 )
 from ..programs.device_runs import run_blocks
 from .kernels import (
@@ -205,7 +206,8 @@ def ghash_grid(gpu: Gpu, function: Any, count: int) -> int:
 # threads a chunk, as gcm_ghash runs, 180-190: the pairing's barriers stall an SM that
 # holds one block); 4 tables in blocks of 1024 with the stride's tables in shared
 # memory 297.5-297.8, read through the cache 267.9-269.9, 2 tables 277-297, 1 table
-# 232-269; the three launches 252.5-261.4.
+# 232-269; the three launches 252.5-261.4. More threads a chunk where a run's chunks
+# would not fill one wave (device_chunks.message_items).
 _CRYPT_HASH_ITEMS = 8
 _CRYPT_HASH_SHAPE = (4, 1024, 1, TABLE_LANES, 0)  # (the copies of each table; pairs)
 # A lone message (AESGCM.encrypt of one small device array) runs on one block, whose
@@ -513,14 +515,6 @@ class CudaGhash:
         return host.tobytes()
 
 
-# Threads a message at most where few long messages would leave the GPU part idle
-# (_message_items): more halve each thread's Horner steps and add a level to the pairing,
-# whose barriers stall an SM (the sweep above), which matters only where SMs are busy:
-# 32 while messages are many; up to 256 for a message alone (AESGCM.encrypt of one
-# device array: 64 KiB on 32 threads, 128 Horner steps each, ran 285 us on the H200).
-_MESSAGE_ITEMS_MOST = 32
-_MESSAGE_ITEMS_ALONE = 256  # GCM_MAX_GHASH_ITEMS (cl/aes_gcm.cl): H's position tables end there
-
 # The positions, among the arguments of _crypt_and_tags_launch's gcm_crypt_hash, of those
 # a kept lone sealing (_kept_lone) sets at each call: the input, the output, the J0
 # (by value) and the tag's place. Every other argument is the same for a length.
@@ -531,22 +525,6 @@ _LONE_OPENING_CHANGES = (0, 1, 12, 21, 24)
 # Lone launches (a length and direction) a stream's kernels keep: past them, all are
 # made again.
 _LONE_LAUNCHES_MOST = 64
-
-
-def _message_items(fused: _CryptHash, count: int) -> int:
-    """Threads a message for ``count`` messages given one by one (device_messages.py):
-    the chunked format's 8, or more, a power of two up to _MESSAGE_ITEMS_MOST (up to
-    _MESSAGE_ITEMS_ALONE where the messages are fewer than a wave's blocks), where
-    ``count`` messages of 8 would not fill one wave of the launch (4,096 messages of
-    64 KiB on an H200: 32,768 threads of a wave's 270,336, at 39% of one call's rate)."""
-    wave = fused.most_blocks * fused.threads
-    items = fused.items
-    most = min(fused.threads, _MESSAGE_ITEMS_ALONE) if count < fused.most_blocks \
-        else _MESSAGE_ITEMS_MOST
-    while items < most and count * items < wave \
-            and fused.threads % (2 * items) == 0:
-        items *= 2
-    return items
 
 
 class _CryptHash:
@@ -799,13 +777,12 @@ class CudaChunkKernels:
         in the order of gcm_crypt_hash's parameters (_LONE_SEALING_CHANGES counts on
         it)."""
         fused = self._crypt_hash
-        items = fused.items
-        if isinstance(run, Messages):
-            if count == 1 and run.message_blocks <= _LONE_MOST_BLOCKS:
-                fused = _crypt_hash(self._gpu, self._rounds, _LONE_CRYPT_HASH_SHAPE)
-                if fused.sums_by_powers:
-                    self._with_powers()
-            items = _message_items(fused, count)
+        if isinstance(run, Messages) and count == 1 \
+                and run.message_blocks <= _LONE_MOST_BLOCKS:
+            fused = _crypt_hash(self._gpu, self._rounds, _LONE_CRYPT_HASH_SHAPE)
+            if fused.sums_by_powers:
+                self._with_powers()
+        items = message_items(count, fused.items, fused.threads, fused.most_blocks)
         grid = min(-(-count // (fused.threads // items)), fused.most_blocks)
         received, received_stride, verdict, verdict_first = \
             (0, 0, 0, 0) if check is None else (check.received.pointer, check.stride,

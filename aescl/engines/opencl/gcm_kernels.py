@@ -23,6 +23,7 @@ from ... import ghash, keyschedule
 from ..._arrays import default_slice_bytes
 from ...chunkformat import CHUNK_SIZE
 from ...devices import Device
+from ..programs.device_chunks import message_items
 from .kernels import (
     aes_options,
     carryless_ghash,
@@ -37,8 +38,9 @@ _SEGMENT_STEPS = 64  # Horner steps per work-item when one long message is split
 _MAX_LAUNCH_BLOCKS = 2**32 - 2**20  # kernels index blocks with 32-bit integers
 _MAX_GHASH_ITEMS = 256  # GCM_MAX_GHASH_ITEMS in cl/aes_gcm.cl
 _MAX_CRYPT_HASH_GROUP = 256  # GCM_CRYPT_HASH_MAX_GROUP's default in cl/aes_gcm.cl
-# Work-items per message in gcm_crypt_hash: few, each with many Horner steps, so that
-# the pairing's barriers are rare (engines/cuda/workers.py, _CRYPT_HASH_ITEMS).
+# Work-items per message in gcm_crypt_hash where messages fill the device: few, each with
+# many Horner steps, so that the pairing's barriers are rare (engines/cuda/workers.py,
+# _CRYPT_HASH_ITEMS); more where they do not (device_chunks.message_items).
 _CRYPT_HASH_ITEMS = 8
 
 
@@ -374,7 +376,8 @@ class GcmKernels:
         received one, the verdict lowered to the first mismatch.
         ``tag_masks`` (a buffer, the step from one message's mask to the next: 0 for one
         mask for all): XORed into each tag before it is written or compared."""
-        group, items = self._crypt_hash_group, self._crypt_hash_items
+        group = self._crypt_hash_group
+        items = message_items(count, self._crypt_hash_items, group, self._max_work_groups)
         groups = min(self._max_work_groups, -(-count // (group // items)))
         first_j0, first_chunk, last_bytes = chunk_run or (bytes(BLOCK_SIZE), 0, 0)
         received, received_first, received_stride, verdict, verdict_first = \

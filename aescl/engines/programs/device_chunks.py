@@ -57,6 +57,13 @@ NO_MISMATCH = 0xFFFFFFFF  # a verdict's value where every tag matched
 # read_verdict copies beside it on the device and reads back with it.
 VERDICT_BYTES = 32
 VERDICT_ALSO_AT = 16
+# Work-items a message in one launch of gcm_crypt_hash (message_items): at most 32
+# while messages are many, more halving each item's Horner steps but adding a level to
+# the pairing, whose barriers stall a compute unit; up to 256 where the messages are
+# fewer than a wave's groups (AESGCM.encrypt of one 64 KiB device array: 32 threads,
+# 128 Horner steps each, ran 285 us on an H200).
+MESSAGE_ITEMS_MOST = 32
+MESSAGE_ITEMS_ALONE = 256  # GCM_MAX_GHASH_ITEMS (cl/aes_gcm.cl): H's position tables end there
 
 
 class ChunkRun(NamedTuple):
@@ -189,6 +196,21 @@ def fused_gcm() -> bool:
     if value not in ("", "0", "1"):
         raise ValueError(f"AESCL_GCM_FUSED must be 0 or 1, not {value!r}")
     return value != "0"
+
+
+def message_items(count: int, least: int, group: int, groups_a_wave: int) -> int:
+    """Work-items a message for ``count`` messages (or chunks) in one launch of the fused
+    kernel, in groups of ``group`` items, ``groups_a_wave`` groups at once on the
+    device: ``least`` (few, each with many Horner steps, as each engine swept its
+    build), or more, a power of two up to MESSAGE_ITEMS_MOST (MESSAGE_ITEMS_ALONE where
+    the messages are fewer than a wave's groups), where ``count`` messages of ``least``
+    would not fill one wave. A run of 256 chunks (4 MiB, a team's last pieces) at 8
+    items a chunk, 1,024 to a block, ran on 2 of an H200's 132 SMs."""
+    items = least
+    most = min(group, MESSAGE_ITEMS_ALONE) if count < groups_a_wave else MESSAGE_ITEMS_MOST
+    while items < most and count * items < groups_a_wave * group and group % (2 * items) == 0:
+        items *= 2
+    return items
 
 
 def _crypt_and_tags(kernels: ChunkKernels, source: Any, target: Any, count: int,
