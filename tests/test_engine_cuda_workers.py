@@ -95,21 +95,9 @@ def test_a_short_run_of_chunks_spreads_over_more_threads_and_seals_alike(monkeyp
     """A chunk run too short to fill the GPU at 8 threads a chunk (256 chunks: 2 of an
     H200's 132 SMs; a team's last pieces are such runs) gets more threads a chunk
     (device_chunks.message_items), with the reference's bytes."""
-    import chunked_reference as reference
-    from aescl import chunked
+    from chosen_items import seal_and_open_recording_items
+
     from aescl.engines.cuda import workers
 
-    chosen: list[int] = []
-    choose = workers.message_items
-
-    def recorded(*args: int) -> int:
-        chosen.append(choose(*args))
-        return chosen[-1]
-
-    monkeypatch.setattr(workers, "message_items", recorded)
-    chunk_key, base_nonce = os.urandom(32), os.urandom(12)
-    message = os.urandom(256 * chunked.CHUNK_SIZE + 100)
-    sealed = chunked.encrypt_raw(chunk_key, base_nonce, message, device="cuda:0")
-    assert sealed == reference.encrypt_raw(chunk_key, base_nonce, message)
-    assert chunked.decrypt_raw(chunk_key, base_nonce, sealed, device="cuda:0") == message
+    chosen = seal_and_open_recording_items(monkeypatch, workers, "cuda:0", 256)
     assert chosen and max(chosen) > 8, chosen

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from chosen_items import seal_and_open_recording_items
 
 import aescl
 import chunked_reference as reference
@@ -72,17 +73,5 @@ def test_a_short_run_spreads_each_chunk_over_more_work_items_and_seals_alike(dev
     """A run of fewer chunks than fill the device gets more work-items a chunk in the
     fused kernel (device_chunks.message_items), with the same bytes either way."""
     monkeypatch.setenv("AESCL_HARDWARE_ROUNDS", "0")  # (the tables route: gcm_crypt_hash)
-    chosen: list[int] = []
-    choose = gcm_kernels.message_items
-
-    def recorded(*args: int) -> int:
-        chosen.append(choose(*args))
-        return chosen[-1]
-
-    monkeypatch.setattr(gcm_kernels, "message_items", recorded)
-    chunk_key, base_nonce = os.urandom(32), os.urandom(12)
-    message = os.urandom(3 * CHUNK + 100)
-    sealed = chunked.encrypt_raw(chunk_key, base_nonce, message, device=device)
-    assert sealed == reference.encrypt_raw(chunk_key, base_nonce, message)
-    assert chunked.decrypt_raw(chunk_key, base_nonce, sealed, device=device) == message
+    chosen = seal_and_open_recording_items(monkeypatch, gcm_kernels, device, 3)
     assert chosen and max(chosen) > 8, chosen
