@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from Crypto.Cipher import AES
 
-from aescl import chunked
+from aescl import AuthenticationError, chunked
 from aescl.engines import BlockTransform, engine_for
 from aescl.engines.opencl import OpenclEngine, pinned_empty
 
@@ -53,6 +53,25 @@ def test_chunk_ranges_seal_and_open_as_the_format_says(device):
     opened = np.zeros_like(plaintext)
     worker.open_ranges(sealed, opened, 100, iter([(0, 9)]))
     assert np.array_equal(opened, plaintext)
+
+
+@pytest.mark.parametrize(("chunk", "byte"), [(0, 0), (5, 15), (8, 7), (8, 8)])
+def test_a_changed_byte_of_any_tag_names_its_chunk_and_releases_none_of_its_piece(
+        device, chunk, byte):
+    # (pieces of 4 chunks: the tags are compared a piece at a time, 8 bytes at a time)
+    key, base_nonce = os.urandom(32), os.urandom(12)
+    plaintext = np.frombuffer(os.urandom(9 * CHUNK), np.uint8)
+    sealed = np.zeros(9 * SEALED, np.uint8)
+    worker = engine_for(device).chunks(key, base_nonce, 4)
+    worker.seal_ranges(plaintext, sealed, 100, iter([(0, 9)]))
+    sealed[chunk * SEALED + CHUNK + byte] ^= 0x80
+    opened = np.zeros_like(plaintext)
+    with pytest.raises(AuthenticationError) as failure:
+        worker.open_ranges(sealed, opened, 100, iter([(0, 9)]))
+    assert failure.value.chunk == 100 + chunk
+    piece = chunk // 4 * 4
+    assert np.array_equal(opened[: piece * CHUNK], plaintext[: piece * CHUNK])
+    assert not opened[piece * CHUNK :].any()
 
 
 def test_what_it_says_of_host_arrays(device):

@@ -608,12 +608,20 @@ def _checked(result: np.ndarray, text_bytes: int, room: int, first: int, count: 
 
 def _matched(tags: np.ndarray, first: int, count: int, final: bool) -> None:
     """Raises unless every computed tag (the first ``count`` of ``tags``) equals its
-    received one (the next ``count``)."""
-    pairs = tags[: 2 * TAG_SIZE * count].reshape(2, count, TAG_SIZE)
-    matches = np.all(pairs[0] == pairs[1], axis=1)  # every byte compared, no early exit
-    if not matches.all():
-        index = int(np.argmin(matches))
-        raise device_chunks.failed_chunk(first, index, final and index == count - 1)
+    received one (the next ``count``).
+
+    Every byte is compared, with no early exit: the differences of all the tags, eight
+    bytes at a time, ORed into one word. This runs once a piece, on the thread that feeds
+    the device. Compared a tag at a time (a numpy reduction along rows of 16 bytes), a 16
+    MiB piece's 1,024 tags took 30-35 µs on an H200's host (3 µs now), and one GPU's
+    opening ran 2.2-3.7 GB/s slower (docs/benchmarks). Only a failure looks for its chunk."""
+    pairs = tags[: 2 * TAG_SIZE * count]
+    words = pairs.view(np.uint64).reshape(2, -1)
+    if not np.bitwise_or.reduce(words[0] ^ words[1]):
+        return
+    by_chunk = pairs.reshape(2, count, TAG_SIZE)
+    index = int(np.argmin(np.all(by_chunk[0] == by_chunk[1], axis=1)))
+    raise device_chunks.failed_chunk(first, index, final and index == count - 1)
 
 
 class OpenclBlocks:
