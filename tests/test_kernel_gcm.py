@@ -16,6 +16,7 @@ import pyopencl as cl
 import pytest
 from Crypto.Cipher import AES
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from held_queue import runs_while_its_queue_waits
 
 import aescl
 from aescl import ghash
@@ -144,6 +145,10 @@ def test_a_gcm_cipher_hashes_short_runs_on_the_host_and_longer_ones_on_the_devic
         assert hashed_on_the_device == []
     else:
         assert "gcm_ghash" in hashed_on_the_device
+
+
+def test_a_gcm_ciphers_keystream_lets_other_threads_run_while_its_queue_waits(device):
+    runs_while_its_queue_waits(device.id, "gcm keystream")
 
 
 def test_ghash_of_long_messages_split_across_work_groups_and_pieces(device):

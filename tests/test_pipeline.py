@@ -2,14 +2,13 @@
 
 import gc
 import os
-import subprocess
-import sys
 import time
 import weakref
 
 import numpy as np
 import pytest
 from Crypto.Cipher import AES
+from held_queue import runs_while_its_queue_waits
 
 import aescl
 from aescl import chunked
@@ -116,43 +115,8 @@ def test_pieces_may_have_no_output(device):
     assert seen == [16] * 7
 
 
-# A piece whose upload waits behind a user event on the pipeline's upload queue: the
-# thread that feeds the device must wait for it with the GIL let go, so that this
-# script's main thread can open the gate. (pyopencl's event of a copy from host memory
-# waits, when freed, holding the GIL: freed while its copy waited, it hung here.)
-_UPLOAD_HELD_BACK = """
-import sys, threading, time
-import numpy as np
-import pyopencl as cl
-import aescl
-from aescl.engines.opencl.pipeline import Piece, pipeline
-
-device = next(d for d in aescl.devices() if d.id == sys.argv[1])
-feeder = pipeline(device)
-gate = cl.UserEvent(feeder.runtime.context)
-cl.enqueue_barrier(feeder._upload_queue, wait_for=[gate])
-source = np.zeros(4097, np.uint8)[1:]  # (not aligned: staged, then uploaded)
-source[:] = np.arange(4096) % 251
-target = np.zeros(4096, np.uint8)
-piece = Piece.through(device, source, target, lambda queue, device_in, device_out, _:
-                      cl.enqueue_copy(queue, device_out, device_in, byte_count=4096))
-feeding = threading.Thread(target=feeder.run, args=([piece],))
-feeding.start()
-time.sleep(0.5)  # (the piece's upload is enqueued by now)
-gate.set_status(cl.command_execution_status.COMPLETE)
-feeding.join()
-print(np.array_equal(target, source))
-"""
-
-
 def test_the_feeding_thread_lets_other_threads_run_while_an_upload_waits(device):
-    try:
-        result = subprocess.run([sys.executable, "-c", _UPLOAD_HELD_BACK, device.id],
-                                capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        pytest.fail("the thread feeding the device held the GIL while its upload waited")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "True"
+    runs_while_its_queue_waits(device.id, "pipeline piece")
 
 
 def test_each_slot_keeps_its_launch_scratch_for_its_next_piece(device):

@@ -404,7 +404,9 @@ class GcmKernels:
         blocks = np.zeros((len(j0s), BLOCK_SIZE), dtype=np.uint8)
         buffer = self._scratch(blocks.nbytes)
         queue = self.runtime.queue
-        cl.enqueue_copy(queue, buffer, blocks, is_blocking=False)
+        # (blocking: pyopencl's event of a copy from host memory, freed unfinished, waits
+        # for it holding the GIL, and every other thread of the process with it)
+        cl.enqueue_copy(queue, buffer, blocks, is_blocking=True)
         counters = self.constant(np.frombuffer(b"".join(j0s), dtype=np.uint8))
         lengths = self.constant(np.full(len(j0s), BLOCK_SIZE, dtype=np.uint64))
         self.enqueue_ctr(buffer, len(j0s), 1, first_step, counters, lengths)
@@ -464,7 +466,7 @@ class GcmKernels:
         self.enqueue_ghash(partials, count - 1, count - 1, 1, folded,
                             base=self.multipliers.power(segment))
         outer = np.zeros(2, np.uint64)
-        cl.enqueue_copy(queue, outer, folded, is_blocking=False)
+        cl.enqueue_copy(queue, outer, folded, is_blocking=True)  # (see keystream)
         block = np.zeros(16, np.uint8)  # the last sum, now a block in memory order
         cl.enqueue_copy(queue, block, partials, src_offset=16 * (count - 1), is_blocking=True)
         return ghash.fold_on_device((int(outer[0]) << 64) | int(outer[1]),
@@ -482,7 +484,7 @@ class GcmKernels:
         total = 0
         for start in range(0, blocks.nbytes, step):
             part = blocks[start : start + step]
-            cl.enqueue_copy(self.runtime.queue, buffer, part, is_blocking=False)
+            cl.enqueue_copy(self.runtime.queue, buffer, part, is_blocking=True)  # (keystream)
             count = part.nbytes // BLOCK_SIZE
             total = self.times_power(total, count) ^ self.partial_sum(buffer, count)
         return total
