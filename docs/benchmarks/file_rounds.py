@@ -24,10 +24,11 @@ def seconds(command: list[str]) -> float:
 
 
 def file_rounds(prefix: str, gib: int, rounds: int, variants: dict[str, Commands],
-                figures: dict[str, object]) -> dict[str, object]:
+                figures: dict[str, object], rotate: bool = False) -> dict[str, object]:
     """``figures`` with each command's seconds a round (``cp``, ``openssl enc …``,
     ``<variant> encrypt`` / ``decrypt``, ``<variant> round trip identical``), over a
-    ``gib`` GiB file named ``<prefix>.plain`` in /dev/shm."""
+    ``gib`` GiB file named ``<prefix>.plain`` in /dev/shm. ``rotate``: each round starts
+    one variant later than the one before, so that no variant always runs first."""
     plain, sealed, opened, key = (os.path.join(SHM, f"{prefix}.{name}")
                                   for name in ("plain", "aescl", "opened", "key"))
     try:
@@ -37,12 +38,16 @@ def file_rounds(prefix: str, gib: int, rounds: int, variants: dict[str, Commands
         subprocess.run([sys.executable, "-m", "aescl", "keygen", "-o", key, "--force"],
                        check=True, stdout=subprocess.DEVNULL)
         hex_key, iv = os.urandom(32).hex(), os.urandom(16).hex()
-        for _ in range(rounds):
+        for round_index in range(rounds):
             figures.setdefault("cp", []).append(seconds(["cp", plain, opened]))
             figures.setdefault("openssl enc -aes-256-ctr", []).append(seconds(
                 ["openssl", "enc", "-aes-256-ctr", "-K", hex_key, "-iv", iv, "-in", plain,
                  "-out", opened]))
-            for name, commands in variants.items():
+            order = list(variants.items())
+            if rotate:
+                shift = round_index % len(order)
+                order = order[shift:] + order[:shift]
+            for name, commands in order:
                 encrypt, decrypt = commands(key, plain, sealed, opened)
                 figures.setdefault(f"{name} encrypt", []).append(seconds(encrypt))
                 figures.setdefault(f"{name} decrypt", []).append(seconds(decrypt))
