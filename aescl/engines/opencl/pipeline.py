@@ -373,17 +373,14 @@ class Pipeline:
         return _InFlight(piece, slot, download, upload=upload)
 
     def _store_tasks(self, flight: _InFlight) -> list[Callable[[], None]]:
-        for event in (flight.upload, flight.download):
-            if event is not None:
-                event.wait()
+        # (a copy_before_check piece's plaintext too: waited for here, as a sealed
+        # piece's download is, not in a task of the pool a piece)
+        flight.landed()
         if flight.mapped is not None:
             flight.mapped.base.release(self._download_queue)
             flight.mapped = None
         piece = flight.piece
         if piece.copy_before_check:
-            # Waited for here, as a sealed piece's download is (its tags, then its
-            # plaintext, on one in-order queue), not in a task of the pool a piece.
-            flight.landed()
             try:
                 piece.check(self._staging(flight.slot, "out", piece.out_bytes - piece.check_from))
             except BaseException:

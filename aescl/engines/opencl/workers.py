@@ -614,7 +614,7 @@ def _matched(tags: np.ndarray, first: int, count: int, final: bool) -> None:
     bytes at a time, ORed into one word. This runs once a piece, on the thread that feeds
     the device. Compared a tag at a time (a numpy reduction along rows of 16 bytes), a 16
     MiB piece's 1,024 tags took 30-35 µs on an H200's host (3 µs now), and one GPU's
-    opening ran 2.2-3.7 GB/s slower (docs/benchmarks). Only a failure looks for its chunk."""
+    opening ran 2.2-5.7 GB/s slower (docs/benchmarks). Only a failure looks for its chunk."""
     pairs = tags[: 2 * TAG_SIZE * count]
     words = pairs.view(np.uint64).reshape(2, -1)
     if not np.bitwise_or.reduce(words[0] ^ words[1]):
