@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from typing import Any
 
 import pytest
@@ -373,7 +374,18 @@ def test_a_list_over_two_devices_goes_a_launch_a_device_and_each_result_stays_on
     stack = aead._stacked_groups
     monkeypatch.setattr(aead, "_stacked_groups", lambda *args: stacked.append(
         stack(*args)) or stacked[-1])
+    # Each device's rows wait at a barrier of both before their launch, which neither
+    # passes until both are there: had the devices gone one after the other, it would
+    # time out.
+    barrier, seal_rows = threading.Barrier(2, timeout=60), aead.AESGCM._seal_rows
+
+    def together(*args, **kwargs):
+        barrier.wait()
+        return seal_rows(*args, **kwargs)
+
+    monkeypatch.setattr(aead.AESGCM, "_seal_rows", together)
     sealed = cipher.encrypt_many(nonces, arrays, b"ad")
+    monkeypatch.setattr(aead.AESGCM, "_seal_rows", seal_rows)
     assert [sorted(indices) for _, indices, _ in stacked[0]] == [[0, 2, 4], [1, 3]]
     expected = [pyca.encrypt(n, m, b"ad") for n, m in zip(nonces, messages, strict=True)]
     assert [s.get().tobytes() for s in sealed] == expected

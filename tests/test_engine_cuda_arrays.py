@@ -792,6 +792,40 @@ def test_a_call_on_another_gpus_array_leaves_the_callers_device_and_is_right():
     assert where() == before
 
 
+@needs_two_gpus
+def test_threads_a_gpu_each_run_their_tensors_at_once(monkeypatch):
+    """Issue 57: one thread a GPU, each encrypting a tensor on its own GPU, enqueue their
+    launches at once (a GPU's lock, no lock of the process). Each launch waits at a
+    barrier of all the threads, which none passes until every one is there: had one GPU's
+    call waited for another's, it would time out."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    torch = pytest.importorskip("torch")
+    from aescl.engines.cuda import workers
+
+    gpus = torch.cuda.device_count()
+    barrier = threading.Barrier(gpus, timeout=60)
+    real = workers.CudaBlocks.launch
+
+    def together(self, *args):
+        barrier.wait()
+        return real(self, *args)
+
+    monkeypatch.setattr(workers.CudaBlocks, "launch", together)
+    key, nonce, data = os.urandom(16), os.urandom(8), os.urandom(3 << 20)
+
+    def encrypt(ordinal: int) -> bytes:
+        tensor = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(f"cuda:{ordinal}")
+        sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(tensor)
+        assert sealed.device.index == ordinal
+        return to_host(sealed)
+
+    with ThreadPoolExecutor(gpus) as pool:
+        results = list(pool.map(encrypt, range(gpus)))
+    assert results == [Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data)] * gpus
+
+
 def _on_gpu_one(library, data: bytes):
     host = np.frombuffer(data, np.uint8).copy()
     if library.__name__ == "torch":

@@ -451,6 +451,44 @@ def test_threads_opening_arrays_in_one_context_each_get_their_own_verdict(queue)
         assert [w for found in pool.map(opener, range(4)) for w in found] == []
 
 
+def test_threads_a_device_each_run_their_arrays_at_once(monkeypatch):
+    """Issue 57: one thread a device, each encrypting arrays in a context of its own
+    device, enqueue their work at once (a device's lock, no lock of the process): the
+    first two OpenCL devices (PoCL and Oclgrind here; two GPUs where there are). Each
+    call's work waits, inside its device's lock, at a barrier of both threads, which
+    neither passes until both are there: had one device's call waited for the other's,
+    it would time out."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aescl.engines.opencl import arrays
+
+    devices = [d for d in aescl.devices() if d.is_opencl][:2]
+    if len(devices) < 2:
+        pytest.skip("fewer than two OpenCL devices here")
+    barrier = threading.Barrier(len(devices), timeout=60)
+    real = arrays.run_blocks
+
+    def together(*args, **kwargs):
+        barrier.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(arrays, "run_blocks", together)
+    key, nonce, data = KEYS[0], b"\x02" * 8, _random(1 << 16)
+
+    def encrypt(device: aescl.Device) -> bytes:
+        queue = cl.CommandQueue(cl.Context([device.cl_device]))
+        sealed = aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(
+            cl_array.to_device(queue, data))
+        assert sealed.context == queue.context
+        return sealed.get().tobytes()
+
+    with ThreadPoolExecutor(len(devices)) as pool:
+        results = list(pool.map(encrypt, devices))
+    expected = Reference.new(key, Reference.MODE_CTR, nonce=nonce).encrypt(data.tobytes())
+    assert results == [expected] * len(devices)
+
+
 def test_the_fused_gcm_setting_is_0_or_1(monkeypatch):
     from aescl.engines.programs.device_chunks import fused_gcm
 

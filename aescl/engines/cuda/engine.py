@@ -119,8 +119,9 @@ class CudaHostBlocks:
 class CudaHostChunks:
     """The chunked format's chunks on host arrays, through one GPU (one chunk key and base
     nonce): each piece of chunks is sealed or opened on the device as device arrays'
-    are (device_chunks.py). Opening a piece checks its tags before its plaintext is
-    downloaded: a piece that fails releases none."""
+    are (device_chunks.py). Opening a piece downloads its plaintext beside its verdict,
+    and where a tag failed, zeroes what landed before the error is raised
+    (pipeline.Slot.run): a piece that fails releases none."""
 
     def __init__(self, key: bytes, base_nonce: bytes, ordinal: int) -> None:
         check_key(key)
@@ -153,9 +154,9 @@ class CudaHostChunks:
         def work(slot: Slot, device_in: CudaBytes, device_out: CudaBytes) -> None:
             kernels = self._kernels(slot, device_in)
             try:
-                if opening:
+                if opening:  # (its plaintext sent back beside its verdict: Slot.send_back)
                     device_chunks.open_sealed(kernels, self._base_nonce, device_in, device_out,
-                                              first, final)
+                                              first, final, slot.send_back)
                 else:
                     device_chunks.seal(kernels, self._base_nonce, device_in, device_out,
                                        first, final)

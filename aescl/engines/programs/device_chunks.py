@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hmac
 import os
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from ..._arrays import IN_PLACE_REFUSED
@@ -367,8 +368,13 @@ def _final_chunk(kernels: ChunkKernels, base_nonce: bytes, index: int, nbytes: i
     return slot
 
 
+def _nothing() -> None:
+    pass
+
+
 def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
-                run_first: int = 0, run_final: bool = True) -> None:
+                run_first: int = 0, run_final: bool = True,
+                meanwhile: Callable[[], Any] = _nothing) -> None:
     """Open the sealed chunks in ``sealed`` (after the header; their size checked by the
     caller) into ``plaintext``, which does not overlap it: chunks ``run_first, ...`` of
     the message, ending in the final chunk where ``run_final`` says so. Raises
@@ -380,7 +386,10 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
     gathered and compared once, at the end). Until then the plaintext written lies
     only in ``plaintext``, which this call has not returned; on a mismatch it is
     zeroed before the error is raised. It returns once all the work it enqueued is
-    done (reading the verdict waits for it)."""
+    done (reading the verdict waits for it). ``meanwhile`` is called once all of the
+    opening's work is enqueued, before that wait: a caller that enqueues its copy of
+    the plaintext there has it made beside the verdict's, and must zero that copy itself
+    where this raises."""
     full, rest = sealed_run(sealed.nbytes, run_first, run_final)
     final_bytes = rest - TAG_SIZE
     chunks = full + int(run_final)
@@ -388,7 +397,7 @@ def open_sealed(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext
         return
     opened = _open_checked if kernels.fused else _open_then_compare
     index = opened(kernels, base_nonce, sealed, plaintext, run_first, run_final, full,
-                   final_bytes)
+                   final_bytes, meanwhile)
     if index < chunks:
         kernels.zero(plaintext)
         raise failed_chunk(run_first, index, run_final and index == full)
@@ -403,7 +412,8 @@ def failed_chunk(run_first: int, index: int, final: bool) -> AuthenticationError
 
 
 def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plaintext: Any,
-                  run_first: int, run_final: bool, full: int, final_bytes: int) -> int:
+                  run_first: int, run_final: bool, full: int, final_bytes: int,
+                  meanwhile: Callable[[], Any]) -> int:
     """:func:`open_sealed` by the fused kernel, which compares each tag as it makes it:
     the index (in the run) of the first chunk whose tag does not match, or the number of
     chunks where none fails. Its only commands besides the batches' launches read the
@@ -437,6 +447,7 @@ def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plainte
             received_final = None
         else:
             expected_final = _empty_chunk_tag(kernels, base_nonce, run_first + full)
+    meanwhile()
     index, received_bytes = kernels.read_verdict(verdict, received_final)
     if index == NO_MISMATCH:
         index = full + int(run_final)
@@ -448,7 +459,7 @@ def _open_checked(kernels: ChunkKernels, base_nonce: bytes, sealed: Any, plainte
 
 def _open_then_compare(kernels: ChunkKernels, base_nonce: bytes, sealed: Any,
                        plaintext: Any, run_first: int, run_final: bool, full: int,
-                       final_bytes: int) -> int:
+                       final_bytes: int, meanwhile: Callable[[], Any]) -> int:
     """:func:`open_sealed` by the separate kernels: each batch's computed and received tags
     gathered on the device (:func:`open_unchecked`), and compared there once, at the end
     (the index as in :func:`_open_checked`)."""
@@ -456,6 +467,7 @@ def _open_then_compare(kernels: ChunkKernels, base_nonce: bytes, sealed: Any,
     computed, received = (kernels.scratch(chunks * TAG_SIZE) for _ in range(2))
     open_unchecked(kernels, base_nonce, sealed, plaintext, computed, received, run_first,
                    run_final)
+    meanwhile()
     return kernels.first_mismatch(computed, received, chunks)
 
 
