@@ -19,7 +19,7 @@ form serves.
 from __future__ import annotations
 
 import ctypes
-import operator
+import itertools
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,9 +35,6 @@ from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, ord
 
 PIECE_BYTES = 32 << 20  # as the OpenCL engine's pieces: PCIe busy, several in flight
 SLOTS = 4  # feeding threads, each with a piece in flight
-# A run's first pieces are PIECE_BYTES over these, and so are the last ones of its last
-# range (each half of what is left, down to the first).
-RAMP_DIVISORS = (8, 4, 2)
 
 # ---- Pinned host memory ------------------------------------------------------------
 
@@ -302,21 +299,10 @@ def pipeline(ordinal: int) -> Pipeline:
 def pieces_of(ranges: Iterable[tuple[int, int]], unit_bytes: int,
               make: Callable[[int, int], Piece]) -> Iterator[Piece]:
     """The pieces of some ranges of units (blocks, chunks): each range cut into runs of
-    at most :data:`PIECE_BYTES`, ``make(lo, hi)`` making each run's piece. A run's first
-    pieces, and the last ones of its last range, are smaller (RAMP_DIVISORS)."""
+    at most :data:`PIECE_BYTES`, ``make(lo, hi)`` making each run's piece."""
     step = max(1, PIECE_BYTES // unit_bytes)
-    ramp = [max(1, step // d) for d in RAMP_DIVISORS]
-    least = ramp[0] if ramp else step
-    ranges = iter(ranges)
     for start, stop in ranges:
-        lo = start
-        while lo < stop:
-            size = ramp.pop(0) if ramp else step
-            if least < step and operator.length_hint(ranges, 1) == 0:  # (the last range)
-                left = stop - lo
-                size = min(size, max(least, -(-left // 2)))
-                if left - size < least:  # (no piece smaller than the least after it)
-                    size = left
-            hi = min(stop, lo + size)
-            yield make(lo, hi)
-            lo = hi
+        for lo in itertools.count(start, step):
+            if lo >= stop:
+                break
+            yield make(lo, min(stop, lo + step))
