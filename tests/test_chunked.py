@@ -18,7 +18,7 @@ from Crypto.Cipher import AES
 import aescl
 import chunked_reference as reference
 from aescl import chunked
-from aescl.engines.opencl import pipeline as streaming
+from aescl.engines import host_copies
 
 # The public API only: these run on the host engine and on a split job too (conftest).
 RUNS_ON_ENGINES = True
@@ -320,7 +320,7 @@ def test_the_pipeline_paths_with_pinned_memory_and_output_buffers(device, key):
 def test_files_stream_through_the_pipeline(device, key, tmp_path, monkeypatch):
     # 13 runs of 2 chunks: more than the pipeline's slots, so every slot is reused;
     # and each run's file reads and writes split across threads at their offsets.
-    monkeypatch.setattr(streaming, "_COPY_PART_BYTES", 4096)
+    monkeypatch.setattr(host_copies, "PART_BYTES", 4096)
     message = os.urandom(26 * CHUNK + 5)
     plain = tmp_path / "plain"
     plain.write_bytes(message)

@@ -12,7 +12,7 @@ from held_queue import runs_while_its_queue_waits
 
 import aescl
 from aescl import chunked
-from aescl.engines import BlockTransform
+from aescl.engines import BlockTransform, host_copies
 from aescl.engines.host import shared
 from aescl.engines.opencl import OpenclBlocks, OpenclHostChunks
 from aescl.engines.opencl import pipeline as streaming
@@ -88,7 +88,7 @@ def test_memory_pinned_for_a_device_is_freed_with_the_last_array_over_it(device)
 def test_ctr_through_pinned_and_pageable_memory(device, monkeypatch, source_pinned,
                                                 target_pinned):
     # Many small pieces, so that every slot is reused and pieces overlap.
-    monkeypatch.setattr(streaming, "_COPY_PART_BYTES", 512)
+    monkeypatch.setattr(host_copies, "PART_BYTES", 512)
     key = os.urandom(16)
     data = np.frombuffer(os.urandom(16 * 3000), np.uint8)
     source = pinned_empty(data.nbytes, device) if source_pinned else np.empty_like(data)
@@ -159,7 +159,7 @@ def test_stores_run_in_order_one_piece_at_a_time(device):
         Piece(128, 128,
               lambda q, i, o, _, lo=lo: launcher.enqueue(q, i, o, 8,
                                                           cipher.kernel_args(lo // 16)),
-              load=lambda staging, lo=lo: streaming.copy_parts(staging, data[lo:lo + 128]),
+              load=lambda staging, lo=lo: host_copies.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index, lo=lo: store(staging, index, lo))
         for index, lo in enumerate(range(0, data.nbytes, 128))
     ]
@@ -187,7 +187,7 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
     pieces = [
         Piece(16 * 8, 16 * 8,
               lambda q, i, o, _: launcher.enqueue(q, i, o, 8, cipher.kernel_args(0)),
-              load=lambda staging, lo=lo: streaming.copy_parts(staging, data[lo:lo + 128]),
+              load=lambda staging, lo=lo: host_copies.copy_parts(staging, data[lo:lo + 128]),
               store=lambda staging, index=index: store(staging, index))
         for index, lo in enumerate(range(0, data.nbytes, 128))
     ]
@@ -198,17 +198,6 @@ def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
     again = aescl.new(b"k" * 16, aescl.MODE_CTR, nonce=b"", initial_value=bytes(16), device=device)
     assert again.encrypt(bytes(64)) == AES.new(
         b"k" * 16, AES.MODE_CTR, nonce=b"", initial_value=bytes(16)).encrypt(bytes(64))
-
-
-def test_host_copies_split_into_parts(monkeypatch):
-    monkeypatch.setattr(streaming, "_COPY_PART_BYTES", 100)
-    source = np.arange(1000, dtype=np.uint32).view(np.uint8)
-    target = np.zeros_like(source)
-    parts = streaming.copy_parts(target, source)
-    assert 1 < len(parts) <= streaming._HOST_THREADS
-    for part in parts:
-        part()
-    assert np.array_equal(source, target)
 
 
 @pytest.mark.parametrize("mode", ["ecb", "ctr"])

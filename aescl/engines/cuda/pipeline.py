@@ -7,8 +7,9 @@ and out, and pinned staging for both. A thread takes the next piece, copies it i
 its pinned staging, uploads it, enqueues the piece's device work, downloads the
 result into staging, waits for its stream and copies the result out. The threads run
 at once, so the host copies (numpy, without the GIL), both DMA directions and the
-kernels of different pieces overlap. Memory from :func:`pinned_empty` is pinned
-already: a piece in it skips the staging copy on that side.
+kernels of different pieces overlap. A staging copy is split into parts that the host
+threads make at once (engines/host_copies.py). Memory from :func:`pinned_empty` is
+pinned already: a piece in it skips the staging copy on that side.
 
 The OpenCL engine's pipeline (engines/opencl/pipeline.py) feeds three queues from one
 thread, because an OpenCL wait is per event and its queues are costly to make. Here a
@@ -31,6 +32,7 @@ import numpy as np
 
 from ...devices import Device
 from ...errors import first_failure
+from .. import host_copies
 from .runtime import CudaBytes, checked, cuda_device, keeps_callers_context, ordinal_of
 
 PIECE_BYTES = 32 << 20  # as the OpenCL engine's pieces: PCIe busy, several in flight
@@ -198,7 +200,7 @@ class Slot:
         if source.nbytes:
             upload = source if is_pinned(source) else self.staging("in", source.nbytes)
             if upload is not source:
-                np.copyto(upload, source)
+                host_copies.copy(upload, source)
             checked(driver.cuMemcpyHtoDAsync(device_in.pointer, upload, source.nbytes,
                                             self.stream))
         download = (target if not target.nbytes or is_pinned(target)
@@ -217,7 +219,7 @@ class Slot:
         self.send_back()  # (where the work did not)
         checked(driver.cuStreamSynchronize(self.stream))
         if download is not target:
-            np.copyto(target, download)
+            host_copies.copy(target, download)
 
     def send_back(self) -> None:
         """Enqueue the running piece's copy of its output to the host, if not yet done:

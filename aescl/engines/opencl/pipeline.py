@@ -21,8 +21,6 @@ pieces in it skip the staging copies entirely.
 
 from __future__ import annotations
 
-import os
-import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -40,23 +38,11 @@ except ImportError:  # not POSIX: files are written with positional writes
 
 from ..._arrays import wipe
 from ...devices import Device
+from ..host_copies import copy_parts, host_pool
 from .runtime import DeviceRuntime, device_runtime, one_job_per_device
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
-_COPY_PART_BYTES = 4 << 20  # below this a host copy is not worth splitting
-_HOST_THREADS = max(1, min(16, os.cpu_count() or 1))
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _host_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_HOST_THREADS, thread_name_prefix="aescl-host")
-        return _pool
 
 
 # ---- Pinned host memory ------------------------------------------------------------
@@ -138,27 +124,6 @@ def is_pinned(array: np.ndarray, device: Device) -> bool:
     # (a copy of the ranges: other threads add and free pinned arrays meanwhile)
     ranges = list(_pinned_ranges.get(device.id, {}).values())
     return any(lo <= start and end <= hi for lo, hi in ranges)
-
-
-# ---- Host copies -----------------------------------------------------------------------
-
-
-def _parts(nbytes: int, part_bytes: int | None = None) -> list[tuple[int, int]]:
-    """(start, stop) of the parts one host transfer of ``nbytes`` is split into, each
-    of ``part_bytes`` (default _COPY_PART_BYTES) or more."""
-    count = max(1, min(_HOST_THREADS, nbytes // (part_bytes or _COPY_PART_BYTES)))
-    bounds = [nbytes * i // count for i in range(count + 1)]
-    return list(zip(bounds, bounds[1:], strict=False))
-
-
-def copy_parts(target: np.ndarray, source: np.ndarray,
-               part_bytes: int | None = None) -> list[Callable[[], None]]:
-    """``target[:] = source`` as a few independent copies for the host threads
-    (numpy releases the GIL while it copies)."""
-    return [
-        (lambda lo=lo, hi=hi: np.copyto(target[lo:hi], source[lo:hi]))
-        for lo, hi in _parts(source.nbytes, part_bytes)
-    ]
 
 
 # ---- Pieces and the pipeline --------------------------------------------------------------
@@ -412,7 +377,7 @@ class Pipeline:
         An exception from a host task stops the stream: no later piece's stores
         start, what is in flight drains, and the exception is raised here.
         """
-        pool = _host_pool()
+        pool = host_pool()
         in_flight: deque[_InFlight] = deque()
         loading: list[Future[None]] = []
         storing: list[Future[None]] = []  # the latest piece out's stores

@@ -30,6 +30,7 @@ from ...chunkformat import (
     sealed_size,
 )
 from ...devices import Device
+from ..host_copies import copy_parts
 from ..interface import BLOCK_SIZE, BlockTransform, Ranges
 from ..programs import device_chunks
 from ..registry import resolve
@@ -39,7 +40,6 @@ from .pipeline import (
     PIECE_BYTES,
     Launch,
     Piece,
-    copy_parts,
     is_pinned,
     pipeline,
     usable_in_place,
