@@ -171,43 +171,6 @@ def test_stores_run_in_order_one_piece_at_a_time(device):
         assert all(began >= before for i, began, _ in spans if i == index)
 
 
-def test_a_pieces_load_begins_while_the_one_before_it_still_loads(device):
-    """Each piece's load waits until the next piece's load has begun: loaded one after
-    the other (the feeding thread starting a load only once it had enqueued the piece
-    before), every wait would run out. The bytes are CTR's all the same."""
-    import threading
-
-    key = os.urandom(16)
-    data = np.frombuffer(os.urandom(16 * 8 * 12), np.uint8)
-    cipher = _ctr(key, device)
-    launcher = cipher.launcher
-    begun = [threading.Event() for _ in range(data.nbytes // 128 + 1)]
-    waited = []
-    output = np.zeros_like(data)
-
-    def load(staging, index, lo):
-        def task():
-            begun[index].set()
-            waited.append(begun[index + 1].wait(timeout=10))
-            staging[:] = data[lo:lo + 128]
-        return [task]
-
-    pieces = [
-        Piece(128, 128,
-              lambda q, i, o, _, lo=lo: launcher.enqueue(q, i, o, 8,
-                                                          cipher.kernel_args(lo // 16)),
-              load=lambda staging, index=index, lo=lo: load(staging, index, lo),
-              store=lambda staging, lo=lo: host_copies.copy_parts(output[lo:lo + 128],
-                                                                  staging))
-        for index, lo in enumerate(range(0, data.nbytes, 128))
-    ]
-    begun[-1].set()  # (no piece after the last)
-    pipeline(device).run(pieces)
-    assert waited == [True] * len(pieces)
-    reference = AES.new(key, AES.MODE_CTR, nonce=b"", initial_value=bytes(16))
-    assert output.tobytes() == reference.encrypt(data.tobytes())
-
-
 def test_a_failing_host_task_stops_the_stream_and_is_raised(device):
     data = np.frombuffer(os.urandom(16 * 64), np.uint8)
     stored = []

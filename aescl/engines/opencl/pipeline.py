@@ -373,47 +373,29 @@ class Pipeline:
 
         The host's stores run in the background, one piece at a time and in
         order, while the next pieces load and go to the device: waiting for the
-        slowest load or store of every piece left cores idle (docs/benchmarks). A
-        piece's load starts while the one before it still loads, so that the host
-        threads never wait for the feeding thread (one H200, 2 GiB of ordinary memory:
-        loads one at a time held CTR-128 at 15.2 GB/s against the CUDA engine's 18.4).
+        slowest load or store of every piece left cores idle (docs/benchmarks).
         An exception from a host task stops the stream: no later piece's stores
         start, what is in flight drains, and the exception is raised here.
         """
         pool = host_pool()
         in_flight: deque[_InFlight] = deque()
-        loads: deque[tuple[Piece, _Slot, list[Future[None]]]] = deque()  # (begun)
+        loading: list[Future[None]] = []
         storing: list[Future[None]] = []  # the latest piece out's stores
-        numbered = enumerate(pieces)
-
-        def load_next() -> None:
-            taken = next(numbered, None)
-            if taken is None:
-                return
-            index, piece = taken
-            slot = self._slots[index % SLOTS]
-            loading = []
-            if piece.load is not None and piece.in_bytes:
-                loading = _submit(pool, piece.load(self._staging(slot, "in", piece.in_bytes)))
-            loads.append((piece, slot, loading))
-
         try:
-            load_next()
-            while loads:
-                piece, slot, loading = loads[0]
+            for index, piece in enumerate(pieces):
+                slot = self._slots[index % SLOTS]
+                if piece.load is not None and piece.in_bytes:
+                    loading = _submit(pool, piece.load(self._staging(slot, "in", piece.in_bytes)))
                 if len(in_flight) == SLOTS - 2:  # the rest stay queued on the device
                     storing = self._store_next(pool, in_flight, storing)
-                # (the next piece's slot: its last piece has landed, waited for above)
-                load_next()
                 _finish(loading)
-                loads.popleft()
                 in_flight.append(self._enqueue(piece, slot))
             while in_flight:
                 storing = self._store_next(pool, in_flight, storing)
             _finish(storing)
         except BaseException:
             # After an error nothing may still use the staging: host tasks first...
-            for future in (*(f for _, _, loading in loads for f in loading), *storing):
+            for future in (*loading, *storing):
                 future.exception()
             for flight in in_flight:  # ...then the device's downloads into it
                 flight.landed()
