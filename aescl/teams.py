@@ -57,7 +57,10 @@ def one_engine_per_gpu(gpus: Sequence[Device]) -> list[Device]:
     The rule where nothing was measured goes by the figures in docs/benchmarks (H100 and
     H200): the CUDA engine's kernels ran 1.3x the OpenCL engine's on the same GPU
     (CTR-128 757-770 GB/s against 575), and a team of four H200s reached 77.8 GB/s on
-    pinned memory through CUDA against 41.4 through NVIDIA's OpenCL, below one GPU."""
+    pinned memory through CUDA against 41.4 through NVIDIA's OpenCL, below one GPU. On
+    host data one H200 moves as much through either engine pinned (CTR, sealing and
+    opening 47.5-48.9 GB/s through CUDA, 47.6-49.4 through OpenCL), and more through CUDA
+    on ordinary memory (17.0-18.7 against 10.1-15.3; 2026-12-01)."""
     chosen: dict[str, Device] = {}
     for device in gpus:
         key = device.pci_address or device.id
