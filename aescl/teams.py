@@ -60,7 +60,7 @@ def one_engine_per_gpu(gpus: Sequence[Device]) -> list[Device]:
     pinned memory through CUDA against 41.4 through NVIDIA's OpenCL, below one GPU. On
     host data one H200 moves as much through either engine pinned (CTR, sealing and
     opening 47.5-48.9 GB/s through CUDA, 47.6-49.4 through OpenCL), and more through CUDA
-    on ordinary memory (17.0-18.7 against 10.1-15.3; 2026-12-01)."""
+    on ordinary memory (16.9-18.7 against 10.1-15.3; 2026-12-01)."""
     chosen: dict[str, Device] = {}
     for device in gpus:
         key = device.pci_address or device.id
