@@ -2,8 +2,8 @@
 threads makes at once (numpy lets the GIL go while it copies), because one core copies
 at a fraction of the PCIe rate. Both GPU engines' pipelines stage ordinary memory
 through it (engines/opencl/pipeline.py, engines/cuda/pipeline.py): one H200, 2 GiB of
-ordinary numpy memory, CTR-128 through the CUDA engine at 10.5 GB/s with one copy a
-piece, against 14.4 through OpenCL's split copies (docs/benchmarks, 2026-12-01).
+ordinary numpy memory, CTR-128 through the CUDA engine ran 8.9-10.5 GB/s with one copy
+a piece on its slot's thread, and 17.0-17.3 through these (docs/benchmarks, 2026-12-01).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -54,10 +54,12 @@ def copy_parts(target: np.ndarray, source: np.ndarray,
 
 def copy(target: np.ndarray, source: np.ndarray) -> None:
     """``target[:] = source``, its parts made at once on the host threads; returns once
-    all are done (the first failure raised)."""
+    all are done, raising the first failure then (no part still writes)."""
     tasks = copy_parts(target, source)
     if len(tasks) == 1:
         tasks[0]()
         return
-    for future in [host_pool().submit(task) for task in tasks]:
+    futures = [host_pool().submit(task) for task in tasks]
+    wait(futures)
+    for future in futures:
         future.result()
