@@ -39,3 +39,31 @@ def test_a_copy_is_made_by_the_host_threads_at_once(monkeypatch):
     host_copies.copy(target, source)
     assert np.array_equal(source, target)
     assert threads and all(name.startswith("aescl-host") for name in threads)
+
+
+def test_a_failed_part_is_raised_once_every_part_has_ended(monkeypatch):
+    """No part still writes into the target when the failure reaches the caller (who may
+    free or reuse the staging then)."""
+    import time
+
+    import pytest
+
+    monkeypatch.setattr(host_copies, "PART_BYTES", 1 << 10)
+    monkeypatch.setattr(host_copies, "THREADS", 4)
+    source = np.ones(1 << 12, np.uint8)
+    target = np.zeros_like(source)
+    ended = []
+    real = np.copyto
+
+    def slow_or_failing(into, values, *args, **kwargs):
+        if into.ctypes.data == target.ctypes.data:  # (the first part)
+            ended.append("failed")
+            raise MemoryError("a part failed")
+        time.sleep(0.2)
+        real(into, values, *args, **kwargs)
+        ended.append("copied")
+
+    monkeypatch.setattr(np, "copyto", slow_or_failing)
+    with pytest.raises(MemoryError, match="a part failed"):
+        host_copies.copy(target, source)
+    assert sorted(ended) == ["copied"] * 3 + ["failed"]
