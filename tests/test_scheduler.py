@@ -624,6 +624,22 @@ def test_all_gives_the_host_cores_to_the_engine_measured_fastest(no_device_named
     assert len(named.taking_part(64 << 20, "blocks", arrays)) == 2
 
 
+def test_all_gives_a_many_core_hosts_cores_to_the_host_engine_over_a_cpu_device_measured_slower(
+        no_device_named, opencl_cpu, monkeypatch):
+    """The host engine's chunk rate, never measured, is guessed a core. On the 16-core
+    H200 host PoCL measured 5.7 GB/s sealing (a default job tries it) and the host
+    engine seals at 13.6-16.8; a guess of 3.0 for any host gave ``all`` to PoCL, at a
+    third of the host engine's rate (docs/benchmarks, 2026-12-01)."""
+    from aescl.engines import registry
+
+    monkeypatch.setattr(registry, "_engines", dict(registry._engines))  # (a 16-core one)
+    many_cores = dataclasses.replace(host_device(), compute_units=16)
+    rates.measured[opencl_cpu.id, "chunks"] = 5.7e9
+    team = scheduler.Team([many_cores, opencl_cpu], whole_machine=True)
+    arrays = (np.empty(4096, np.uint8),) * 2
+    assert [e.device for e in team.taking_part(64 << 20, "chunks", arrays)] == [many_cores]
+
+
 def test_beside_a_device_all_gives_the_host_cores_to_an_opencl_cpu(
         no_device_named, apart_from_host_memory, opencl_cpu):
 
