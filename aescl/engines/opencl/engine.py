@@ -13,7 +13,7 @@ from ..interface import BlockTransform
 from ..start_up import start_seconds
 from . import measure, tuning
 from .gcm import OpenclHostGcm
-from .pipeline import PIECE_BYTES, is_pinned, pinned_empty, shares_host_memory
+from .pipeline import PIECE_BYTES, pinned_empty, shares_host_memory, stages
 from .workers import OpenclBlocks, OpenclHostChunks
 
 
@@ -27,11 +27,7 @@ class OpenclEngine:
         self.on_host_cores = device.type == "cpu"
 
     def stages(self, *arrays: Any) -> bool:
-        """Whether a job on these host arrays goes through the pipeline's staging copies:
-        on a device apart from host memory, unless every array is pinned for it."""
-        if self.on_host_cores or shares_host_memory(self.device):
-            return False
-        return not all(is_pinned(input_array(a), self.device) for a in arrays)
+        return stages(self.device, arrays)
 
     def in_interpreter(self, *arrays: Any) -> bool:
         return False  # the runtime's own threads compute; waits and copies release the GIL

@@ -36,12 +36,18 @@ try:
 except ImportError:  # not POSIX: files are written with positional writes
     fcntl = None  # type: ignore[assignment]
 
-from ..._arrays import wipe
+from ..._arrays import default_slice_bytes, input_array, wipe
 from ...devices import Device
 from ..host_copies import copy_parts, host_pool
 from .runtime import DeviceRuntime, device_runtime, one_job_per_device
 
 PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap four
+# A piece of host data that goes through the staging copies (ordinary memory) carries a
+# cost of its own that the copies' rate does not hide, about 0.65 ms on one H200: 2 GiB
+# sealed from ordinary memory ran 10.9 GB/s in pieces of 16 MiB, 13.5 in 32 and 16.4 in
+# 64, the CUDA engine's rate there; from pinned memory 47.4-48.2 in each
+# (docs/benchmarks, 2026-12-01).
+STAGED_PIECE_BYTES = 64 << 20
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
 
 
@@ -115,6 +121,22 @@ def pin_host_memory(memory: Any, devices: Sequence[Device]) -> np.ndarray:
     for device in pinned_for:
         _remember_pinned(pins, pinned, device)
     return pinned
+
+
+def stages(device: Device, arrays: Sequence[Any]) -> bool:
+    """Whether a job on these host arrays goes through the staging copies: on a device
+    apart from host memory, unless every array is pinned for it."""
+    if device.type == "cpu" or shares_host_memory(device):
+        return False
+    return not all(is_pinned(input_array(a), device) for a in arrays)
+
+
+def piece_bytes(device: Device, arrays: Sequence[Any], direct_bytes: int) -> int:
+    """The bytes of a piece of a job on these host arrays: ``direct_bytes`` where the
+    device reads and writes them directly, at least STAGED_PIECE_BYTES where they go
+    through the staging copies; never more than one allocation."""
+    wanted = max(direct_bytes, STAGED_PIECE_BYTES) if stages(device, arrays) else direct_bytes
+    return min(wanted, default_slice_bytes(device))
 
 
 def is_pinned(array: np.ndarray, device: Device) -> bool:

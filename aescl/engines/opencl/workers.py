@@ -41,6 +41,7 @@ from .pipeline import (
     Launch,
     Piece,
     is_pinned,
+    piece_bytes,
     pipeline,
     usable_in_place,
 )
@@ -111,7 +112,7 @@ class KernelLauncher:
         ``slice_args(first_block)`` gives the kernel arguments that depend on the
         piece's position (the CTR counter), placed after the block count.
         """
-        step = (self.piece_bytes - self.piece_bytes % BLOCK_SIZE) // BLOCK_SIZE
+        step = piece_bytes(self._device, (source, target), self.piece_bytes) // BLOCK_SIZE
 
         def piece(lo: int, hi: int) -> Piece:
             blocks, args = hi - lo, slice_args(lo)
@@ -514,11 +515,14 @@ class OpenclHostChunks:
     def _pieces(self, source: np.ndarray, target: np.ndarray, first: int,
                 ranges: Iterable[tuple[int, int]], batch_chunks: int | None,
                 opening: bool) -> Iterator[Piece]:
-        """Pieces of at most ``batch_chunks`` full chunks of each chunk range pulled from
-        ``ranges`` (relative to the arrays, whose chunk 0 is message chunk ``first``)."""
+        """Pieces of at most ``batch_chunks`` full chunks (where the arrays are staged, of
+        at least STAGED_PIECE_BYTES) of each chunk range pulled from ``ranges`` (relative
+        to the arrays, whose chunk 0 is message chunk ``first``)."""
         # A piece is one allocation each way on the device: never more than it can hold.
-        batch_chunks = max(1, min(batch_chunks or self._batch_chunks or DEFAULT_BATCH_CHUNKS,
-                                  default_slice_bytes(self._device) // SEALED_CHUNK_SIZE))
+        wanted = batch_chunks or self._batch_chunks or DEFAULT_BATCH_CHUNKS
+        batch_chunks = max(1, min(
+            piece_bytes(self._device, (source, target), wanted * CHUNK_SIZE) // CHUNK_SIZE,
+            default_slice_bytes(self._device) // SEALED_CHUNK_SIZE))
         size_in, size_out = ((SEALED_CHUNK_SIZE, CHUNK_SIZE) if opening
                              else (CHUNK_SIZE, SEALED_CHUNK_SIZE))
         make = self._open_piece if opening else self._seal_piece
