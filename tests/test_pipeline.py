@@ -152,6 +152,10 @@ def _check_piece_sizes(device, monkeypatch):
                          else [chunked.CHUNK_SIZE] * 8)
         assert sealed.tobytes() == chunked.encrypt_raw(
             key, nonce, plaintext.tobytes() + b"x", device="host")[: sealed.nbytes]
+    # A job of one piece would overlap nothing: staged pieces are at most half the job.
+    small = (np.zeros(4 * chunked.CHUNK_SIZE, np.uint8),) * 2
+    assert streaming.piece_bytes(device, small, chunked.CHUNK_SIZE) == (
+        2 * chunked.CHUNK_SIZE if staged else chunked.CHUNK_SIZE)
 
 
 def test_pieces_may_have_no_output(device):

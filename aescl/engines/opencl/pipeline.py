@@ -45,8 +45,9 @@ PIECE_BYTES = 32 << 20  # big enough to keep PCIe busy, small enough to overlap 
 # A piece of host data that goes through the staging copies (ordinary memory) carries a
 # cost of its own that the copies' rate does not hide, about 0.65 ms on one H200: 2 GiB
 # sealed from ordinary memory ran 10.9 GB/s in pieces of 16 MiB, 13.5 in 32 and 16.4 in
-# 64, the CUDA engine's rate there; from pinned memory 47.4-48.2 in each
-# (docs/benchmarks, 2026-12-01).
+# 64, the CUDA engine's rate there; from pinned memory 47.4-48.2 in each. But a job
+# of one piece overlaps nothing: 64 MiB of CTR in one piece ran 8.8-9.1 GB/s against
+# 10.8-11.9 in two (docs/benchmarks, 2026-12-01).
 STAGED_PIECE_BYTES = 64 << 20
 SLOTS = 6  # pieces in flight: loading, on the device (4), storing
 
@@ -132,10 +133,14 @@ def stages(device: Device, arrays: Sequence[Any]) -> bool:
 
 
 def piece_bytes(device: Device, arrays: Sequence[Any], direct_bytes: int) -> int:
-    """The bytes of a piece of a job on these host arrays: ``direct_bytes`` where the
-    device reads and writes them directly, at least STAGED_PIECE_BYTES where they go
-    through the staging copies; never more than one allocation."""
-    wanted = max(direct_bytes, STAGED_PIECE_BYTES) if stages(device, arrays) else direct_bytes
+    """The bytes of a piece of a job on these host arrays (the whole job's):
+    ``direct_bytes`` where the device reads and writes them directly; where they go
+    through the staging copies, more, up to STAGED_PIECE_BYTES or half the job,
+    whichever is less. Never more than one allocation."""
+    wanted = direct_bytes
+    if stages(device, arrays):
+        half_job = min(input_array(a).nbytes for a in arrays) // 2
+        wanted = max(direct_bytes, min(STAGED_PIECE_BYTES, half_job))
     return min(wanted, default_slice_bytes(device))
 
 
