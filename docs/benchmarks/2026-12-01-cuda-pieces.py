@@ -19,15 +19,10 @@ import time
 from typing import Any
 
 import numpy as np
-from one_gpu_jobs import PinnedJobs, first_device
+from one_gpu_jobs import PinnedJobs, best, first_device
 
 from aescl.engines.cuda import pipeline
 from aescl.timing import wall
-
-
-def best(job: Any) -> float:
-    job()
-    return min(wall(job) for _ in range(3))
 
 
 def transfers_alone(data: PinnedJobs) -> float:

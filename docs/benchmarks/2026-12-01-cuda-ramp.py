@@ -16,10 +16,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from one_gpu_jobs import PinnedJobs
+from one_gpu_jobs import PinnedJobs, best
 
 from aescl.engines.cuda import engine, pipeline
-from aescl.timing import wall
 
 RAMPED = pipeline.pieces_of
 DIVISORS = pipeline.RAMP_DIVISORS
@@ -49,10 +48,6 @@ def variant(name: str) -> None:
     engine.pieces_of = cut
     pipeline.pieces_of = cut
 
-
-def best(job: Any) -> float:
-    job()
-    return min(wall(job) for _ in range(3))
 
 
 def transfers(data: PinnedJobs) -> None:

@@ -9,31 +9,12 @@ GB/s. Prints one line a row: device, memory, batch_chunks, [seal, open].
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from typing import Any
-
-from one_gpu_jobs import PinnedJobs, first_device
-
-from aescl.timing import wall
-
-_here = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("ordinary", _here / "2026-12-01-ordinary-memory.py")
-assert _spec is not None and _spec.loader is not None
-ordinary = importlib.util.module_from_spec(_spec)
-sys.modules["ordinary"] = ordinary
-_spec.loader.exec_module(ordinary)
-
-
-def best(job: Any) -> float:
-    job()
-    return min(wall(job) for _ in range(3))
+from one_gpu_jobs import OrdinaryJobs, PinnedJobs, best, first_device
 
 
 def main() -> None:
     for spec in (first_device("opencl"), "cuda:0"):
-        for memory, make in (("ordinary", ordinary.OrdinaryJobs), ("pinned", PinnedJobs)):
+        for memory, make in (("ordinary", OrdinaryJobs), ("pinned", PinnedJobs)):
             data = make(spec)
             for batch in (1024, 2048, 4096):
                 rates = [data.gb_s(best(lambda d=data, b=batch: d.seal(b))),

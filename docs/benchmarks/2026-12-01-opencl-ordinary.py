@@ -13,37 +13,22 @@ submitted, the wait for the oldest piece to land and its store submitted
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from one_gpu_jobs import CallTimer, first_device
+from one_gpu_jobs import CallTimer, OrdinaryJobs, best, first_device
 
 from aescl.engines.opencl import pipeline
 from aescl.timing import wall
-
-_here = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("ordinary", _here / "2026-12-01-ordinary-memory.py")
-assert _spec is not None and _spec.loader is not None
-ordinary = importlib.util.module_from_spec(_spec)
-sys.modules["ordinary"] = ordinary
-_spec.loader.exec_module(ordinary)
-
-
-def best(job: Any) -> float:
-    job()
-    return min(wall(job) for _ in range(3))
 
 
 def main() -> None:
     opencl = first_device("opencl")
     figures: dict[str, Any] = {}
     for spec in ("cuda:0", opencl):
-        data = ordinary.OrdinaryJobs(spec)
+        data = OrdinaryJobs(spec)
         figures[spec] = {name: data.gb_s(best(job)) for name, job in data.jobs().items()}
-    data = ordinary.OrdinaryJobs(opencl)
+    data = OrdinaryJobs(opencl)
     own = pipeline.SLOTS
     for slots in (4, 8, own):
         pipeline.SLOTS = slots

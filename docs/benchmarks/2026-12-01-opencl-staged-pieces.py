@@ -14,27 +14,9 @@ import os
 import sys
 from typing import Any
 
-import numpy as np
-from one_gpu_jobs import PinnedJobs, first_device
+from one_gpu_jobs import OrdinaryJobs, PinnedJobs, best, first_device
 
-import aescl
 from aescl.engines.opencl import pipeline
-from aescl.timing import wall
-
-
-class OrdinaryJobs(PinnedJobs):
-    """PinnedJobs' three jobs on ordinary arrays of ``nbytes``."""
-
-    def __init__(self, spec: str, nbytes: int) -> None:  # (not PinnedJobs': no pinned memory)
-        self.spec, self.nbytes, self.key = spec, nbytes, os.urandom(32)
-        self.source = np.full(nbytes, 7, np.uint8)
-        self.target = np.ones(nbytes, np.uint8)
-        self.sealed = np.ones(aescl.chunked.sealed_size(nbytes), np.uint8)
-
-
-def best(job: Any) -> float:
-    job()
-    return min(wall(job) for _ in range(3))
 
 
 def main(label: str) -> None:

@@ -11,31 +11,11 @@ warm-up, GB/s. Prints JSON.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-import numpy as np
-from one_gpu_jobs import PinnedJobs, first_device
+from one_gpu_jobs import OrdinaryJobs, PinnedJobs, best, first_device
 
 import aescl
-from aescl.timing import wall
-
-
-class OrdinaryJobs(PinnedJobs):
-    """PinnedJobs' three jobs, on ordinary numpy arrays (their pages touched)."""
-
-    def __init__(self, spec: str) -> None:  # (not PinnedJobs': no pinned memory)
-        self.spec = spec
-        self.nbytes = int(os.environ.get("PROBE_MIB", "2048")) << 20
-        self.source = np.full(self.nbytes, 7, np.uint8)
-        self.target = np.ones(self.nbytes, np.uint8)
-        self.sealed = np.ones(aescl.chunked.sealed_size(self.nbytes), np.uint8)
-        self.key = os.urandom(32)
-
-
-def best(job: Any) -> float:
-    job()
-    return min(wall(job) for _ in range(3))
 
 
 def plain_calls(spec: str, key: bytes, plain: bytes) -> dict[str, float]:

@@ -1,6 +1,7 @@
-"""What the one-GPU diagnostics of 2026-11-28 share (``2026-11-28-busy-thread.py``,
-``...-opencl-feeding-calls.py``, ``...-opencl-opening-host.py``): a GPU's pinned arrays and
-its jobs on them, and a timer of the calls a job makes. ``$PROBE_MIB`` sets the size (2
+"""What the one-GPU diagnostics of 2026-11-28 and 2026-12-01 share (``2026-11-28-busy-thread.py``,
+``...-opencl-feeding-calls.py``, ``2026-12-01-ordinary-memory.py`` and others): a GPU's pinned
+or ordinary arrays and its jobs on them, the best time of a job, and a timer of the calls a
+job makes. ``$PROBE_MIB`` sets the size (2
 GiB by default); ``$PROBE_TYPE=cpu`` runs them on a CPU device, to try them out."""
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import aescl
+from aescl.timing import wall
 
 
 def first_device(engine: str) -> str:
@@ -53,6 +57,25 @@ class PinnedJobs:
 
     def gb_s(self, seconds: float) -> float:
         return round(self.nbytes / seconds / 1e9, 1)
+
+
+class OrdinaryJobs(PinnedJobs):
+    """PinnedJobs' three jobs on ordinary numpy arrays (their pages touched), of
+    ``nbytes`` (default ``$PROBE_MIB``)."""
+
+    def __init__(self, spec: str, nbytes: int | None = None) -> None:  # (no pinned memory)
+        self.spec = spec
+        self.nbytes = nbytes or int(os.environ.get("PROBE_MIB", "2048")) << 20
+        self.source = np.full(self.nbytes, 7, np.uint8)
+        self.target = np.ones(self.nbytes, np.uint8)
+        self.sealed = np.ones(aescl.chunked.sealed_size(self.nbytes), np.uint8)
+        self.key = os.urandom(32)
+
+
+def best(job: Callable[[], Any]) -> float:
+    """The least wall time of 3 runs of ``job``, after a warm-up run."""
+    job()
+    return min(wall(job) for _ in range(3))
 
 
 class CallTimer:
