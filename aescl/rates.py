@@ -164,9 +164,9 @@ _GUESSED_GB_S = {
     ("accelerator", "gcm"): 3.0,
 }  # CPU devices guessed low: unmeasured, the host engine (no OpenCL start-up) goes first
 _GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
-# The host engine's chunks a core: 1.0-1.05 GB/s on ordinary memory (16 cores, staged
-# to its worker processes: 13.6-16.8 GB/s; the 2-core CI kind: 2.1-2.2) and
-# 1.9-2.05 on shared memory (16 cores: 29.9-32.9), so 1.5 between them (2026-12-01). A
+# The host engine's chunks a core: 0.85-1.1 GB/s on ordinary memory (16 cores, staged
+# to its worker processes: 13.6-17.5 GB/s; the 2-core CI kind: 2.1-2.2) and 1.7-2.1 on
+# shared memory (16 cores: 26.8-33.4), so 1.5 between them (2026-12-01). A
 # guess of 3.0 GB/s for any number of cores, from when each AEAD call held the GIL, lost
 # to PoCL's measured 5.7 on 16 cores, and ``all`` then sealed on PoCL at a third of what
 # the host engine does there.

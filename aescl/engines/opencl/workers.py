@@ -515,9 +515,9 @@ class OpenclHostChunks:
     def _pieces(self, source: np.ndarray, target: np.ndarray, first: int,
                 ranges: Iterable[tuple[int, int]], batch_chunks: int | None,
                 opening: bool) -> Iterator[Piece]:
-        """Pieces of at most ``batch_chunks`` full chunks (where the arrays are staged, of
-        at least STAGED_PIECE_BYTES) of each chunk range pulled from ``ranges`` (relative
-        to the arrays, whose chunk 0 is message chunk ``first``)."""
+        """Pieces of at most ``batch_chunks`` full chunks (more where the arrays are
+        staged: pipeline.piece_bytes) of each chunk range pulled from ``ranges``
+        (relative to the arrays, whose chunk 0 is message chunk ``first``)."""
         # A piece is one allocation each way on the device: never more than it can hold.
         wanted = batch_chunks or self._batch_chunks or DEFAULT_BATCH_CHUNKS
         batch_chunks = max(1, min(
