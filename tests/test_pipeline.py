@@ -171,6 +171,11 @@ def test_pieces_may_have_no_output(device):
 
 
 def test_the_feeding_thread_lets_other_threads_run_while_an_upload_waits(device):
+    if device.is_simulator:
+        # (run by hand, the feeding thread sat in its flush of the held upload queue for
+        # as long as the gate was left shut, 5 minutes; a driver's flush only submits)
+        pytest.skip("Oclgrind's clFlush waits for the commands it sends: a flush of a "
+                    "queue held behind a user event waits for the gate")
     runs_while_its_queue_waits(device.id, "pipeline piece")
 
 
