@@ -233,10 +233,12 @@ class Team:
         """The engine of a stream that cannot be split (a GCM message)."""
         return self.lead
 
-    def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
-        """The team that runs a job of ``nbytes`` of ``kind`` of work (between files, for a
-        ``file_job``): this one; but in ``all``, a job between files runs on one device
-        where one is expected to keep up with the files alone (:meth:`_files_alone`)."""
+    def for_job(self, nbytes: int, kind: str, file_job: bool = False,
+                arrays: Sequence[Any] = ()) -> Team:
+        """The team that runs a job of ``nbytes`` of ``kind`` of work on host ``arrays``
+        (between files, for a ``file_job``): this one; but in ``all``, a job between files
+        runs on one device where one is expected to keep up with the files alone
+        (:meth:`_files_alone`). (The team of no device named weighs the arrays too.)"""
         if not (self.whole_machine and file_job and len(self.devices) > 1):
             return self
         alone = self._files_alone(nbytes, kind)
@@ -445,7 +447,7 @@ class TeamBlocks:
         """Every whole block of ``source`` into ``target`` (the same length; may be the
         same memory), their block 0 being the transform's block ``first_block``."""
         blocks = len(byte_view(source)) // BLOCK_SIZE
-        self._team.for_job(blocks * BLOCK_SIZE, "blocks").split(
+        self._team.for_job(blocks * BLOCK_SIZE, "blocks", arrays=(source, target)).split(
             blocks, BLOCK_SIZE,
             lambda engine, ranges: self.worker(engine).run(source, target, ranges, first_block),
             arrays=(source, target), launch=self._launch)
@@ -471,7 +473,7 @@ class TeamChunks:
         the team that runs a job of their size; ``call(worker, ranges)`` does an
         engine's part, ``launch`` (``seal``, ``open``) names it."""
         check_chunk_range(first, count)
-        self._team.for_job(count * CHUNK_SIZE, "chunks").split(
+        self._team.for_job(count * CHUNK_SIZE, "chunks", arrays=arrays).split(
             count, CHUNK_SIZE, lambda engine, ranges: call(self.worker(engine), ranges),
             "chunks", arrays, launch)
 

@@ -22,6 +22,7 @@ from .rates import (
     fastest_seconds,
     least_start_seconds,
     only_guessed,
+    rate_kind,
     stored_rate,
 )
 from .scheduler import Team
@@ -150,9 +151,11 @@ class DefaultTeam(Team):
         self._rented_seconds = 0.0
 
     def best_device(self, kind: str, nbytes: int | None = None,
-                    file_job: bool = False) -> Device:
+                    file_job: bool = False, arrays: Sequence[Any] = ()) -> Device:
         """The real device expected to finish ``nbytes`` of ``kind`` of work soonest
-        (``nbytes=None``: the fastest at it, start-up aside)."""
+        (``nbytes=None``: the fastest at it, start-up aside), on host ``arrays`` where
+        given: each device at its rate on them (a GPU's pinned rate on memory pinned for
+        it, as ``aescl bench`` stored it or a job measured it; aescl.rates.rate_kind)."""
         host = host_device()
         if nbytes is not None and nbytes < scheduler.SPLIT_MIN_BYTES:
             return host
@@ -175,19 +178,26 @@ class DefaultTeam(Team):
         if nbytes is None:
             scores = {d.id: -expected_rate(d, kind, stored_first=True) for d in candidates}
         else:
-            scores = {d.id: expected_seconds(d, kind, nbytes, was_started[d.engine], file_job)
+            scores = {d.id: expected_seconds(d, _kind_on(d, kind, arrays), nbytes,
+                                             was_started[d.engine], file_job)
                       for d in candidates}
         least = min(scores.values())
         # Ties go as get_device ranks devices.
         return select(None, [d for d in candidates if scores[d.id] == least])
 
-    def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
-        return team(self.best_device(kind, nbytes, file_job))
+    def for_job(self, nbytes: int, kind: str, file_job: bool = False,
+                arrays: Sequence[Any] = ()) -> Team:
+        return team(self.best_device(kind, nbytes, file_job, arrays))
 
     def stream_engine(self) -> Engine:
         if not gpu_engine_started():
             return self._host.lead
         return team(self.best_device("gcm")).lead
+
+
+def _kind_on(device: Device, kind: str, arrays: Sequence[Any]) -> str:
+    """The kind of rate ``device`` does ``kind`` of work at on host ``arrays``."""
+    return rate_kind(engine_for(device), kind, arrays) if arrays else kind
 
 
 class WholeMachineTeam(Team):
@@ -224,7 +234,8 @@ class WholeMachineTeam(Team):
             self._engines = [engine_for(d) for d in self.devices]
         return self._engines
 
-    def for_job(self, nbytes: int, kind: str, file_job: bool = False) -> Team:
+    def for_job(self, nbytes: int, kind: str, file_job: bool = False,
+                arrays: Sequence[Any] = ()) -> Team:
         host = host_device()
         if nbytes < scheduler.SPLIT_MIN_BYTES or (
                 file_job and scheduler.keeps_up_with_files(host, kind, nbytes)):

@@ -22,6 +22,7 @@ import aescl
 from aescl import chunked, rates, scheduler, teams
 from aescl.devices import host_device, sub_devices
 from aescl.engines import engine_for
+from aescl.engines.host import shared
 from conftest import selected_devices
 from test_cli import AESCL
 
@@ -306,6 +307,34 @@ def test_a_large_job_runs_on_the_device_measured_fastest(no_device_named, opencl
         assert rates.store_rates(slow, {kind: 5.0}, 64 << 20)
         assert no_device_named.best_device(kind) == fast
         assert no_device_named.for_job(large, kind).devices == [fast]
+
+
+@pytest.mark.skipif(not shared.AVAILABLE, reason="no memfd here: no shared memory")
+@pytest.mark.parametrize("kind", ["blocks", "chunks"])
+def test_a_large_job_runs_on_the_device_measured_fastest_on_its_arrays(
+        no_device_named, opencl_cpu, kind):
+    """The default team weighs each device at its rate on the job's arrays: from memory a
+    device reads directly (``aescl bench``'s pinned figures; here the host engine's on
+    its shared memory), that rate, not its rate on ordinary memory. On the H200 host the
+    default ran CTR at the host engine's 33-41 GB/s on memory pinned for a GPU that does
+    48-49 on it (docs/benchmarks, 2026-12-01)."""
+    large = 1 << 30
+    assert rates.store_rates(opencl_cpu, {kind: 50.0}, 64 << 20)
+    assert rates.store_rates(host_device(), {kind: 5.0, kind + rates.PINNED: 500.0}, 64 << 20)
+    direct = (aescl.pinned_empty(2 << 20, "host"), aescl.pinned_empty(2 << 20, "host"))
+    assert rates.rate_kind(engine_for(host_device()), kind, direct) == kind + rates.PINNED
+    ordinary = (np.zeros(2 << 20, np.uint8), np.zeros(2 << 20, np.uint8))
+    assert no_device_named.for_job(large, kind, arrays=direct).devices == [host_device()]
+    assert no_device_named.for_job(large, kind, arrays=ordinary).devices == [opencl_cpu]
+    assert no_device_named.for_job(large, kind).devices == [opencl_cpu]
+    if kind == "blocks":  # (and a call with no device named goes there)
+        key, nonce = os.urandom(16), os.urandom(8)
+        for (source, target), expected in ((direct, host_device()), (ordinary, opencl_cpu)):
+            source[:] = 3
+            aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(source, output=target)
+            assert teams.team(expected).shares[0].units == source.nbytes // 16
+            assert bytes(target) == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(
+                bytes(source))
 
 
 def test_in_all_a_file_job_runs_alone_on_a_device_that_keeps_up_with_the_files(
