@@ -17,6 +17,7 @@ from .engines.registry import get_device, gpu_engine_started, list_devices, star
 from .errors import DeviceNotFound
 from .rates import (
     MIN_MEASURED_BYTES,
+    PINNED,
     expected_rate,
     expected_seconds,
     fastest_seconds,
@@ -196,8 +197,12 @@ class DefaultTeam(Team):
 
 
 def _kind_on(device: Device, kind: str, arrays: Sequence[Any]) -> str:
-    """The kind of rate ``device`` does ``kind`` of work at on host ``arrays``."""
-    return rate_kind(engine_for(device), kind, arrays) if arrays else kind
+    """The kind of rate ``device`` does ``kind`` of work at on host ``arrays``: the plain
+    kind where no pinned rate of it is known, which a pinned kind would fall back to
+    anyway (so no engine is made for a device no job has run on)."""
+    if not arrays or only_guessed(device, kind + PINNED):
+        return kind
+    return rate_kind(engine_for(device), kind, arrays)
 
 
 class WholeMachineTeam(Team):
