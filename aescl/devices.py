@@ -85,6 +85,8 @@ class Device:
     # PCI domain:bus:device where the driver tells it (NVIDIA's): the same GPU under
     # two engines has the same address.
     pci_address: str = ""
+    # GB/s each way over its PCIe link, where Linux describes the link (pcie_link_gb_s).
+    pcie_gb_s: float | None = None
 
     @property
     def is_simulator(self) -> bool:
@@ -167,6 +169,7 @@ def _all_devices() -> tuple[Device, ...]:
         except cl.Error:
             continue  # a platform with no usable device (e.g. driver without hardware)
         for d_index, dev in enumerate(cl_devices):
+            address = _nvidia_pci_address(dev) if vendor == "nvidia" else ""
             found.append(
                 Device(
                     id=f"{p_index}:{d_index}",
@@ -184,7 +187,8 @@ def _all_devices() -> tuple[Device, ...]:
                     opencl_c_version=dev.opencl_c_version.strip(),
                     driver_version=dev.driver_version.strip(),
                     cl_device=dev,
-                    pci_address=_nvidia_pci_address(dev) if vendor == "nvidia" else "",
+                    pci_address=address,
+                    pcie_gb_s=pcie_link_gb_s(address),
                 )
             )
     return tuple(found)
@@ -232,6 +236,8 @@ def cuda_devices() -> tuple[Device, ...]:
                                                          handle)))
 
         memory = int(check(driver.cuDeviceTotalMem(handle)))
+        address = (f"{value('PCI_DOMAIN_ID'):04x}:{value('PCI_BUS_ID'):02x}:"
+                   f"{value('PCI_DEVICE_ID'):02x}")
         found.append(Device(
             id=f"cuda:{ordinal}",
             name=check(driver.cuDeviceGetName(256, handle)).split(b"\0")[0].decode().strip(),
@@ -247,8 +253,8 @@ def cuda_devices() -> tuple[Device, ...]:
             opencl_c_version="",
             driver_version=f"CUDA {version // 1000}.{version % 1000 // 10}",
             engine="cuda",
-            pci_address=f"{value('PCI_DOMAIN_ID'):04x}:{value('PCI_BUS_ID'):02x}:"
-                        f"{value('PCI_DEVICE_ID'):02x}",
+            pci_address=address,
+            pcie_gb_s=pcie_link_gb_s(address),
         ))
     return tuple(found)
 
@@ -282,6 +288,62 @@ def host_device() -> Device:
         max_alloc_bytes=memory, max_work_group_size=1, opencl_c_version="",
         driver_version=f"cryptography {version}", engine="host",
     )
+
+
+# Where Linux lists PCI devices by address (domain:bus:device.function).
+PCI_DEVICES = Path("/sys/bus/pci/devices")
+
+
+def pcie_link_gb_s(address: str) -> float | None:
+    """GB/s each way over the PCIe link between the device at ``address``
+    (domain:bus:device, as :attr:`Device.pci_address`) and the host, as Linux's sysfs
+    describes the link: the least of the top speeds and
+    widths of the device and of every bridge port above it, and the width it trained at.
+    Not its current speed: an idle GPU may drop its link to a lower one until work
+    comes, to save power. None where nothing says: no address, no sysfs, or a link it
+    calls unknown."""
+    return _link_gb_s(address, str(PCI_DEVICES)) if address else None
+
+
+@functools.lru_cache(maxsize=16)
+def _link_gb_s(address: str, listing: str) -> float | None:
+    functions = sorted(Path(listing).glob(f"{address}.*"))
+    if not functions:
+        return None
+    with contextlib.suppress(OSError):
+        node = functions[0].resolve()
+        trained = node / "current_link_width"
+        widths = [_lanes(trained.read_text())] if trained.is_file() else []
+        widths = [lanes for lanes in widths if lanes]  # (unknown: the top widths say)
+        lane_rates = []
+        while (node / "max_link_speed").is_file():  # (the device, then each port above)
+            lane_rates.append(_lane_gb_s((node / "max_link_speed").read_text()))
+            widths.append(_lanes((node / "max_link_width").read_text()))
+            if not lane_rates[-1] or not widths[-1]:
+                return None
+            node = node.parent
+        return min(lane_rates) * min(widths) if lane_rates else None
+    return None
+
+
+def _lane_gb_s(speed: str) -> float:
+    """GB/s one lane carries at a sysfs link speed ("32.0 GT/s PCIe"; 0 where unknown):
+    8b/10b coding up to 5 GT/s (PCIe 1 and 2), 128b/130b from 8 (PCIe 3 to 5), and
+    PCIe 6's FLITs, 242 bytes of data in 256, from 64."""
+    found = re.match(r"\s*([0-9.]+)\s*GT/s", speed)
+    if found is None:
+        return 0.0
+    transfers = float(found.group(1))
+    coding = 8 / 10 if transfers <= 5 else 128 / 130 if transfers < 64 else 242 / 256
+    return transfers * coding / 8
+
+
+def _lanes(width: str) -> int:
+    """The lanes of a sysfs link width ("16"; 0 where unknown: some read 255)."""
+    with contextlib.suppress(ValueError):
+        lanes = int(width.strip())
+        return lanes if 0 < lanes <= 32 else 0
+    return 0
 
 
 def sub_devices(device: Device, count: int) -> list[Device]:

@@ -181,6 +181,12 @@ _GUESSED_HOST_CHUNKS_GB_S_PER_CORE = 1.5
 _GUESSED_HOST_GCM_GB_S_PER_CORE = 0.75
 _GUESSED_ENGINE_GB_S = {("cuda", "chunks"): 7.5, ("cuda", "gcm"): 2.0,
                         ("opencl", "gpu", "chunks"): 6.0, ("opencl", "gpu", "gcm"): 6.0}
+# A GPU on pinned memory is bound by its PCIe link, which moves the input in and the
+# output back at once: an H200's (PCIe 5 x16, 63 GB/s each way) ran CTR at 46.4-49.5 GB/s
+# and the chunked format at 43.2-48 on memory pinned for it, 0.69-0.79 of its link
+# (2026-11-27 to 2026-12-01, docs/benchmarks). Where it is not measured, 0.7 of the link.
+# Behind pageable memory the link is not what bounds it, so that stays a guess by type.
+_GUESSED_SHARE_OF_LINK = 0.7
 # A device's start-up in a fresh process where ``aescl bench`` has not timed it: whole
 # `aescl encrypt` runs on the H100 host spent 0.8-0.9 s more on the GPU than on the host
 # engine for small files (docs/benchmarks).
@@ -215,12 +221,14 @@ def expected_rate(device: Device, kind: str, stored_first: bool = False) -> floa
     figure first: ``aescl bench`` measured it on purpose, at a size that shows the device
     rather than one job's overheads (what the default device is chosen by).
 
-    A ``-pinned`` kind (:func:`rate_kind`) that was neither measured nor stored falls
-    back to the plain kind."""
+    A ``-pinned`` kind (:func:`rate_kind`) that was neither measured nor stored is
+    guessed from a GPU's PCIe link (:func:`pinned_guess`), else falls back to the plain
+    kind."""
     stored = stored_rate(device, kind)
     plain = kind.removesuffix(PINNED)
     if plain != kind and stored is None and (device.id, kind) not in measured:
-        return expected_rate(device, plain, stored_first)
+        link = pinned_guess(device)
+        return link if link is not None else expected_rate(device, plain, stored_first)
     if stored is not None and stored_first:
         return stored * 1e9
     if (device.id, kind) in measured:
@@ -236,6 +244,15 @@ def expected_rate(device: Device, kind: str, stored_first: bool = False) -> floa
     guessed = _GUESSED_ENGINE_GB_S.get((device.engine, kind)) or _GUESSED_ENGINE_GB_S.get(
         (device.engine, device.type, kind))
     return (guessed or _GUESSED_GB_S.get((device.type, kind), 1.0)) * 1e9
+
+
+def pinned_guess(device: Device) -> float | None:
+    """Bytes per second a GPU or accelerator never measured is guessed at on pinned
+    memory (either kind of work): :data:`_GUESSED_SHARE_OF_LINK` of its PCIe link each
+    way (:attr:`Device.pcie_gb_s`); None where its link is not known."""
+    if device.type not in ("gpu", "accelerator") or device.pcie_gb_s is None:
+        return None
+    return _GUESSED_SHARE_OF_LINK * device.pcie_gb_s * 1e9
 
 
 def only_guessed(device: Device, kind: str) -> bool:

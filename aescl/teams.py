@@ -13,7 +13,7 @@ from typing import Any
 from . import scheduler
 from .devices import Device, host_device, select
 from .engines import Engine, engine_for
-from .engines.registry import get_device, gpu_engine_started, list_devices, started
+from .engines.registry import get_device, gpu_engine_started, line_of, list_devices, started
 from .errors import DeviceNotFound
 from .rates import (
     MIN_MEASURED_BYTES,
@@ -23,6 +23,7 @@ from .rates import (
     fastest_seconds,
     least_start_seconds,
     only_guessed,
+    pinned_guess,
     rate_kind,
     stored_rate,
 )
@@ -197,10 +198,16 @@ class DefaultTeam(Team):
 
 
 def _kind_on(device: Device, kind: str, arrays: Sequence[Any]) -> str:
-    """The kind of rate ``device`` does ``kind`` of work at on host ``arrays``: the plain
-    kind where no pinned rate of it is known, which a pinned kind would fall back to
-    anyway (so no engine is made for a device no job has run on)."""
-    if not arrays or only_guessed(device, kind + PINNED):
+    """The kind of rate ``device`` does ``kind`` of work at on host ``arrays``
+    (aescl.rates.rate_kind). No engine is made, and no engine package imported, for a
+    device no job has run on where the answer cannot matter: where its pinned rate is
+    neither known nor guessed from its link, a pinned kind falls back to the plain
+    one; and memory is pinned for a device only by its engine's package, so where that
+    was never imported, none is."""
+    if not arrays:
+        return kind
+    if only_guessed(device, kind + PINNED) and (
+            pinned_guess(device) is None or not line_of(device.engine).imported()):
         return kind
     return rate_kind(engine_for(device), kind, arrays)
 

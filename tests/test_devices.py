@@ -127,3 +127,68 @@ def test_aescl_devices_is_the_module_and_still_lists_when_called():
     assert isinstance(module, types.ModuleType) and module is aescl.devices
     assert not hasattr(module, "get_device")  # (the registry's: every engine's devices)
     assert [d.id for d in aescl.devices()] == [d.id for d in aescl.list_devices()]
+
+
+def pci_listing(root, ports: list[tuple[str, str, str]], trained_width: str = "16"):
+    """A sysfs PCI listing laid out as Linux's: each device in the folder of the port
+    above it under ``devices/``, and ``bus/`` naming each by address (a link to it).
+    ``ports``: (address, max_link_speed, max_link_width), the root port first and the
+    GPU last, which trained at ``trained_width`` lanes."""
+    node = root / "devices" / "pci0000:00"
+    (root / "bus").mkdir(parents=True)
+    for address, speed, width in ports:
+        node = node / address
+        node.mkdir(parents=True)
+        (node / "max_link_speed").write_text(f"{speed}\n")
+        (node / "max_link_width").write_text(f"{width}\n")
+        (node / "current_link_speed").write_text("2.5 GT/s PCIe\n")  # (idle: not read)
+        (node / "current_link_width").write_text(f"{width}\n")
+        (root / "bus" / address).symlink_to(node)
+    (node / "current_link_width").write_text(f"{trained_width}\n")
+    return root / "bus"
+
+
+GEN5, GEN4, GEN3 = "32.0 GT/s PCIe", "16.0 GT/s PCIe", "8.0 GT/s PCIe"
+
+
+@pytest.mark.parametrize("ports, trained, expected", [
+    ([("0000:00:06.0", GEN5, "16")], "16", 32 * 16 * 128 / 130 / 8),  # the H200 VM's
+    ([("0000:00:01.0", GEN4, "16"), ("0000:01:00.0", GEN5, "16")], "16", 16 * 16 * 128 / 130 / 8),
+    ([("0000:00:01.0", GEN5, "16"), ("0000:01:00.0", GEN5, "16")], "8", 32 * 8 * 128 / 130 / 8),
+    ([("0000:00:01.0", GEN3, "8"), ("0000:01:00.0", GEN4, "16")], "16", 8 * 8 * 128 / 130 / 8),
+    ([("0000:00:01.0", "5.0 GT/s PCIe", "16"), ("0000:01:00.0", GEN4, "16")], "16",
+     5 * 16 * 0.8 / 8),
+    ([("0000:00:01.0", "Unknown", "16"), ("0000:01:00.0", GEN5, "16")], "16", None),
+    ([("0000:00:01.0", GEN5, "255"), ("0000:01:00.0", GEN5, "16")], "16", None),
+])
+def test_a_gpus_pcie_link_is_its_slowest_part_at_its_top_speed(
+        tmp_path, monkeypatch, ports, trained, expected):
+    """The link is what its slowest part allows (the GPU, or a port above it, or the
+    lanes it trained at), at the top speed rather than the current one, which an idle
+    GPU may lower; a part that does not know its speed or width leaves it unknown."""
+    monkeypatch.setattr(aescl.devices, "PCI_DEVICES", pci_listing(tmp_path, ports, trained))
+    address = ports[-1][0].rpartition(".")[0]  # (as Device.pci_address: no function)
+    found = aescl.devices.pcie_link_gb_s(address)
+    assert found == (None if expected is None else pytest.approx(expected))
+
+
+def test_no_pcie_link_is_known_without_an_address_or_a_listing(tmp_path, monkeypatch):
+    monkeypatch.setattr(aescl.devices, "PCI_DEVICES",
+                        pci_listing(tmp_path, [("0000:00:06.0", GEN5, "16")]))
+    assert aescl.devices.pcie_link_gb_s("") is None  # (no address: not NVIDIA's driver)
+    assert aescl.devices.pcie_link_gb_s("0000:00:07") is None
+    monkeypatch.setattr(aescl.devices, "PCI_DEVICES", tmp_path / "no such folder")
+    assert aescl.devices.pcie_link_gb_s("0000:00:06") is None
+
+
+def test_every_gpu_of_a_known_address_has_its_link_read_at_enumeration():
+    """Where Linux describes a GPU's link (the H200 machine: PCIe 5 x16), both engines'
+    records of it carry the same figure."""
+    gpus = [d for d in aescl.devices() if d.pci_address]
+    if not gpus:
+        pytest.skip("no device here whose driver tells its PCI address")
+    for gpu in gpus:
+        assert gpu.pcie_gb_s == aescl.devices.pcie_link_gb_s(gpu.pci_address)
+    if not any(gpu.pcie_gb_s for gpu in gpus):
+        pytest.skip("no GPU here whose PCIe link Linux describes")
+    assert all(gpu.pcie_gb_s and gpu.pcie_gb_s >= 0.25 for gpu in gpus)  # (PCIe 1 x1 at least)

@@ -128,3 +128,28 @@ def test_unmeasured_rates_follow_the_plain_calls_measured_on_a_gpu_host():
     assert host16 > opencl > host2 and opencl > cuda
     assert rates.expected_rate(cuda_gpu, "chunks") > rates.expected_rate(opencl_gpu, "chunks")
     assert not rates.store_rates(many_cores, {"gcm": 99.0}, 64 << 20)
+
+
+def test_a_gpu_never_measured_is_guessed_on_pinned_memory_from_its_pcie_link(monkeypatch):
+    """Pinned memory bounds a GPU by its PCIe link (an H200's: 0.69-0.79 of it, sealing
+    and CTR, docs/benchmarks), not by what it does behind pageable memory, which the
+    guess fell back to: 10 GB/s for blocks, below the host engine's guess on 16 cores,
+    so that with nothing benched the default left such memory to the host engine at
+    25-41 GB/s where the GPU does 46-49 (2026-12-01). A figure stored or measured comes
+    first; a device of no known link, or not a GPU, keeps the fallback."""
+    link = 31.5e9  # (PCIe 4 x16)
+    gpu = dataclasses.replace(host_device(), id="97:0", type="gpu", engine="opencl",
+                              name="a GPU", vendor="NVIDIA", pci_address="0000:00:06",
+                              pcie_gb_s=link / 1e9)
+    for kind in ("blocks", "chunks"):
+        pinned = kind + rates.PINNED
+        assert rates.expected_rate(gpu, pinned) == pytest.approx(0.7 * link)
+        assert rates.expected_rate(gpu, kind) < 0.7 * link  # (pageable: as guessed before)
+        assert rates.only_guessed(gpu, pinned)
+        for unlinked in (dataclasses.replace(gpu, pcie_gb_s=None),
+                         dataclasses.replace(gpu, type="cpu")):
+            assert rates.expected_rate(unlinked, pinned) == rates.expected_rate(unlinked, kind)
+    assert rates.store_rates(gpu, {"blocks-pinned": 3.0}, 64 << 20)
+    assert rates.expected_rate(gpu, "blocks-pinned") == 3.0e9
+    monkeypatch.setitem(rates.measured, (gpu.id, "chunks-pinned"), 4.0e9)
+    assert rates.expected_rate(gpu, "chunks-pinned") == 4.0e9

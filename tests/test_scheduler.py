@@ -337,6 +337,36 @@ def test_a_large_job_runs_on_the_device_measured_fastest_on_its_arrays(
                 bytes(source))
 
 
+@pytest.mark.parametrize("kind", ["blocks", "chunks"])
+def test_with_nothing_benched_memory_pinned_for_a_gpu_goes_to_that_gpu(no_device_named, kind):
+    """A GPU never measured is weighed on memory pinned for it at a share of its PCIe
+    link (aescl.rates.pinned_guess), not at its guess behind pageable memory, which
+    lost to the host engine: on the H200 host the default then ran such memory at the
+    host engine's 25-41 GB/s, where the GPU does 46-49 (docs/benchmarks, 2026-12-01).
+    Here the host engine is measured between the two guesses, so either rule decides."""
+    gpus = [d for d in aescl.list_devices() if d.type == "gpu" and d.pcie_gb_s]
+    if not gpus:
+        pytest.skip("no GPU whose PCIe link Linux describes here")
+    link_guess = min(rates.pinned_guess(d) for d in gpus) / 1e9
+    between = (link_guess + max(rates.expected_rate(d, kind) for d in gpus) / 1e9) / 2
+    assert rates.store_rates(host_device(), {kind: between}, 64 << 20)
+    for cpu in (d for d in aescl.list_devices() if d.type == "cpu"):  # (not tried first)
+        assert rates.store_rates(cpu, {kind: 1.0}, 64 << 20)
+    key, nonce = os.urandom(16), os.urandom(8)
+    for gpu in gpus:
+        pinned = (aescl.pinned_empty(2 << 20, gpu), aescl.pinned_empty(2 << 20, gpu))
+        ordinary = (np.zeros(2 << 20, np.uint8), np.zeros(2 << 20, np.uint8))
+        assert no_device_named.for_job(1 << 30, kind, arrays=pinned).devices == [gpu]
+        assert no_device_named.for_job(1 << 30, kind, arrays=ordinary).devices == [host_device()]
+        if kind == "blocks":  # (and a call with no device named runs there)
+            source, target = pinned
+            source[:] = 5
+            aescl.new(key, aescl.MODE_CTR, nonce=nonce).encrypt(source, output=target)
+            assert teams.team(gpu).shares[0].units == source.nbytes // 16
+            assert bytes(target) == AES.new(key, AES.MODE_CTR, nonce=nonce).encrypt(
+                bytes(source))
+
+
 def test_in_all_a_file_job_runs_alone_on_a_device_that_keeps_up_with_the_files(
         no_device_named):
     """No team is faster than the files: in ``all``, a job between files runs on the

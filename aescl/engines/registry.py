@@ -70,6 +70,10 @@ class EngineLine:
     def has_started(self) -> bool:
         return bool(_resolve(self.started)())
 
+    def imported(self) -> bool:
+        """Whether ``aescl.engines.<name>`` has been imported in this process."""
+        return f"{__package__}.{self.name}" in sys.modules
+
     def package(self) -> types.ModuleType:
         """``aescl.engines.<name>``, imported on first use."""
         return importlib.import_module(f"{__package__}.{self.name}")
