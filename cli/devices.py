@@ -22,12 +22,13 @@ def _kib(nbytes: int) -> str:
 
 def _device_rows(found: list[aescl.Device]) -> list[tuple[str, ...]]:
     header = ("ID", "TYPE", "VENDOR", "NAME", "CUS", "CLOCK", "MEMORY", "LOCAL",
-              "MAX ALLOC", "OPENCL C", "DRIVER")
+              "MAX ALLOC", "PCIE", "OPENCL C", "DRIVER")
     rows = [header]
     for d in found:
         rows.append((
             d.id, d.type, d.vendor, d.name, str(d.compute_units), f"{d.clock_mhz} MHz",
             _gib(d.global_mem_bytes), _kib(d.local_mem_bytes), _gib(d.max_alloc_bytes),
+            "" if d.pcie_gb_s is None else f"{d.pcie_gb_s:.1f} GB/s",
             d.opencl_c_version.replace("OpenCL C ", "") or
             (f"CUDA {d.platform_version}" if d.is_cuda else ""), d.driver_version,
         ))

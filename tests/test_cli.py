@@ -26,6 +26,10 @@ def test_devices_lists_every_device_as_a_table():
     for device in aescl.devices():
         row = next(line for line in lines[1:] if line.startswith(device.id + " "))
         assert device.name in row and device.vendor in row and device.driver_version in row
+        # (each way over its PCIe link, where Linux describes it: the H200's 63.0 GB/s)
+        link = device.pcie_gb_s
+        assert ("GB/s" in row) == (link is not None)
+        assert link is None or f"{link:.1f} GB/s" in row
 
 
 def test_devices_json_has_every_field():
