@@ -297,11 +297,10 @@ PCI_DEVICES = Path("/sys/bus/pci/devices")
 def pcie_link_gb_s(address: str) -> float | None:
     """GB/s each way over the PCIe link between the device at ``address``
     (domain:bus:device, as :attr:`Device.pci_address`) and the host, as Linux's sysfs
-    describes the link: the least of the top speeds and
-    widths of the device and of every bridge port above it, and the width it trained at.
-    Not its current speed: an idle GPU may drop its link to a lower one until work
-    comes, to save power. None where nothing says: no address, no sysfs, or a link it
-    calls unknown."""
+    describes the link: the least of the top speeds and widths of the device and of
+    every bridge port above it, and the width it trained at. Not its current speed: an
+    idle GPU may drop its link to a lower one until work comes, to save power. None
+    where nothing says: no address, no sysfs, or a link it calls unknown."""
     return _link_gb_s(address, str(PCI_DEVICES)) if address else None
 
 
@@ -313,9 +312,9 @@ def _link_gb_s(address: str, listing: str) -> float | None:
     with contextlib.suppress(OSError):
         node = functions[0].resolve()
         trained = node / "current_link_width"
-        widths = [_lanes(trained.read_text())] if trained.is_file() else []
+        widths = [_lanes(trained.read_text()) if trained.is_file() else 0]
         widths = [lanes for lanes in widths if lanes]  # (unknown: the top widths say)
-        lane_rates = []
+        lane_rates: list[float] = []
         while (node / "max_link_speed").is_file():  # (the device, then each port above)
             lane_rates.append(_lane_gb_s((node / "max_link_speed").read_text()))
             widths.append(_lanes((node / "max_link_width").read_text()))
