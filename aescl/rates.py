@@ -173,13 +173,15 @@ _GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
 _GUESSED_HOST_CHUNKS_GB_S_PER_CORE = 1.5
 # ``gcm``: one MODE_GCM stream on host data (bytes in, bytes out), which no ``aescl bench``
 # figure measures, so it goes by these, taken from the plain calls on the 16-core H200
-# host (1 GiB, 2026-11-27, docs/benchmarks): the host engine (pycryptodome's threads)
-# 12.3-12.5 GB/s, NVIDIA's OpenCL 4.4-7.2 (pieces overlapped in its pipeline), the CUDA
-# engine 1.8-2.4 (its pieces one after another); on the 2-core CI kind the host engine
-# ran 2.2-3.1. A stream is sequential, so a GPU's edge in bulk work does not carry over.
+# host (1 GiB, 2026-11-27 and 2026-12-02, docs/benchmarks): the host engine
+# (pycryptodome's threads) 12.3-12.5 GB/s, NVIDIA's OpenCL 5.2-8.1 (sealing faster than
+# opening, which passes over the text twice), the CUDA engine 8.6-12.1 (its pieces in
+# flight at once since 2026-12-02; before, one after another, 1.8-7.8); on the 2-core CI
+# kind the host engine ran 2.2-3.1. A stream is sequential, so a GPU's edge in bulk work
+# does not carry over.
 # The chunked format there: CUDA 7.3-7.4 against NVIDIA's OpenCL 5.5-5.7 on the same GPU.
 _GUESSED_HOST_GCM_GB_S_PER_CORE = 0.75
-_GUESSED_ENGINE_GB_S = {("cuda", "chunks"): 7.5, ("cuda", "gcm"): 2.0,
+_GUESSED_ENGINE_GB_S = {("cuda", "chunks"): 7.5, ("cuda", "gcm"): 8.0,
                         ("opencl", "gpu", "chunks"): 6.0, ("opencl", "gpu", "gcm"): 6.0}
 # A GPU on pinned memory is bound by its PCIe link, which moves the input in and the
 # output back at once: an H200's (PCIe 5 x16, 63 GB/s each way) ran CTR at 46.4-49.5 GB/s

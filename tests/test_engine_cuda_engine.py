@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -140,18 +141,44 @@ def test_host_data_gcm_on_cuda_matches_pycryptodome(bits, nonce_bytes, monkeypat
 
 
 @needs_gpu
-@pytest.mark.parametrize("pieces", [[16], [7, 9, 250], [256], [257], [100, 300]])
+def test_host_data_gcm_on_cuda_has_its_pieces_in_flight_at_once(monkeypatch):
+    """A message's pieces go through the pipeline's streams at once: each piece's GHASH
+    waits here until another piece's has begun too (one after another, the first would
+    wait alone, and the barrier break), and the bytes and tag are still pycryptodome's,
+    the pieces' sums folded in order."""
+    from aescl.engines.cuda import gcm, workers
+
+    monkeypatch.setattr(gcm, "_PIECE_BYTES", 1 << 20)
+    together = threading.Barrier(2, timeout=30)
+    sums = workers.CudaGhash.sums
+
+    def sums_beside_another(self, span, buffer):
+        together.wait()
+        return sums(self, span, buffer)
+
+    monkeypatch.setattr(workers.CudaGhash, "sums", sums_beside_another)
+    key, nonce, data = os.urandom(32), os.urandom(12), os.urandom(4 << 20)
+    expected, tag = Reference.new(key, Reference.MODE_GCM, nonce=nonce).encrypt_and_digest(data)
+    cipher = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    assert cipher.encrypt_and_digest(data) == (expected, tag)
+    opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
+    assert opener.decrypt_and_verify(expected, tag) == data
+
+
+@needs_gpu
+@pytest.mark.parametrize("pieces", [[16], [7, 9, 250], [256], [257], [272], [100, 300]])
 def test_host_data_gcm_on_cuda_hashes_short_texts_on_the_host(pieces, monkeypatch):
-    """A call's text of up to ghash.HOST_RUN_BLOCKS blocks is hashed on the host (a call
-    longer than that, on the GPU); either way, in pieces that split blocks, in place
-    and through decrypt_and_verify, the bytes and tags are pycryptodome's."""
+    """A call's whole blocks (after the rest of a block an earlier call began), up to
+    ghash.HOST_RUN_BLOCKS of them, are hashed on the host (more, on the GPU); either way,
+    in pieces that split blocks, in place and through decrypt_and_verify, the bytes and
+    tags are pycryptodome's."""
     from aescl import ghash
     from aescl.engines.cuda.gcm import CudaHostGcm
 
-    hashed_on_the_gpu = []
-    gpu_sum = CudaHostGcm.partial_sum
-    monkeypatch.setattr(CudaHostGcm, "partial_sum", lambda self, *args: (
-        hashed_on_the_gpu.append(args[-1]), gpu_sum(self, *args))[1])
+    hashed_on_the_gpu = []  # (the side each pass through the GPU hashed there)
+    through = CudaHostGcm._through
+    monkeypatch.setattr(CudaHostGcm, "_through", lambda self, *args: (
+        args[-1] is not None and hashed_on_the_gpu.append(args[-1]), through(self, *args))[1])
     key, nonce, aad = os.urandom(32), os.urandom(12), os.urandom(20)
     data = os.urandom(sum(pieces))
     reference = Reference.new(key, Reference.MODE_GCM, nonce=nonce)
@@ -163,7 +190,12 @@ def test_host_data_gcm_on_cuda_hashes_short_texts_on_the_host(pieces, monkeypatc
     for size in pieces:
         sealed, at = sealed + cipher.encrypt(data[at : at + size]), at + size
     assert (sealed, cipher.digest()) == (expected, tag)
-    short = all(ghash.hashed_on_the_host(size) for size in pieces)
+
+    def whole_blocks_short(at: int, size: int) -> bool:
+        head = min(size, -at % 16)
+        return ghash.hashed_on_the_host((size - head) // 16 * 16)
+
+    short = all(whole_blocks_short(sum(pieces[:i]), size) for i, size in enumerate(pieces))
     assert (hashed_on_the_gpu == []) == short
     hashed_on_the_gpu.clear()
     opener = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
@@ -178,7 +210,7 @@ def test_host_data_gcm_on_cuda_hashes_short_texts_on_the_host(pieces, monkeypatc
     checked = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
     checked.update(aad)
     assert checked.decrypt_and_verify(sealed, tag) == data
-    assert (hashed_on_the_gpu == []) == (short and ghash.hashed_on_the_host(len(sealed)))
+    assert (hashed_on_the_gpu == []) == (short and whole_blocks_short(0, len(sealed)))
     refused = aescl.new(key, aescl.MODE_GCM, nonce=nonce, device="cuda")
     refused.update(aad)
     output = bytearray(len(sealed))

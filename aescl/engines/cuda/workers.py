@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -467,40 +468,60 @@ class CudaGhash:
     def partial_sum(self, span: CudaBytes) -> int:
         """The partial sum of the whole blocks of an aligned span, after the work before
         it on its stream; waits for that stream. The segments' sums are folded on the
-        GPU too (ghash.fold_on_device)."""
+        GPU too (ghash.fold_on_device), in memory kept for the GPU (Gpu.sums_buffer)."""
+        with self._gpu.lock:
+            self._gpu.core.set_current()
+            return self.fold(self.sums(span, self._gpu.sums_buffer))
+
+    def sums(self, span: CudaBytes, buffer: Callable[[int], int]) -> list[tuple[int, Any]]:
+        """The GPU's part of :meth:`partial_sum`: for each launch, its blocks and its last
+        segment's sum and the fold of the others (32 bytes), back on the host once the
+        stream is done. ``buffer(nbytes)``: device memory for the sums, for this stream
+        alone (the caller's, or the GPU's under its lock). Apart from :meth:`fold`, which
+        is Python's arithmetic on the host: a pipeline's feeding threads run this part at
+        once, and the caller folds their pieces' sums in order."""
         from cuda.bindings import driver
         from cuda.core import LaunchConfig, Stream, launch
 
         blocks, segment = span.nbytes // BLOCK_SIZE, self._segment
-        with self._gpu.lock:
+        stream = Stream.from_handle(span.stream)
+        launches = []
+        for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
+            count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
+            segments = -(-count // segment)
+            with self._gpu.lock:  # (a table is made on its first use)
+                tables = self._tables.of(1), (self._tables.of(segment) if segments > 1
+                                              else None)
             self._gpu.core.set_current()
-            stream = Stream.from_handle(span.stream)
-            total = 0
-            for first in range(0, blocks, _GHASH_LAUNCH_BLOCKS):
-                count = min(_GHASH_LAUNCH_BLOCKS, blocks - first)
-                segments = -(-count // segment)
-                partials = self._gpu.sums_buffer(16 * (segments + 1))  # then the fold
-                self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
-                             segments, self._tables.of(1), partials)
-                if segments > 1:  # the sums as blocks, folded by powers of H^segment
-                    launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)),
-                                                block=256),
-                           self._sums_as_blocks, np.uint64(partials), np.uint32(segments))
-                    self._launch(stream, partials, segments - 1, segments - 1, 1,
-                                 self._tables.of(self._segment), partials + 16 * segments)
-                values = np.zeros(32, np.uint8)  # the last sum, then the fold
-                checked(driver.cuMemcpyDtoHAsync(values, partials + 16 * (segments - 1), 32,
-                                                span.stream))
-                stream.sync()
-                last, outer = values[:16], values[16:].view(np.uint64)
-                if segments == 1:  # (still as gcm_ghash left it)
-                    part = (int(last.view(np.uint64)[0]) << 64) | int(last.view(np.uint64)[1])
-                else:
-                    part = ghash.fold_on_device(
-                        (int(outer[0]) << 64) | int(outer[1]), ghash.block_to_int(last.tobytes()),
-                        segment, count - segment * (segments - 1), self._multipliers)
-                total = self._multipliers.times_power(total, count) ^ part
-            return total
+            partials = buffer(16 * (segments + 1))  # then the fold
+            self._launch(stream, span.pointer + first * BLOCK_SIZE, count, segment,
+                         segments, tables[0], partials)
+            if tables[1] is not None:  # the sums as blocks, folded by powers of H^segment
+                launch(stream, LaunchConfig(grid=max(1, min(segments // 256, 64)), block=256),
+                       self._sums_as_blocks, np.uint64(partials), np.uint32(segments))
+                self._launch(stream, partials, segments - 1, segments - 1, 1, tables[1],
+                             partials + 16 * segments)
+            values = np.zeros(32, np.uint8)  # the last sum, then the fold
+            checked(driver.cuMemcpyDtoHAsync(values, partials + 16 * (segments - 1), 32,
+                                            span.stream))
+            stream.sync()  # (before the buffer serves the next launch)
+            launches.append((count, values))
+        return launches
+
+    def fold(self, launches: list[tuple[int, Any]]) -> int:
+        """The partial sum of the blocks of :meth:`sums`' launches, in order."""
+        total, segment = 0, self._segment
+        for count, values in launches:
+            segments = -(-count // segment)
+            last, outer = values[:16], values[16:].view(np.uint64)
+            if segments == 1:  # (still as gcm_ghash left it)
+                part = (int(last.view(np.uint64)[0]) << 64) | int(last.view(np.uint64)[1])
+            else:
+                part = ghash.fold_on_device(
+                    (int(outer[0]) << 64) | int(outer[1]), ghash.block_to_int(last.tobytes()),
+                    segment, count - segment * (segments - 1), self._multipliers)
+            total = self._multipliers.times_power(total, count) ^ part
+        return total
 
     @staticmethod
     def read(span: CudaBytes) -> bytes:

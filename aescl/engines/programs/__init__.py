@@ -8,7 +8,8 @@ memory, written once over the operations an engine supplies on its spans of memo
 * ``device_gcm.py``: one GCM message's calls (``DeviceGcm``: ``crypt``,
   ``partial_sum``, ``read``);
 * ``staged_gcm.py``: the same calls on host data staged through a device, each call one
-  pass (``StagedGcm``: the engine's ``_pass``).
+  pass (``StagedGcm``: the engine's ``_through``, how a call's whole blocks go through
+  its device).
 
 A GPU engine answers only how it launches: its kernel set over spans (the OpenCL
 engine's ``workers.OpenclChunkKernels``, the CUDA engine's ``workers.CudaChunkKernels``).
