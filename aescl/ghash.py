@@ -14,7 +14,6 @@ top bit of the first byte), so multiplying by x is a right shift.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -172,21 +171,6 @@ def counter_block(j0: bytes, steps: int) -> bytes:
     """inc32 applied ``steps`` times to J0: the last 32 bits (big-endian) count, and wrap
     without carrying into the nonce (SP 800-38D); cl/aes_gcm.cl's gcm_counter."""
     return j0[:12] + ((int.from_bytes(j0[12:], "big") + steps) % 2**32).to_bytes(4, "big")
-
-
-def fold_partials(partials: list[int], segment_blocks: int, total_blocks: int,
-                  times_power: Callable[[int, int], int]) -> int:
-    """The GHASH partial sum of consecutive segments of ``segment_blocks`` blocks (the
-    last may be shorter; ``total_blocks`` in all) from their own partial sums, as the
-    kernels' ``gcm_ghash`` returns them. ``times_power(v, n)`` is v·H^n."""
-    last_blocks = total_blocks - segment_blocks * (len(partials) - 1)
-    result = 0
-    for index, partial in enumerate(partials):
-        if index:
-            last = index == len(partials) - 1
-            result = times_power(result, last_blocks if last else segment_blocks)
-        result ^= partial
-    return result
 
 
 @lru_cache(maxsize=64)

@@ -2,8 +2,8 @@
 an OpenCL device): the staged GCM's passes (staged_gcm.StagedGcm in engines/programs/),
 each call's whole blocks streamed through the device's overlapped pipeline (pipeline.py):
 a piece goes up, through CTR (gcm_kernels.py) into the piece's output and through GHASH
-in segments, whose partial sums stay on the device until the call's pieces are done,
-then come back and are folded on the host.
+in segments, whose sums are folded on the device and stay there until the call's pieces
+are done; then each piece's comes back, and the call folds them in order.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ class OpenclHostGcm(StagedGcm):
 
     def _through(self, source: np.ndarray, target: np.ndarray | None, first_block: int,
                  hashed: str | None) -> int:
-        """(StagedGcm._through) The pieces through the pipeline, the GHASH's segment sums
-        left on the device until the last piece is done."""
+        """(StagedGcm._through) The pieces through the pipeline, each piece's GHASH sum
+        folded on the device and left there until the last piece is done."""
         kernels, sums = self._kernels, []
         step = self._piece_bytes
         # The constants before the pipeline runs: a buffer made from host memory waits,
@@ -57,12 +57,12 @@ class OpenclHostGcm(StagedGcm):
 
             def launch(queue: Any, device_in: Any, device_out: Any, scratch: Any) -> Any:
                 if hashed == "input":
-                    sums.append((*kernels.enqueue_segment_sums(device_in, blocks), blocks))
+                    sums.append(kernels.enqueue_partial_sum(device_in, blocks))
                 if target is not None:
                     kernels.enqueue_ctr(device_in, blocks, blocks, first_step, counter,
                                         lengths[hi - lo], device_out)
                 if hashed == "output":
-                    sums.append((*kernels.enqueue_segment_sums(device_out, blocks), blocks))
+                    sums.append(kernels.enqueue_partial_sum(device_out, blocks))
                 return cl.enqueue_marker(queue)
 
             if target is None:
@@ -73,7 +73,6 @@ class OpenclHostGcm(StagedGcm):
 
         pipeline(self._device).run(piece(lo) for lo in range(0, source.nbytes, step))
         total = 0
-        for segment_sums, count, segment, blocks in sums:
-            total = kernels.times_power(total, blocks) ^ kernels.segment_sums_total(
-                segment_sums, count, segment, blocks)
+        for pending in sums:  # (in the pieces' order: one thread launches them)
+            total = kernels.times_power(total, pending[2]) ^ kernels.partial_sum_read(pending)
         return total

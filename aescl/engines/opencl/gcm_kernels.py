@@ -415,63 +415,62 @@ class GcmKernels:
 
     # ---- one message, any length: the GCM stream's path (gcm.py) -----------------
 
-    def fold(self, partials: np.ndarray, segment_blocks: int, total_blocks: int) -> int:
-        """GHASH partial sums of consecutive segments -> the partial sum of their concatenation."""
-        return ghash.fold_partials([(hi << 64) | lo for hi, lo in partials.tolist()],
-                                   segment_blocks, total_blocks, self.times_power)
-
     def lengths_of(self, nbytes: int) -> Any:
         """A device buffer of one message length, as the CTR kernel takes lengths."""
         return self.constant(np.array([nbytes], dtype=np.uint64))
 
-    def enqueue_segment_sums(self, buffer: Any, blocks: int) -> tuple[Any, int, int]:
-        """Enqueue GHASH over the first ``blocks`` blocks of a device buffer in segments,
-        their partial sums left on the device, in scratch of the runtime: returns (that
-        scratch, segments, blocks a segment), for :meth:`segment_sums_total`. (Copied into
-        host memory at once, they were a copy into pageable memory in the middle of a
-        pipeline, which NVIDIA's OpenCL makes wait for the work before it.)"""
+    def enqueue_partial_sum(self, buffer: Any, blocks: int) -> tuple[Any, Any, int]:
+        """Enqueue the GHASH partial sum of the first ``blocks`` blocks of a device buffer,
+        left on the device for :meth:`partial_sum_read`: GHASH in segments, and where there
+        are several, their sums folded on the device too (ghash.fold_on_device says how)
+        into a second buffer. Returns (the segments' sums, their fold or None, blocks), in
+        scratch of the runtime. (Folding thousands of segments' sums on the host took
+        longer than the GHASH itself: a GCM stream's 1 GiB message on an H200 sealed at
+        16-23 GB/s so, against 44 on the CUDA engine's device fold, 2026-12-02. Read back
+        at once, they were a copy into pageable memory in the middle of a pipeline, which
+        NVIDIA's OpenCL makes wait for the work before it.)"""
         segment = self._ghash_items * _SEGMENT_STEPS
         count = -(-blocks // segment)
-        sums = self.runtime.take_scratch(16 * count)
-        self.enqueue_ghash(buffer, blocks, segment, count, sums)
-        return sums, count, segment
+        partials = self.runtime.take_scratch(16 * count)
+        self.enqueue_ghash(buffer, blocks, segment, count, partials)
+        if count == 1:
+            return partials, None, blocks
+        folded = self.runtime.take_scratch(16)
+        self._sums_as_blocks.set_args(partials, np.uint32(count))
+        cl.enqueue_nd_range_kernel(self.runtime.queue, self._sums_as_blocks, (256,), None)
+        self.enqueue_ghash(partials, count - 1, count - 1, 1, folded,
+                           base=self.multipliers.power(segment))
+        return partials, folded, blocks
 
-    def segment_sums_total(self, sums: Any, count: int, segment: int, blocks: int) -> int:
-        """The partial sum of ``blocks`` blocks from their segments' sums
-        (:meth:`enqueue_segment_sums`), read back once the work before is done and folded
-        on the host; the scratch goes back to the runtime."""
-        host = np.empty((count, 2), dtype=np.uint64)
-        cl.enqueue_copy(self.runtime.queue, host, sums, is_blocking=True)
-        self.runtime.give_back_scratch([sums])
-        return self.fold(host, segment, blocks)
+    def partial_sum_read(self, pending: tuple[Any, Any, int]) -> int:
+        """The partial sum :meth:`enqueue_partial_sum` left on the device, read back once
+        the work before it is done; its scratch goes back to the runtime."""
+        partials, folded, blocks = pending
+        segment = self._ghash_items * _SEGMENT_STEPS
+        count = -(-blocks // segment)
+        queue = self.runtime.queue
+        try:
+            # (blocking reads: see keystream)
+            if folded is None:  # one segment: its sum as gcm_ghash left it
+                last = np.zeros(2, np.uint64)
+                cl.enqueue_copy(queue, last, partials, is_blocking=True)
+                return (int(last[0]) << 64) | int(last[1])
+            outer = np.zeros(2, np.uint64)
+            cl.enqueue_copy(queue, outer, folded, is_blocking=True)
+            block = np.zeros(16, np.uint8)  # the last sum, now a block in memory order
+            cl.enqueue_copy(queue, block, partials, src_offset=16 * (count - 1),
+                            is_blocking=True)
+            return ghash.fold_on_device((int(outer[0]) << 64) | int(outer[1]),
+                                        ghash.block_to_int(block.tobytes()), segment,
+                                        blocks - segment * (count - 1), self.multipliers)
+        finally:
+            self.runtime.give_back_scratch([partials] if folded is None else [partials, folded])
 
     @one_job_per_device
     def partial_sum(self, buffer: Any, blocks: int) -> int:
         """The GHASH partial sum of the first ``blocks`` blocks of a device buffer (data
-        already on the device: GCM on a caller's arrays). The segments' partial sums
-        are folded on the device too (ghash.fold_on_device says how): folding thousands
-        of them on the host took longer than the GHASH itself."""
-        segment = self._ghash_items * _SEGMENT_STEPS
-        count = -(-blocks // segment)
-        partials = self._scratch(16 * count)
-        self.enqueue_ghash(buffer, blocks, segment, count, partials)
-        queue = self.runtime.queue
-        last = np.zeros(2, np.uint64)
-        if count == 1:
-            cl.enqueue_copy(queue, last, partials, is_blocking=True)
-            return (int(last[0]) << 64) | int(last[1])
-        folded = self._scratch(16)
-        self._sums_as_blocks.set_args(partials, np.uint32(count))
-        cl.enqueue_nd_range_kernel(queue, self._sums_as_blocks, (256,), None)
-        self.enqueue_ghash(partials, count - 1, count - 1, 1, folded,
-                            base=self.multipliers.power(segment))
-        outer = np.zeros(2, np.uint64)
-        cl.enqueue_copy(queue, outer, folded, is_blocking=True)  # (see keystream)
-        block = np.zeros(16, np.uint8)  # the last sum, now a block in memory order
-        cl.enqueue_copy(queue, block, partials, src_offset=16 * (count - 1), is_blocking=True)
-        return ghash.fold_on_device((int(outer[0]) << 64) | int(outer[1]),
-                                    ghash.block_to_int(block.tobytes()), segment,
-                                    blocks - segment * (count - 1), self.multipliers)
+        already on the device: GCM on a caller's arrays)."""
+        return self.partial_sum_read(self.enqueue_partial_sum(buffer, blocks))
 
     # ---- many messages with empty AAD: the chunked format's path ------------------
 
