@@ -173,10 +173,10 @@ _GUESSED_HOST_BLOCKS_GB_S_PER_CORE = 2.5
 _GUESSED_HOST_CHUNKS_GB_S_PER_CORE = 1.5
 # ``gcm``: one MODE_GCM stream on host data (bytes in, bytes out), which no ``aescl bench``
 # figure measures, so it goes by these, taken from the plain calls on the 16-core H200
-# host (1 GiB, 2026-11-27 and 2026-12-02, docs/benchmarks): the host engine
-# (pycryptodome's threads) 12.3-12.5 GB/s, NVIDIA's OpenCL 5.2-8.1 (sealing faster than
-# opening, which passes over the text twice), the CUDA engine 8.6-12.1 (its pieces in
-# flight at once since 2026-12-02; before, one after another, 1.8-7.8); on the 2-core CI
+# host (1 GiB, docs/benchmarks): the host engine (pycryptodome's threads) 12.3-12.5 GB/s
+# (2026-11-27); on 2026-12-02, with each engine's pieces in flight at once and their
+# GHASH folded on the GPU, the CUDA engine sealed at 7.1-12.1 and opened (two passes
+# over the text) at 5.9-8.7, NVIDIA's OpenCL at 6.9-7.5 and 5.2-5.6; on the 2-core CI
 # kind the host engine ran 2.2-3.1. A stream is sequential, so a GPU's edge in bulk work
 # does not carry over.
 # The chunked format there: CUDA 7.3-7.4 against NVIDIA's OpenCL 5.5-5.7 on the same GPU.
