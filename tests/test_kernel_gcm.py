@@ -173,6 +173,36 @@ def test_ghash_of_long_messages_split_across_work_groups_and_pieces(device):
     assert text.tobytes() == data
 
 
+def test_verifying_into_bytes_passes_over_the_text_once_and_into_output_twice(
+        device, monkeypatch):
+    """decrypt_and_verify into the bytes it returns decrypts and hashes in one pass (its
+    result is released only once the tag matched); into a caller's output= it hashes
+    first and decrypts only after the check, so a wrong tag leaves output as it was."""
+    key, nonce = os.urandom(32), os.urandom(12)
+    data = os.urandom(16 * 700 + 9)
+    sealed, tag = AES.new(key, AES.MODE_GCM, nonce=nonce).encrypt_and_digest(data)
+    passes: list[tuple[bool, str | None]] = []  # (CTR in it, the side hashed)
+    through = OpenclHostGcm._through
+    monkeypatch.setattr(OpenclHostGcm, "_through", lambda self, source, target, *rest: (
+        passes.append((target is not None, rest[-1])), through(self, source, target, *rest))[1])
+
+    def opener() -> OpenclHostGcm:
+        return OpenclHostGcm(key, nonce, 16, device, "host")
+
+    assert opener().decrypt_and_verify(sealed, tag) == data
+    assert passes == [(True, "input")]
+    passes.clear()
+    with pytest.raises(aescl.AuthenticationError):
+        opener().decrypt_and_verify(sealed, bytes(16))
+    output = np.zeros(len(sealed), np.uint8)
+    with pytest.raises(aescl.AuthenticationError):
+        opener().decrypt_and_verify(sealed, bytes(16), output=output)
+    assert not output.any()
+    passes.clear()
+    assert opener().decrypt_and_verify(sealed, tag, output=output) is None
+    assert output.tobytes() == data and passes == [(False, "input"), (True, None)]
+
+
 def test_the_power_tables_built_on_the_device_match_the_host_definition(device):
     engine = GcmKernels(os.urandom(32), device, "host")
     count = 37
