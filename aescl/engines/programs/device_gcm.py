@@ -96,12 +96,6 @@ class DeviceGcm(ghash.GcmTagCalls, ABC):
             self._ghash.pending += self.read(ciphertext, done, length - done)
         self._ghash.text_bytes += length
 
-    def hash_host_text(self, ciphertext: bytes) -> None:
-        """Add ciphertext in host memory to the GHASH, on the host: a short run
-        (ghash.hashed_on_the_host), where the device's GHASH is a launch and a read."""
-        self._ghash.absorb_bytes(ciphertext)
-        self._ghash.text_bytes += len(ciphertext)
-
     def _crypt_at(self, data: Any, output: Any, start: int) -> Any:
         return self.crypt(data, output, start // BLOCK_SIZE, start % BLOCK_SIZE)
 
